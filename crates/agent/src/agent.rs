@@ -1,0 +1,277 @@
+//! [`Agent`] and its builder.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use toolsmith_core::layer::{
+    HookLayer, Layer, LayerStack, LoopDetection, LoopDetectionLayer, TimeoutLayer, ToolHook,
+    TracingLayer,
+};
+use toolsmith_core::{
+    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver, Toolset,
+};
+
+use crate::run::Run;
+use crate::{ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition};
+
+/// An agent: a model, instructions, tools and the rules of its loop.
+///
+/// Cheap to clone (the clones share everything, tools included) and safe to run concurrently:
+/// each run takes a snapshot of the toolset when it starts.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) model: Arc<dyn LanguageModel>,
+    pub(crate) instructions: Option<String>,
+    tools: RwLock<Toolset>,
+    pub(crate) resolver: Option<Arc<dyn ToolResolver>>,
+    pub(crate) policy: ExecutionPolicy,
+    pub(crate) max_steps: u32,
+    pub(crate) stop_when: Vec<Box<dyn StopCondition>>,
+    pub(crate) tool_choice: ToolChoice,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) settings: CallSettings,
+    hooks: Vec<Arc<dyn ToolHook>>,
+    layers: Vec<Arc<dyn Layer>>,
+    loop_detection: Option<LoopDetection>,
+    tool_timeout: Option<Duration>,
+}
+
+impl AgentInner {
+    pub(crate) fn tools(&self) -> Toolset {
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The layers of one run, outermost first: tracing, loop detection (fresh counts per run),
+    /// hooks, the caller's layers, timeout.
+    pub(crate) fn layer_stack(&self) -> LayerStack {
+        let mut stack = LayerStack::new();
+        stack.push(TracingLayer);
+        if let Some(settings) = self.loop_detection {
+            stack.push(LoopDetectionLayer::new(settings));
+        }
+        for hook in &self.hooks {
+            stack.push(HookLayer(hook.clone()));
+        }
+        for layer in &self.layers {
+            stack.push_shared(layer.clone());
+        }
+        stack.push(TimeoutLayer::new(self.tool_timeout));
+        stack
+    }
+}
+
+impl Agent {
+    /// Starts building an agent on `model`.
+    pub fn builder(model: impl LanguageModel) -> AgentBuilder {
+        Self::builder_shared(Arc::new(model))
+    }
+
+    /// Starts building an agent on a shared model.
+    pub fn builder_shared(model: Arc<dyn LanguageModel>) -> AgentBuilder {
+        AgentBuilder {
+            inner: AgentInner {
+                model,
+                instructions: None,
+                tools: RwLock::default(),
+                resolver: None,
+                policy: ExecutionPolicy::Sequential,
+                max_steps: 10,
+                stop_when: Vec::new(),
+                tool_choice: ToolChoice::Auto,
+                parallel_tool_calls: None,
+                settings: CallSettings::default(),
+                hooks: Vec::new(),
+                layers: Vec::new(),
+                loop_detection: None,
+                tool_timeout: None,
+            },
+        }
+    }
+
+    /// Runs the loop to its end.
+    ///
+    /// # Errors
+    ///
+    /// A [`RunError`] when the model fails, a tool fails fatally, the run is cancelled or the
+    /// tool resolver fails. The error carries the thread up to that point.
+    pub async fn run(&self, input: impl Into<RunInput>) -> Result<RunOutput, RunError> {
+        Run::new(self.inner.clone(), input.into(), EventSink::none())
+            .await?
+            .drive()
+            .await
+    }
+
+    /// Starts the loop on a task and streams its parts. Needs a Tokio runtime.
+    ///
+    /// Dropping the stream cancels the run.
+    pub fn stream(&self, input: impl Into<RunInput>) -> RunStream {
+        RunStream::spawn(self.inner.clone(), input.into())
+    }
+
+    /// A snapshot of the toolset.
+    pub fn tools(&self) -> Toolset {
+        self.inner.tools()
+    }
+
+    fn tools_mut<R>(&self, f: impl FnOnce(&mut Toolset) -> R) -> R {
+        f(&mut self.inner.tools.write().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Adds a tool, or replaces the one of the same name; returns the replaced tool. Runs already
+    /// started keep their toolset.
+    pub fn add_tool(&self, tool: impl IntoTool) -> Option<SharedTool> {
+        self.tools_mut(|t| t.add(tool))
+    }
+
+    /// Removes a tool; `true` if it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.tools_mut(|t| t.remove(name))
+    }
+
+    /// Replaces the tool of the same name; `false` if there is none.
+    pub fn replace_tool(&self, tool: impl IntoTool) -> bool {
+        self.tools_mut(|t| t.replace(tool))
+    }
+
+    /// Replaces the whole toolset.
+    pub fn set_tools(&self, tools: Toolset) {
+        self.tools_mut(|t| *t = tools);
+    }
+
+    /// The tools' names, in order.
+    pub fn list_tools(&self) -> Vec<String> {
+        self.tools().names().map(str::to_owned).collect()
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Arc<dyn LanguageModel> {
+        &self.inner.model
+    }
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field(
+                "model",
+                &format_args!(
+                    "{}:{}",
+                    self.inner.model.provider(),
+                    self.inner.model.model_id()
+                ),
+            )
+            .field("tools", &self.inner.tools())
+            .field("policy", &self.inner.policy)
+            .field("max_steps", &self.inner.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    inner: AgentInner,
+}
+
+impl AgentBuilder {
+    /// The system instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.inner.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds a tool (replacing one of the same name).
+    pub fn tool(self, tool: impl IntoTool) -> Self {
+        self.inner
+            .tools
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .add(tool);
+        self
+    }
+
+    /// Adds every tool of a toolset (on a name clash, the tool added first wins).
+    pub fn tools(self, tools: Toolset) -> Self {
+        {
+            let mut current = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
+            *current = std::mem::take(&mut *current).merge(tools);
+        }
+        self
+    }
+
+    /// Resolves extra tools at the start of each run; static tools win on a clash.
+    pub fn resolver(mut self, resolver: impl ToolResolver) -> Self {
+        self.inner.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// How a step's tool calls run (default: sequential).
+    pub fn execution(mut self, policy: ExecutionPolicy) -> Self {
+        self.inner.policy = policy;
+        self
+    }
+
+    /// The most steps a run takes (default 10).
+    pub fn max_steps(mut self, max_steps: u32) -> Self {
+        self.inner.max_steps = max_steps.max(1);
+        self
+    }
+
+    /// Adds a stop condition; the run stops when any holds.
+    pub fn stop_when(mut self, condition: impl StopCondition) -> Self {
+        self.inner.stop_when.push(Box::new(condition));
+        self
+    }
+
+    /// Whether and which tool the model must call.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.inner.tool_choice = choice;
+        self
+    }
+
+    /// Tells the provider whether the model may call several tools per step.
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.inner.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Sampling and length settings.
+    pub fn settings(mut self, settings: CallSettings) -> Self {
+        self.inner.settings = settings;
+        self
+    }
+
+    /// Adds a hook around every tool call.
+    pub fn hook(mut self, hook: impl ToolHook) -> Self {
+        self.inner.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a layer around every tool call, inside the hooks and outside the timeout.
+    pub fn layer(mut self, layer: impl Layer) -> Self {
+        self.inner.layers.push(Arc::new(layer));
+        self
+    }
+
+    /// Turns on loop detection.
+    pub fn loop_detection(mut self, settings: LoopDetection) -> Self {
+        self.inner.loop_detection = Some(settings);
+        self
+    }
+
+    /// The time limit of tool calls whose tools set none.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.inner.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// The agent.
+    pub fn build(self) -> Agent {
+        Agent {
+            inner: Arc::new(self.inner),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! [`RunInput`]: what a run starts from.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use toolsmith_core::{CancellationToken, Dependencies, Message, SessionState};
+
+/// What a run starts from: the thread so far, and the run's context.
+///
+/// A prompt string is a one-message thread. Resuming a paused run is running again with the
+/// stored thread plus the answers (a client tool's result appended as a tool message).
+///
+/// ```
+/// use toolsmith_agent::RunInput;
+/// use toolsmith_core::Message;
+///
+/// let input = RunInput::from("Hello")
+///     .with_run_id("run-42")
+///     .with_variable("BETA_TOOLS", "yes");
+/// assert_eq!(input.messages, vec![Message::user("Hello")]);
+/// ```
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct RunInput {
+    /// The thread so far. Tool calls without results are repaired before the first request.
+    pub messages: Vec<Message>,
+    /// The run's id; a fresh UUID when `None`.
+    pub run_id: Option<String>,
+    /// The stored thread's id, if any.
+    pub thread_id: Option<String>,
+    /// Metadata handed to every tool call.
+    pub metadata: Map<String, Value>,
+    /// Session state shared by the run's tool calls.
+    pub state: SessionState,
+    /// Typed dependencies handed to tools.
+    pub deps: Option<Arc<Dependencies>>,
+    /// Variables: flags for optional tools, values tools declare.
+    pub variables: HashMap<String, String>,
+    /// Cancels the run from outside.
+    pub cancellation: Option<CancellationToken>,
+}
+
+impl RunInput {
+    /// A run over `messages`.
+    pub fn new(messages: Vec<Message>) -> Self {
+        RunInput {
+            messages,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the run id.
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Sets the thread id.
+    pub fn with_thread_id(mut self, thread_id: impl Into<String>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets the session state.
+    pub fn with_state(mut self, state: SessionState) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// Sets the dependencies.
+    pub fn with_deps(mut self, deps: Dependencies) -> Self {
+        self.deps = Some(Arc::new(deps));
+        self
+    }
+
+    /// Sets a variable.
+    pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.variables.insert(name.into(), value.into());
+        self
+    }
+
+    /// Lets `token` cancel the run.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
+        self
+    }
+
+    /// Whether a flag variable is on: `true`, `1` or `yes`, case-insensitive (seed 004).
+    pub fn flag(&self, name: &str) -> bool {
+        self.variables.get(name).is_some_and(|v| {
+            ["true", "1", "yes"]
+                .iter()
+                .any(|on| v.trim().eq_ignore_ascii_case(on))
+        })
+    }
+}
+
+impl From<&str> for RunInput {
+    fn from(prompt: &str) -> Self {
+        RunInput::new(vec![Message::user(prompt)])
+    }
+}
+
+impl From<String> for RunInput {
+    fn from(prompt: String) -> Self {
+        RunInput::new(vec![Message::user(prompt)])
+    }
+}
+
+impl From<Vec<Message>> for RunInput {
+    fn from(messages: Vec<Message>) -> Self {
+        RunInput::new(messages)
+    }
+}

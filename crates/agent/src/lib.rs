@@ -1,0 +1,63 @@
+//! The toolsmith agent loop.
+//!
+//! An [`Agent`] holds a model, instructions, a [`Toolset`](toolsmith_core::Toolset) and an
+//! [`ExecutionPolicy`]; [`Agent::run`] drives the loop to its end and returns a [`RunOutput`],
+//! [`Agent::stream`] yields the run's [`RunPart`](toolsmith_core::RunPart)s as they happen.
+//!
+//! A run is a function of its thread. One step builds the request (the tool declarations are
+//! serialised once, not per request), streams the model, records the assistant message, prepares
+//! each tool call (unknown tool, unparseable JSON, schema violation: an error result, the tool
+//! never runs), executes the rest under the execution policy, and appends every result in call
+//! order. It stops on a step without tool calls, a stop condition, the step cap, a pending pause
+//! or cancellation.
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//! use toolsmith_agent::Agent;
+//! use toolsmith_core::{from_fn, ToolError};
+//! use toolsmith_providers::{ScriptedModel, Turn};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let model = ScriptedModel::new([
+//!     Turn::call("add", json!({"a": 2, "b": 3})),
+//!     Turn::text("2 + 3 = 5."),
+//! ]);
+//! let agent = Agent::builder(model)
+//!     .instructions("You add numbers.")
+//!     .tool(from_fn("add", "Add two integers.", |x: Add, _cx| async move {
+//!         Ok::<_, ToolError>(x.a + x.b)
+//!     }))
+//!     .build();
+//!
+//! let out = agent.run("What is 2 + 3?").await.unwrap();
+//! assert_eq!(out.text, "2 + 3 = 5.");
+//! assert_eq!(out.steps.len(), 2);
+//! assert_eq!(out.steps[0].tool_results[0].output_value(), Some(&json!(5)));
+//! # });
+//! ```
+
+mod agent;
+mod emit;
+mod execute;
+mod input;
+mod output;
+mod policy;
+mod prepare;
+mod repair;
+mod run;
+mod step;
+mod stop;
+mod stream;
+
+pub use agent::{Agent, AgentBuilder};
+pub use input::RunInput;
+pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
+pub use policy::ExecutionPolicy;
+pub use repair::repair_orphans;
+pub use stop::{StopCondition, has_tool_call, step_count_is};
+pub use stream::RunStream;

@@ -1,0 +1,434 @@
+//! One run of the loop.
+
+use std::sync::Arc;
+
+use toolsmith_core::layer::LayerStack;
+use toolsmith_core::{
+    CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
+    ModelOutput, ModelRequest, Part, Pause, Role, RunPart, RunScope, ToolError, ToolResultPart,
+    Toolset, Usage,
+};
+
+use crate::agent::AgentInner;
+use crate::emit::Emitter;
+use crate::execute::CallRunner;
+use crate::output::model_error_code;
+use crate::prepare::{Action, PreparedCall};
+use crate::step::{ModelTurn, consume};
+use crate::{
+    CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
+    ToolCallResult, repair_orphans,
+};
+
+/// The result given to calls that never ran because the run stopped first.
+const NOT_RUN_FATAL: &str =
+    "Not executed: the run stopped after a fatal error in another tool call.";
+const NOT_RUN_ABORTED: &str = "Not executed: the run was cancelled.";
+
+/// A run in progress.
+pub(crate) struct Run {
+    agent: Arc<AgentInner>,
+    scope: Arc<RunScope>,
+    tools: Toolset,
+    stack: Arc<LayerStack>,
+    request: ModelRequest,
+    /// How many instruction messages lead `request.messages`.
+    prefix: usize,
+    input_len: usize,
+    steps: Vec<StepResult>,
+    usage: Usage,
+    finish_reason: FinishReason,
+    pending: Vec<Pause>,
+    cancel: CancellationToken,
+    emit: Emitter,
+}
+
+impl Run {
+    pub(crate) async fn new(
+        agent: Arc<AgentInner>,
+        input: RunInput,
+        events: EventSink,
+    ) -> Result<Run, RunError> {
+        let run_id = input
+            .run_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let cancel = input.cancellation.clone().unwrap_or_default();
+        let scope = Arc::new(RunScope {
+            run_id: run_id.as_str().into(),
+            thread_id: input.thread_id.as_deref().map(Into::into),
+            metadata: Arc::new(input.metadata.clone()),
+            state: input.state.clone(),
+            deps: input.deps.clone().unwrap_or_default(),
+            events: events.clone(),
+        });
+        let mut messages = input.messages.clone();
+        repair_orphans(&mut messages, &[]);
+        let input_len = messages.len();
+        let fail = |message: String| RunError {
+            kind: RunErrorKind::Config(message),
+            output: Box::new(RunOutput {
+                run_id: run_id.clone(),
+                messages: messages.clone(),
+                input_len,
+                ..Default::default()
+            }),
+        };
+
+        let mut tools = agent.tools();
+        if let Some(resolver) = &agent.resolver {
+            let resolved = resolver
+                .resolve(&scope)
+                .await
+                .map_err(|e| fail(format!("The tool resolver failed: {e}")))?;
+            tools = tools.with_resolved(resolved);
+        }
+        if tools.iter().any(|t| t.meta().optional.is_some()) {
+            tools = tools.filter(|t| {
+                t.meta()
+                    .optional
+                    .as_deref()
+                    .is_none_or(|flag| input.flag(flag))
+            });
+        }
+
+        let mut request = ModelRequest {
+            tools: tools.declarations(),
+            tool_choice: agent.tool_choice.clone(),
+            parallel_tool_calls: agent.parallel_tool_calls,
+            settings: agent.settings.clone(),
+            ..Default::default()
+        };
+        let prefix = usize::from(agent.instructions.is_some());
+        if let Some(instructions) = &agent.instructions {
+            request.messages.push(Message::system(instructions.clone()));
+        }
+        request.messages.extend(messages);
+
+        Ok(Run {
+            stack: Arc::new(agent.layer_stack()),
+            agent,
+            scope,
+            tools,
+            request,
+            prefix,
+            input_len,
+            steps: Vec::new(),
+            usage: Usage::default(),
+            finish_reason: FinishReason::default(),
+            pending: Vec::new(),
+            cancel,
+            emit: Emitter::new(events),
+        })
+    }
+
+    /// Drives the loop to its end.
+    pub(crate) async fn drive(mut self) -> Result<RunOutput, RunError> {
+        let run_id = self.scope.run_id.to_string();
+        self.emit.emit(|| RunPart::Start { run_id });
+        let max_steps = self.agent.max_steps;
+        for step in 0..max_steps {
+            match self.step(step).await {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(kind) => return Err(self.fail(kind)),
+            }
+        }
+        let (usage, finish_reason) = (self.usage, self.finish_reason.unified);
+        self.emit.emit(|| RunPart::Finish {
+            usage,
+            finish_reason,
+        });
+        Ok(self.into_output())
+    }
+
+    /// Runs one step; `Ok(true)` to go on.
+    async fn step(&mut self, step: u32) -> Result<bool, RunErrorKind> {
+        if self.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+        self.emit.emit(|| RunPart::StartStep { step });
+        let turn = self.call_model().await?;
+        self.usage += turn.usage;
+        self.finish_reason = turn.finish_reason.clone();
+
+        let mut result = StepResult {
+            step,
+            text: turn.text(),
+            reasoning: turn.reasoning(),
+            tool_calls: turn.tool_calls(),
+            sources: turn.sources(),
+            usage: turn.usage,
+            finish_reason: turn.finish_reason.clone(),
+            tool_results: Vec::new(),
+        };
+        let ModelTurn { content, calls, .. } = turn;
+        self.request
+            .messages
+            .push(Message::new(Role::Assistant, content));
+        let had_calls = !calls.is_empty();
+        let executed = self.execute(step, calls, &mut result).await;
+
+        let (usage, unified, raw) = (
+            result.usage,
+            result.finish_reason.unified,
+            result.finish_reason.raw.clone(),
+        );
+        self.emit.emit(|| RunPart::FinishStep {
+            step,
+            usage,
+            finish_reason: unified,
+            raw_finish_reason: raw,
+        });
+        self.steps.push(result);
+        executed?;
+        let stop_condition = self
+            .agent
+            .stop_when
+            .iter()
+            .any(|c| c.should_stop(&self.steps));
+        Ok(had_calls && self.pending.is_empty() && !stop_condition)
+    }
+
+    /// Streams the model, unless the run is cancelled first.
+    async fn call_model(&mut self) -> Result<ModelTurn, RunErrorKind> {
+        let model = self.agent.model.clone();
+        let call = async {
+            let stream = model.stream(&self.request).await?;
+            consume(stream, &self.tools, &self.emit).await
+        };
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(RunErrorKind::Cancelled),
+            result = call => result.map_err(|e: ModelError| match e.kind {
+                ModelErrorKind::Cancelled => RunErrorKind::Cancelled,
+                _ => RunErrorKind::Model(e),
+            }),
+        }
+    }
+
+    /// Executes a step's calls under the policy and records every result in call order.
+    async fn execute(
+        &mut self,
+        step: u32,
+        calls: Vec<PreparedCall>,
+        result: &mut StepResult,
+    ) -> Result<(), RunErrorKind> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let runner = CallRunner {
+            stack: self.stack.clone(),
+            scope: self.scope.clone(),
+            step,
+            cancel: self.cancel.clone(),
+        };
+        // The results go into one tool message right after the assistant message.
+        self.request
+            .messages
+            .push(Message::new(Role::Tool, Vec::new()));
+        let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
+        let mut jobs = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            match &call.action {
+                Action::Fail(e) => outcomes[index] = Some(CallOutcome::Error(e.clone())),
+                Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused(p.clone())),
+                Action::Run(tool) => {
+                    jobs.push(runner.job(index, &call.id, tool.clone(), call.input.clone()))
+                }
+            }
+        }
+
+        let cancel = self.cancel.clone();
+        let mut fatal = None;
+        let mut emitted = vec![false; calls.len()];
+        match self.agent.policy {
+            ExecutionPolicy::Sequential => {
+                // Each result is appended before the next call starts (seed 004).
+                let mut jobs = jobs.into_iter().peekable();
+                for index in 0..calls.len() {
+                    let job = jobs.next_if(|j| j.index == index);
+                    if let Some(job) = job.filter(|_| fatal.is_none() && !cancel.is_cancelled()) {
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {}
+                            (_, outcome) = runner.run(job) => outcomes[index] = Some(outcome),
+                        }
+                    }
+                    let outcome = self.settle(&mut outcomes[index], &mut fatal);
+                    self.append(&calls[index], &outcome, result, true);
+                }
+            }
+            ExecutionPolicy::Parallel { max } => {
+                let emit = self.emit.clone();
+                let mut done = |index: usize, outcome: CallOutcome| {
+                    // Reported as soon as it finishes; appended in call order below.
+                    emit_outcome(&emit, &calls[index], &outcome);
+                    emitted[index] = true;
+                    let go_on = fatal_error(&outcome).is_none();
+                    outcomes[index] = Some(outcome);
+                    go_on
+                };
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {}
+                    () = runner.run_parallel(jobs, max, &mut done) => {}
+                }
+                for (index, call) in calls.iter().enumerate() {
+                    let outcome = self.settle(&mut outcomes[index], &mut fatal);
+                    self.append(call, &outcome, result, !emitted[index]);
+                }
+            }
+        }
+        self.drop_empty_tool_message();
+        if self.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+        fatal.map_or(Ok(()), |e| Err(RunErrorKind::Tool(e)))
+    }
+
+    /// The outcome of a call once execution is over: its own, or `NOT_EXECUTED` when a fatal
+    /// error or cancellation stopped the step before it ran. Notes the first fatal error.
+    fn settle(
+        &self,
+        outcome: &mut Option<CallOutcome>,
+        fatal: &mut Option<ToolError>,
+    ) -> CallOutcome {
+        let outcome = outcome.take().unwrap_or_else(|| {
+            let reason = if self.cancel.is_cancelled() {
+                NOT_RUN_ABORTED
+            } else {
+                NOT_RUN_FATAL
+            };
+            CallOutcome::Error(ToolError::new("NOT_EXECUTED", reason))
+        });
+        if fatal.is_none() {
+            *fatal = fatal_error(&outcome);
+        }
+        outcome
+    }
+
+    /// Appends a result to the thread and the step, and emits it unless already reported.
+    fn append(
+        &mut self,
+        call: &PreparedCall,
+        outcome: &CallOutcome,
+        result: &mut StepResult,
+        emit: bool,
+    ) {
+        if emit {
+            emit_outcome(&self.emit, call, outcome);
+        }
+        let output = match outcome {
+            CallOutcome::Output(out) => Some(out.model.clone()),
+            CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
+            CallOutcome::Paused(pause) => {
+                self.pending.push(pause.clone());
+                None
+            }
+        };
+        if let Some(output) = output {
+            let message = self
+                .request
+                .messages
+                .last_mut()
+                .expect("the tool message was pushed");
+            message.content.push(Part::ToolResult(ToolResultPart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                output,
+                provider_executed: false,
+                provider_metadata: Default::default(),
+            }));
+        }
+        result.tool_results.push(ToolCallResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            outcome: outcome.clone(),
+        });
+    }
+
+    fn drop_empty_tool_message(&mut self) {
+        if self
+            .request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Tool && m.content.is_empty())
+        {
+            self.request.messages.pop();
+        }
+    }
+
+    /// Ends the run with an error part, keeping everything so far.
+    fn fail(self, kind: RunErrorKind) -> RunError {
+        match &kind {
+            RunErrorKind::Cancelled => self.emit.emit(|| RunPart::Abort { reason: None }),
+            RunErrorKind::Model(e) => {
+                let error = ErrorInfo::new(model_error_code(e), e.message.clone());
+                self.emit.emit(|| RunPart::Error { error });
+            }
+            RunErrorKind::Tool(e) => {
+                let error = ErrorInfo::from(e);
+                self.emit.emit(|| RunPart::Error { error });
+            }
+            RunErrorKind::Config(message) | RunErrorKind::Internal(message) => {
+                let error = ErrorInfo::new("CONFIG", message.clone());
+                self.emit.emit(|| RunPart::Error { error });
+            }
+        }
+        RunError {
+            kind,
+            output: Box::new(self.into_output()),
+        }
+    }
+
+    fn into_output(self) -> RunOutput {
+        let text = self
+            .steps
+            .last()
+            .map(|s| s.text.clone())
+            .unwrap_or_default();
+        let mut messages = self.request.messages;
+        messages.drain(..self.prefix);
+        RunOutput {
+            run_id: self.scope.run_id.to_string(),
+            text,
+            steps: self.steps,
+            messages,
+            input_len: self.input_len,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+            pending: self.pending,
+        }
+    }
+}
+
+fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
+    match outcome {
+        CallOutcome::Error(e) if e.is_fatal() => Some(e.clone()),
+        _ => None,
+    }
+}
+
+/// Emits the part that reports an outcome: `tool-result`, `tool-error`, or nothing for a pause
+/// (its `tool-call` part already told the caller).
+fn emit_outcome(emit: &Emitter, call: &PreparedCall, outcome: &CallOutcome) {
+    match outcome {
+        CallOutcome::Output(out) => emit.emit(|| RunPart::ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            output: out.value.clone(),
+            is_error: false,
+            provider_executed: false,
+        }),
+        CallOutcome::Error(e) => emit.emit(|| RunPart::ToolError {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            error: ErrorInfo::from(e),
+        }),
+        CallOutcome::Paused(_) => {}
+    }
+}

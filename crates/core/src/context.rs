@@ -1,0 +1,301 @@
+//! [`ToolContext`]: what a tool call knows about the run it belongs to.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::RunPart;
+
+/// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
+///
+/// Built once per run by the agent and shared by reference count; a [`ToolContext`] adds the
+/// per-call facts.
+#[derive(Debug, Clone, Default)]
+pub struct RunScope {
+    /// The run's id.
+    pub run_id: Arc<str>,
+    /// The thread the run belongs to, if it is stored.
+    pub thread_id: Option<Arc<str>>,
+    /// Arbitrary metadata from the caller.
+    pub metadata: Arc<Map<String, Value>>,
+    /// A mutable key-value bag shared by the run's calls.
+    pub state: SessionState,
+    /// Typed dependencies (database pools, clients) from the caller.
+    pub deps: Arc<Dependencies>,
+    /// Where tools send their own events.
+    pub events: EventSink,
+}
+
+impl RunScope {
+    /// A scope with only a run id.
+    pub fn new(run_id: impl Into<Arc<str>>) -> Self {
+        RunScope {
+            run_id: run_id.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The per-call context handed to [`Tool::call`](crate::Tool::call).
+///
+/// Cloning is cheap: run-wide data is shared.
+///
+/// ```
+/// use toolsmith_core::ToolContext;
+///
+/// let cx = ToolContext::for_test("add");
+/// cx.state().set("visits", 1.into());
+/// assert_eq!(cx.state().get("visits"), Some(1.into()));
+/// assert_eq!(cx.tool_name(), "add");
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    scope: Arc<RunScope>,
+    step: u32,
+    tool_call_id: Arc<str>,
+    tool_name: Arc<str>,
+    idempotency_key: Arc<str>,
+    cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// The context of one call. The idempotency key is `<run id>:<tool call id>`.
+    pub fn new(
+        scope: Arc<RunScope>,
+        step: u32,
+        tool_call_id: Arc<str>,
+        tool_name: Arc<str>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let idempotency_key = format!("{}:{}", scope.run_id, tool_call_id).into();
+        ToolContext {
+            scope,
+            step,
+            tool_call_id,
+            tool_name,
+            idempotency_key,
+            cancel,
+        }
+    }
+
+    /// A context for unit-testing a tool outside a run: run id `test-run`, call id `call-1`.
+    pub fn for_test(tool_name: &str) -> Self {
+        Self::new(
+            Arc::new(RunScope::new("test-run")),
+            0,
+            "call-1".into(),
+            tool_name.into(),
+            CancellationToken::new(),
+        )
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.scope.run_id
+    }
+
+    /// The thread's id, if the run is stored.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.scope.thread_id.as_deref()
+    }
+
+    /// The step this call belongs to (0-based).
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// The provider's id for this call.
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The tool's name as the model called it.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// A key that is the same every time this call is attempted, and different for every other
+    /// call: `<run id>:<tool call id>`. Pass it to external services that deduplicate requests.
+    pub fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// Replaces the idempotency key (for example with the Smithers form
+    /// `smithers:<run>:<node>:<iteration>`).
+    pub fn with_idempotency_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.idempotency_key = key.into();
+        self
+    }
+
+    /// The caller's metadata.
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.scope.metadata
+    }
+
+    /// The session state shared by the run's calls.
+    pub fn state(&self) -> &SessionState {
+        &self.scope.state
+    }
+
+    /// A typed dependency supplied by the caller.
+    pub fn dep<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.scope.deps.get::<T>()
+    }
+
+    /// The cancellation token: cancelled when the run is cancelled or the call times out.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Sends a custom event into the run stream as a `data` part.
+    pub fn emit(&self, name: impl Into<String>, data: Value) {
+        self.scope.events.send(RunPart::Data {
+            tool_call_id: Some(self.tool_call_id.to_string()),
+            name: name.into(),
+            data,
+        });
+    }
+
+    /// The run-wide scope.
+    pub fn scope(&self) -> &Arc<RunScope> {
+        &self.scope
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run_id", &self.run_id())
+            .field("step", &self.step)
+            .field("tool_call_id", &self.tool_call_id)
+            .field("tool_name", &self.tool_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A mutable JSON key-value bag shared by every call of a run (seed 003's `sessionState`).
+#[derive(Debug, Clone, Default)]
+pub struct SessionState(Arc<Mutex<Map<String, Value>>>);
+
+impl SessionState {
+    /// A state holding `values`.
+    pub fn from_map(values: Map<String, Value>) -> Self {
+        SessionState(Arc::new(Mutex::new(values)))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Map<String, Value>> {
+        // A panic in another tool while holding the lock leaves the map itself intact.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Sets `key`, returning the previous value.
+    pub fn set(&self, key: impl Into<String>, value: Value) -> Option<Value> {
+        self.lock().insert(key.into(), value)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&self, key: &str) -> Option<Value> {
+        self.lock().remove(key)
+    }
+
+    /// Runs `f` with the whole map locked, for read-modify-write updates.
+    pub fn update<R>(&self, f: impl FnOnce(&mut Map<String, Value>) -> R) -> R {
+        f(&mut self.lock())
+    }
+
+    /// A copy of the whole map.
+    pub fn snapshot(&self) -> Map<String, Value> {
+        self.lock().clone()
+    }
+}
+
+/// Typed dependencies handed to tools, one value per type.
+///
+/// ```
+/// use toolsmith_core::Dependencies;
+///
+/// struct Db(&'static str);
+/// let mut deps = Dependencies::new();
+/// deps.insert(Db("sqlite"));
+/// assert_eq!(deps.get::<Db>().unwrap().0, "sqlite");
+/// ```
+#[derive(Default)]
+pub struct Dependencies(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
+
+impl Dependencies {
+    /// No dependencies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a value, replacing any of the same type.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) -> &mut Self {
+        self.0.insert(TypeId::of::<T>(), Box::new(value));
+        self
+    }
+
+    /// The value of type `T`.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.get(&TypeId::of::<T>())?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Dependencies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Dependencies({} values)", self.0.len())
+    }
+}
+
+/// Where run parts go while a run streams. Sending never blocks and never fails: with no
+/// listener the part is dropped.
+#[derive(Clone, Default)]
+pub struct EventSink(Option<UnboundedSender<RunPart>>);
+
+impl EventSink {
+    /// A sink feeding `sender`.
+    pub fn new(sender: UnboundedSender<RunPart>) -> Self {
+        EventSink(Some(sender))
+    }
+
+    /// A sink that drops everything.
+    pub fn none() -> Self {
+        EventSink(None)
+    }
+
+    /// Whether anyone listens; when not, callers can skip building parts.
+    pub fn is_active(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| !s.is_closed())
+    }
+
+    /// Sends a part.
+    pub fn send(&self, part: RunPart) {
+        if let Some(sender) = &self.0 {
+            // A closed receiver means the consumer went away; the run notices through
+            // cancellation, so the lost part does not matter.
+            let _ = sender.send(part);
+        }
+    }
+}
+
+impl fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventSink(active: {})", self.is_active())
+    }
+}

@@ -1,0 +1,23 @@
+//! JSON Schema: derivation, strict mode, slimming, canonical JSON, validation.
+//!
+//! Tool input schemas are derived from Rust types with schemars 1 ([`schema_for`]), validated
+//! with a [`SchemaValidator`] compiled once per tool, and transformed per provider: [`strict`]
+//! for OpenAI structured outputs, [`slim`] where a provider wants no metadata keywords. Every
+//! transform walks only schema positions ([`for_each_subschema_mut`]), so a property *named*
+//! `title` or `default` is never mistaken for a keyword.
+
+mod canonical;
+mod derive;
+mod examples;
+mod slim;
+mod strict;
+mod validator;
+mod walk;
+
+pub use canonical::{canonical_json, canonical_key};
+pub use derive::schema_for;
+pub use examples::describe_with_examples;
+pub use slim::slim;
+pub use strict::{strict, strip_strict_nulls};
+pub use validator::SchemaValidator;
+pub use walk::for_each_subschema_mut;
