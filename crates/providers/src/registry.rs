@@ -11,7 +11,6 @@ const PROVIDERS: &[&str] = &["scripted"];
 
 /// Settings that come from flags rather than the model string.
 #[derive(Debug, Clone, Default)]
-#[non_exhaustive]
 pub struct ProviderOptions {
     /// Overrides the provider's base URL.
     pub base_url: Option<String>,

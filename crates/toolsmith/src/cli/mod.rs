@@ -1,0 +1,58 @@
+//! Command-line parsing and dispatch.
+
+mod print;
+mod run;
+mod tools;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A tool runtime for AI agents.
+#[derive(Parser)]
+#[command(name = "toolsmith", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an agent on a prompt.
+    Run(run::RunArgs),
+    /// Work with the available tools.
+    Tools {
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
+}
+
+/// Exit code of a failed run (usage errors exit 2, through clap).
+pub(crate) const EXIT_FAILURE: u8 = 1;
+/// Exit code of a usage error found after parsing.
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+pub(crate) async fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Tools { command } => tools::tools(command),
+    }
+}
+
+/// Logs go to stderr, filtered by `TOOLSMITH_LOG` (default: warnings).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLSMITH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Prints a usage error the way clap does and returns its exit code.
+pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_USAGE)
+}

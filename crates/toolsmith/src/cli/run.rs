@@ -1,0 +1,127 @@
+//! `toolsmith run`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use futures::StreamExt;
+use toolsmith_agent::{Agent, ExecutionPolicy, RunInput};
+use toolsmith_core::{CancellationToken, Toolset};
+use toolsmith_providers::ProviderOptions;
+
+use super::print::{Human, JsonLines, Printer};
+use super::{EXIT_FAILURE, usage_error};
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The model, as PROVIDER:MODEL (for example scripted:examples/demo.json).
+    #[arg(long, env = "TOOLSMITH_MODEL")]
+    model: Option<String>,
+    /// Override the provider's base URL.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Offer only these built-in tools (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    tools: Option<Vec<String>>,
+    /// The most steps (model calls) the run takes.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    max_steps: u32,
+    /// System instructions for the agent.
+    #[arg(long, value_name = "TEXT")]
+    instructions: Option<String>,
+    /// Run the tool calls of a step in parallel, at most N at once (default: one at a time).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    parallel: Option<u16>,
+    /// Print one JSON run part per line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The prompt.
+    #[arg(required = true, num_args = 1..)]
+    prompt: Vec<String>,
+}
+
+/// The tools named by `--tools`, or all built-ins.
+fn select_tools(names: Option<&[String]>) -> Result<Toolset, String> {
+    let all = toolsmith_builtins::all();
+    let Some(names) = names else { return Ok(all) };
+    let mut selected = Toolset::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        match all.get(name) {
+            Some(tool) => {
+                selected.add(tool.clone());
+            }
+            None => {
+                let known: Vec<&str> = all.names().collect();
+                return Err(format!(
+                    "unknown tool \"{name}\" in --tools; available: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(selected)
+}
+
+pub(crate) async fn run(args: RunArgs) -> ExitCode {
+    let Some(model_name) = args.model.as_deref() else {
+        return usage_error(
+            "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
+        );
+    };
+    let tools = match select_tools(args.tools.as_deref()) {
+        Ok(tools) => tools,
+        Err(message) => return usage_error(message),
+    };
+    let options = ProviderOptions {
+        base_url: args.base_url.clone(),
+        ..Default::default()
+    };
+    let model = match toolsmith_providers::resolve(model_name, &options) {
+        Ok(model) => model,
+        Err(e) => return usage_error(e),
+    };
+
+    let mut builder = Agent::builder_shared(Arc::clone(&model))
+        .tools(tools)
+        .max_steps(args.max_steps);
+    if let Some(instructions) = args.instructions {
+        builder = builder.instructions(instructions);
+    }
+    if let Some(max) = args.parallel {
+        builder = builder.execution(ExecutionPolicy::Parallel { max: max.into() });
+    }
+    let agent = builder.build();
+
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    });
+    let input = RunInput::from(args.prompt.join(" ")).with_cancellation(cancel);
+
+    let mut printer: Box<dyn Printer> = if args.json {
+        Box::new(JsonLines)
+    } else {
+        Box::new(Human::default())
+    };
+    let mut stream = agent.stream(input);
+    let stdout = std::io::stdout();
+    while let Some(part) = stream.next().await {
+        let mut out = stdout.lock();
+        printer.part(&part, &mut out);
+        let _ = out.flush();
+    }
+    let result = stream.output().await;
+    let mut out = stdout.lock();
+    printer.end(&result, &mut out);
+    let _ = out.flush();
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(EXIT_FAILURE),
+    }
+}

@@ -1,0 +1,42 @@
+#![doc = include_str!("../../../README.md")]
+//!
+//! # Crates
+//!
+//! This facade re-exports the toolsmith crates: the vocabulary ([`toolsmith_core`], at the root),
+//! the loop ([`agent`]), model providers ([`providers`]), built-in tools ([`builtins`]) and the
+//! [`tool`] attribute macro. [`prelude`] holds what most programs need.
+
+pub use toolsmith_core::*;
+
+/// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the
+/// parameters and its description from the doc comment.
+pub use toolsmith_macros::tool;
+
+/// The agent loop.
+pub mod agent {
+    pub use toolsmith_agent::*;
+}
+
+/// Model providers: one module per wire, and the scripted test model.
+pub mod providers {
+    pub use toolsmith_providers::*;
+}
+
+/// Built-in tools.
+pub mod builtins {
+    pub use toolsmith_builtins::*;
+}
+
+pub use toolsmith_agent::{Agent, AgentBuilder, ExecutionPolicy, RunInput, RunOutput};
+
+/// What most programs need: `use toolsmith::prelude::*;`.
+pub mod prelude {
+    pub use toolsmith_agent::{
+        Agent, ExecutionPolicy, RunError, RunInput, RunOutput, has_tool_call, step_count_is,
+    };
+    pub use toolsmith_core::{
+        Json, LanguageModel, Message, ModelOutput, RunPart, Tool, ToolContext, ToolError, ToolMeta,
+        ToolOutput, ToolSpec, Toolset, async_trait, from_fn,
+    };
+    pub use toolsmith_macros::tool;
+}

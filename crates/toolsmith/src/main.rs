@@ -1,0 +1,10 @@
+//! The `toolsmith` command.
+
+mod cli;
+
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    cli::main().await
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's second command: every check CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+echo "== benches build"
+cargo bench --workspace --locked --no-run --quiet
