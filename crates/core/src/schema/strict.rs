@@ -178,23 +178,32 @@ fn null_schema() -> Value {
 /// assert_eq!(input, json!({"q": "rust"}));
 /// ```
 pub fn strip_strict_nulls(schema: &Value, input: &mut Value) {
-    let (Value::Object(schema), Value::Object(input)) = (schema, input) else {
-        return;
-    };
-    let Some(Value::Object(properties)) = schema.get("properties") else {
-        return;
-    };
-    let required = required_names(schema);
-    input.retain(|name, value| {
-        let optional = !required.iter().any(|r| r == name);
-        match properties.get(name) {
-            Some(property) if value.is_null() => !optional || accepts_null(property),
-            _ => true,
+    match input {
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                items
+                    .iter_mut()
+                    .for_each(|item| strip_strict_nulls(item_schema, item));
+            }
         }
-    });
-    for (name, value) in input.iter_mut() {
-        if let Some(property) = properties.get(name) {
-            strip_strict_nulls(property, value);
+        Value::Object(input) => {
+            let Some(Value::Object(properties)) = schema.get("properties") else {
+                return;
+            };
+            let required = schema.as_object().map(required_names).unwrap_or_default();
+            input.retain(|name, value| {
+                let optional = !required.iter().any(|r| r == name);
+                match properties.get(name) {
+                    Some(property) if value.is_null() => !optional || accepts_null(property),
+                    _ => true,
+                }
+            });
+            for (name, value) in input.iter_mut() {
+                if let Some(property) = properties.get(name) {
+                    strip_strict_nulls(property, value);
+                }
+            }
         }
+        _ => {}
     }
 }
