@@ -1,0 +1,263 @@
+//! The `toolsmith` binary, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn toolsmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(args)
+        .env_remove("TOOLSMITH_MODEL")
+        .output()
+        .expect("the binary runs")
+}
+
+fn script(dir: &Path, turns: Value) -> PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, turns.to_string()).unwrap();
+    path
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect()
+}
+
+fn types(parts: &[Value]) -> Vec<&str> {
+    parts.iter().map(|p| p["type"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn json_mode_prints_one_run_part_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "calculator", "input": {"expression": "6 * 7"}}]},
+            {"text": "42."}
+        ]),
+    );
+    let model = format!("scripted:{}", path.display());
+    let out = toolsmith(&["run", "--model", &model, "--json", "What", "is", "6 * 7?"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parts = json_lines(&out);
+    assert_eq!(
+        types(&parts),
+        [
+            "start",
+            "start-step",
+            "tool-input-start",
+            "tool-input-delta",
+            "tool-input-end",
+            "tool-call",
+            "tool-result",
+            "finish-step",
+            "start-step",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "finish-step",
+            "finish"
+        ]
+    );
+    let result = parts.iter().find(|p| p["type"] == "tool-result").unwrap();
+    assert_eq!(result["toolCallId"], "c1");
+    assert_eq!(
+        result["output"],
+        json!({"expression": "6 * 7", "result": 42})
+    );
+    assert_eq!(parts.last().unwrap()["finishReason"], "stop");
+}
+
+#[test]
+fn human_mode_streams_text_and_a_line_per_call_and_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([
+            {"text": "Checking.", "tool_calls": [{"name": "calculator", "input": {"expression": "1/0"}}]},
+            {"text": "It cannot be divided."}
+        ]),
+    );
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", path.display()),
+        "Divide 1 by 0",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Checking.\n→ calculator {\"expression\":\"1/0\"}\n✗ calculator: Division by zero\nIt cannot be divided.\n"
+    );
+}
+
+#[test]
+fn the_demo_script_runs() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.json");
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", demo.display()),
+        "--json",
+        "hi",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parts = json_lines(&out);
+    let result = parts.iter().find(|p| p["type"] == "tool-result").unwrap();
+    assert_eq!(result["output"]["result"], 395);
+    assert_eq!(
+        parts.last().unwrap()["usage"],
+        json!({"input": {"total": 480}, "output": {"total": 43}})
+    );
+}
+
+#[test]
+fn a_failed_run_exits_1_with_an_error_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([{"error": {"message": "overloaded", "status": 529}}]),
+    );
+    let model = format!("scripted:{}", path.display());
+    let out = toolsmith(&["run", "--model", &model, "--json", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let parts = json_lines(&out);
+    assert_eq!(types(&parts), ["start", "start-step", "error"]);
+    assert_eq!(
+        parts[2]["error"],
+        json!({"code": "MODEL_SERVER", "message": "overloaded"})
+    );
+
+    let out = toolsmith(&["run", "--model", &model, "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out).trim(), "error: overloaded (MODEL_SERVER)");
+}
+
+#[test]
+fn a_script_that_runs_out_of_turns_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "calculator", "input": {"expression": "1"}}]}]),
+    );
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", path.display()),
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("The scripted model has no turn left (it had 1)."),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_say_what_is_wrong() {
+    let out = toolsmith(&["run", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no model given: pass --model PROVIDER:MODEL"));
+
+    let out = toolsmith(&["run", "--model", "nope:x", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: Unknown provider \"nope\" in model \"nope:x\". Known providers: scripted."
+    );
+
+    let out = toolsmith(&["run", "--model", "no-colon", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("must have the form PROVIDER:MODEL"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[{\"txt\": 1}]").unwrap();
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", bad.display()),
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!("Invalid script {}", bad.display())),
+        "{}",
+        stderr(&out)
+    );
+
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.json");
+    let model = format!("scripted:{}", demo.display());
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &model,
+        "--tools",
+        "calculator,shell",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: unknown tool \"shell\" in --tools; available: calculator"
+    );
+
+    let out = toolsmith(&["run", "--model", &model, "--parallel", "0", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn tools_can_be_withheld() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "calculator", "input": {"expression": "1"}}]}, {"text": "ok"}]),
+    );
+    let out = toolsmith(&[
+        "run",
+        "--model",
+        &format!("scripted:{}", path.display()),
+        "--tools",
+        "",
+        "--json",
+        "hi",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parts = json_lines(&out);
+    let error = parts.iter().find(|p| p["type"] == "tool-error").unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        "No such tool: \"calculator\". No tools are available."
+    );
+}
+
+#[test]
+fn tools_list_prints_text_and_json() {
+    let out = toolsmith(&["tools", "list"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("calculator  read-only    Evaluate an arithmetic expression"));
+
+    let out = toolsmith(&["tools", "list", "--json"]);
+    assert!(out.status.success());
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calculator = &list[0];
+    assert_eq!(calculator["name"], "calculator");
+    assert_eq!(calculator["kind"], "function");
+    assert_eq!(calculator["sideEffect"], false);
+    assert_eq!(calculator["idempotent"], true);
+    assert_eq!(calculator["concurrency"], "shared");
+    assert_eq!(calculator["inputSchema"]["required"], json!(["expression"]));
+}
