@@ -86,8 +86,9 @@ impl CallRunner {
     }
 
     /// Runs `jobs` at most `max` at a time, exclusive tools alone, calling `done` as each
-    /// finishes. Stops starting new groups once `done` returns `false` (a fatal error); the
-    /// calls already running finish first.
+    /// finishes. Stops starting new calls once `done` returns `false` (a fatal error); the
+    /// calls already running finish first. On cancellation it reports the calls that already
+    /// finished and aborts the rest.
     pub(crate) async fn run_parallel(
         &self,
         jobs: Vec<Job>,
@@ -111,22 +112,52 @@ impl CallRunner {
             }
             let mut group = group.into_iter();
             let mut running = JoinSet::new();
+            // The indexes of the calls in flight.
+            let mut started = Vec::new();
             loop {
-                while running.len() < max {
+                // After a fatal error or cancellation no further call starts.
+                while go_on && !self.cancel.is_cancelled() && running.len() < max {
                     let Some(job) = group.next() else { break };
+                    started.push(job.index);
                     running.spawn(self.run(job));
                 }
-                let Some(joined) = running.join_next().await else {
+                let joined = tokio::select! {
+                    biased;
+                    joined = running.join_next() => joined,
+                    () = self.cancel.cancelled() => {
+                        // Calls that already finished keep their real results (they may have had
+                        // side effects); the ones still running are aborted with the set, and
+                        // said to be cut off rather than never run.
+                        while let Some(Ok((index, result))) = running.try_join_next() {
+                            started.retain(|&i| i != index);
+                            done(index, result);
+                        }
+                        for index in started {
+                            done(index, cancelled_in_flight());
+                        }
+                        return;
+                    }
+                };
+                let Some(joined) = joined else {
                     break;
                 };
                 // Tasks are only aborted when this future is dropped, and panics are caught
                 // inside them, so a join error cannot happen here.
                 if let Ok((index, result)) = joined {
+                    started.retain(|&i| i != index);
                     go_on &= done(index, result);
                 }
             }
         }
     }
+}
+
+/// The outcome of a call the run's cancellation cut off while it ran.
+pub(crate) fn cancelled_in_flight() -> CallOutcome {
+    CallOutcome::Error(ToolError::new(
+        "CANCELLED",
+        "Tool call was cancelled before it finished; it may have partly run.",
+    ))
 }
 
 /// Sorts a call's result into its outcome.

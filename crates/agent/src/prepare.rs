@@ -89,6 +89,13 @@ pub(crate) fn prepare(call: &ModelToolCall, tools: &Toolset) -> PreparedCall {
         prepared.action = Action::Fail(unknown_tool(&call.tool_name, tools));
         return prepared;
     };
+    // A provider-executed tool can never run here, whatever its arguments.
+    if let ToolKind::Provider(_) = tool.kind() {
+        prepared.invalid = parsed.is_err();
+        prepared.input = parsed.unwrap_or_else(|_| empty());
+        prepared.action = Action::Fail(ToolError::new("NO_EXECUTOR", "No server-side executor."));
+        return prepared;
+    }
     let mut input = match parsed {
         Ok(input) => input,
         Err(e) => {
@@ -96,12 +103,6 @@ pub(crate) fn prepare(call: &ModelToolCall, tools: &Toolset) -> PreparedCall {
             return prepared;
         }
     };
-    if let ToolKind::Provider(_) = tool.kind() {
-        prepared.input = input;
-        prepared.invalid = false;
-        prepared.action = Action::Fail(ToolError::new("NO_EXECUTOR", "No server-side executor."));
-        return prepared;
-    }
     if tool.spec().strict() {
         strip_strict_nulls(tool.spec().input_schema(), &mut input);
     }

@@ -79,7 +79,8 @@ pub fn repair_orphans(messages: &mut Vec<Message>, pending: &[&str]) -> usize {
         let mut ordered = Vec::with_capacity(calls.len());
         for (id, name) in &calls {
             if let Some(pos) = results.iter().position(|r| &r.tool_call_id == id) {
-                ordered.push(results.swap_remove(pos));
+                // `remove` keeps the rest in order, so the first of duplicate results wins.
+                ordered.push(results.remove(pos));
             } else if !pending.contains(&id.as_str()) {
                 repaired += 1;
                 ordered.push(ToolResultPart {

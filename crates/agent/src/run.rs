@@ -5,13 +5,13 @@ use std::sync::Arc;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelOutput, ModelRequest, Part, Pause, Role, RunPart, RunScope, ToolError, ToolResultPart,
-    Toolset, Usage,
+    ModelOutput, ModelRequest, Part, Pause, PauseKind, Role, RunPart, RunScope, ToolError,
+    ToolResultPart, Toolset, Usage,
 };
 
 use crate::agent::AgentInner;
 use crate::emit::Emitter;
-use crate::execute::CallRunner;
+use crate::execute::{CallRunner, cancelled_in_flight};
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall};
 use crate::step::{ModelTurn, consume};
@@ -234,7 +234,13 @@ impl Run {
                 Action::Fail(e) => outcomes[index] = Some(CallOutcome::Error(e.clone())),
                 Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused(p.clone())),
                 Action::Run(tool) => {
-                    jobs.push(runner.job(index, &call.id, tool.clone(), call.input.clone()))
+                    let job = runner.job(index, &call.id, tool.clone(), call.input.clone());
+                    // Fail closed: a call that needs approval never runs unapproved.
+                    if tool.meta().approval.required(&job.input, &job.cx) {
+                        outcomes[index] = Some(CallOutcome::Paused(approval_pause(call)));
+                    } else {
+                        jobs.push(job);
+                    }
                 }
             }
         }
@@ -249,17 +255,24 @@ impl Run {
                 for index in 0..calls.len() {
                     let job = jobs.next_if(|j| j.index == index);
                     if let Some(job) = job.filter(|_| fatal.is_none() && !cancel.is_cancelled()) {
-                        tokio::select! {
+                        outcomes[index] = Some(tokio::select! {
                             biased;
-                            () = cancel.cancelled() => {}
-                            (_, outcome) = runner.run(job) => outcomes[index] = Some(outcome),
-                        }
+                            (_, outcome) = runner.run(job) => outcome,
+                            () = cancel.cancelled() => cancelled_in_flight(),
+                        });
                     }
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
                     self.append(&calls[index], &outcome, result, true);
                 }
             }
             ExecutionPolicy::Parallel { max } => {
+                // Calls that cannot run are reported at once, before the others finish.
+                for (index, call) in calls.iter().enumerate() {
+                    if let Some(outcome) = &outcomes[index] {
+                        emit_outcome(&self.emit, call, outcome);
+                        emitted[index] = true;
+                    }
+                }
                 let emit = self.emit.clone();
                 let mut done = |index: usize, outcome: CallOutcome| {
                     // Reported as soon as it finishes; appended in call order below.
@@ -269,11 +282,8 @@ impl Run {
                     outcomes[index] = Some(outcome);
                     go_on
                 };
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => {}
-                    () = runner.run_parallel(jobs, max, &mut done) => {}
-                }
+                // Returns at once on cancellation, keeping the results of finished calls.
+                runner.run_parallel(jobs, max, &mut done).await;
                 for (index, call) in calls.iter().enumerate() {
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
                     self.append(call, &outcome, result, !emitted[index]);
@@ -404,6 +414,22 @@ impl Run {
     }
 }
 
+/// The pause of a call that needs approval. Its approval id is derived from the call id.
+fn approval_pause(call: &PreparedCall) -> Pause {
+    Pause {
+        kind: PauseKind::Approval,
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        input: call.input.clone(),
+        data: serde_json::json!({ "approvalId": approval_id(&call.id) }),
+    }
+}
+
+/// The approval id of a call: `approval-<tool call id>`.
+fn approval_id(tool_call_id: &str) -> String {
+    format!("approval-{tool_call_id}")
+}
+
 fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
     match outcome {
         CallOutcome::Error(e) if e.is_fatal() => Some(e.clone()),
@@ -411,8 +437,9 @@ fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
     }
 }
 
-/// Emits the part that reports an outcome: `tool-result`, `tool-error`, or nothing for a pause
-/// (its `tool-call` part already told the caller).
+/// Emits the part that reports an outcome: `tool-result`, `tool-error`,
+/// `tool-approval-request`, or nothing for a client tool (its `tool-call` part already told the
+/// caller).
 fn emit_outcome(emit: &Emitter, call: &PreparedCall, outcome: &CallOutcome) {
     match outcome {
         CallOutcome::Output(out) => emit.emit(|| RunPart::ToolResult {
@@ -429,6 +456,14 @@ fn emit_outcome(emit: &Emitter, call: &PreparedCall, outcome: &CallOutcome) {
             input: call.input.clone(),
             error: ErrorInfo::from(e),
         }),
+        CallOutcome::Paused(pause) if pause.kind == PauseKind::Approval => {
+            emit.emit(|| RunPart::ToolApprovalRequest {
+                approval_id: approval_id(&pause.tool_call_id),
+                tool_call_id: pause.tool_call_id.clone(),
+                tool_name: pause.tool_name.clone(),
+                input: pause.input.clone(),
+            })
+        }
         CallOutcome::Paused(_) => {}
     }
 }
