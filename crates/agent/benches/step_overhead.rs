@@ -7,6 +7,7 @@
 //! into a JSON body the way a provider wire does (the tool declarations rendered once per
 //! toolset and spliced in), so the cost of building requests is counted too.
 //!
+//! `toolsmith-loop-only` is the same with a model that renders nothing: the loop's own cost.
 //! `naive` is the baseline a hand-written loop achieves: the same model and tools, but the tool
 //! declarations serialised into every request and no validation, layers or bookkeeping.
 //!
@@ -62,8 +63,11 @@ fn render_tool(decl: &ToolDeclaration) -> Value {
     })
 }
 
-/// Answers every request with one call to `noop_0`, after rendering the request body.
-struct BenchModel;
+/// Answers every request with one call to `noop_0`, after rendering the request body (unless
+/// `bare`, which isolates the loop's own cost).
+struct BenchModel {
+    bare: bool,
+}
 
 impl BenchModel {
     fn parts() -> ModelStream {
@@ -85,6 +89,9 @@ impl BenchModel {
 #[async_trait]
 impl LanguageModel for BenchModel {
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        if self.bare {
+            return Ok(Self::parts());
+        }
         let tools = request.tools.rendered("bench-openai", |decls| {
             serde_json::to_string(&decls.iter().map(render_tool).collect::<Vec<_>>()).unwrap()
         });
@@ -127,21 +134,23 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(4));
     for n in [1usize, 8, 64] {
         let tools = toolset(n);
-        let agent = Agent::builder(BenchModel)
-            .tools(tools.clone())
-            .max_steps(STEPS)
-            .build();
-        let agent = Arc::new(agent);
-        group.bench_with_input(BenchmarkId::new("toolsmith", n), &n, |b, _| {
-            b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let out = runtime.block_on(agent.run("go")).unwrap();
-                    black_box(out.steps.len());
-                }
-                start.elapsed() / STEPS
-            })
-        });
+        for (name, bare) in [("toolsmith", false), ("toolsmith-loop-only", true)] {
+            let agent = Agent::builder(BenchModel { bare })
+                .tools(tools.clone())
+                .max_steps(STEPS)
+                .build();
+            let agent = Arc::new(agent);
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let out = runtime.block_on(agent.run("go")).unwrap();
+                        black_box(out.steps.len());
+                    }
+                    start.elapsed() / STEPS
+                })
+            });
+        }
         group.bench_with_input(BenchmarkId::new("naive", n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let start = Instant::now();
