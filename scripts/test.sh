@@ -6,7 +6,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test"
-cargo test --workspace --locked
 echo "== benches build"
 cargo bench --workspace --locked --no-run --quiet
+echo "== cargo test"
+cargo test --workspace --locked

@@ -94,12 +94,15 @@ impl RunInput {
 
     /// Whether a flag variable is on: `true`, `1` or `yes`, case-insensitive (seed 004).
     pub fn flag(&self, name: &str) -> bool {
-        self.variables.get(name).is_some_and(|v| {
-            ["true", "1", "yes"]
-                .iter()
-                .any(|on| v.trim().eq_ignore_ascii_case(on))
-        })
+        self.variables.get(name).is_some_and(|v| flag_is_on(v))
     }
+}
+
+/// Whether a flag's value means on: `true`, `1` or `yes`, case-insensitive, spaces ignored.
+pub(crate) fn flag_is_on(value: &str) -> bool {
+    ["true", "1", "yes"]
+        .iter()
+        .any(|on| value.trim().eq_ignore_ascii_case(on))
 }
 
 impl From<&str> for RunInput {

@@ -12,6 +12,7 @@ use toolsmith_core::{
 use crate::agent::AgentInner;
 use crate::emit::Emitter;
 use crate::execute::{CallRunner, cancelled_in_flight};
+use crate::input::flag_is_on;
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall};
 use crate::step::{ModelTurn, consume};
@@ -49,46 +50,52 @@ impl Run {
         input: RunInput,
         events: EventSink,
     ) -> Result<Run, RunError> {
-        let run_id = input
-            .run_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let cancel = input.cancellation.clone().unwrap_or_default();
+        let RunInput {
+            mut messages,
+            run_id,
+            thread_id,
+            metadata,
+            state,
+            deps,
+            variables,
+            cancellation,
+        } = input;
+        let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let cancel = cancellation.unwrap_or_default();
         let scope = Arc::new(RunScope {
             run_id: run_id.as_str().into(),
-            thread_id: input.thread_id.as_deref().map(Into::into),
-            metadata: Arc::new(input.metadata.clone()),
-            state: input.state.clone(),
-            deps: input.deps.clone().unwrap_or_default(),
+            thread_id: thread_id.map(Into::into),
+            metadata: Arc::new(metadata),
+            state,
+            deps: deps.unwrap_or_default(),
             events: events.clone(),
         });
-        let mut messages = input.messages.clone();
         repair_orphans(&mut messages, &[]);
         let input_len = messages.len();
-        let fail = |message: String| RunError {
-            kind: RunErrorKind::Config(message),
-            output: Box::new(RunOutput {
-                run_id: run_id.clone(),
-                messages: messages.clone(),
-                input_len,
-                ..Default::default()
-            }),
-        };
 
         let mut tools = agent.tools();
         if let Some(resolver) = &agent.resolver {
-            let resolved = resolver
-                .resolve(&scope)
-                .await
-                .map_err(|e| fail(format!("The tool resolver failed: {e}")))?;
-            tools = tools.with_resolved(resolved);
+            match resolver.resolve(&scope).await {
+                Ok(resolved) => tools = tools.with_resolved(resolved),
+                Err(e) => {
+                    return Err(RunError {
+                        kind: RunErrorKind::Config(format!("The tool resolver failed: {e}")),
+                        output: Box::new(RunOutput {
+                            run_id,
+                            messages,
+                            input_len,
+                            ..Default::default()
+                        }),
+                    });
+                }
+            }
         }
         if tools.iter().any(|t| t.meta().optional.is_some()) {
             tools = tools.filter(|t| {
                 t.meta()
                     .optional
                     .as_deref()
-                    .is_none_or(|flag| input.flag(flag))
+                    .is_none_or(|flag| variables.get(flag).is_some_and(|v| flag_is_on(v)))
             });
         }
 
