@@ -1,7 +1,9 @@
 //! Built-in tools for toolsmith agents.
 //!
 //! Each built-in is an ordinary [`Tool`](toolsmith_core::Tool), usable on its own or added to a
-//! [`Toolset`]; [`all`] returns every built-in at once.
+//! [`Toolset`]; [`all`] returns every built-in at once. The workspace tools (files, commands,
+//! code) share a [`Workspace`]: the confined root and the user's
+//! [`SandboxPolicy`](toolsmith_sandbox::SandboxPolicy).
 //!
 //! | Tool         | Constructor      | What it does                                       |
 //! |--------------|------------------|----------------------------------------------------|
@@ -12,8 +14,12 @@
 //! ```
 //! use toolsmith_core::Toolset;
 //!
-//! let tools = toolsmith_builtins::all();
-//! assert_eq!(tools.names().collect::<Vec<_>>(), ["calculator"]);
+//! let dir = tempfile::tempdir().unwrap();
+//! let workspace = toolsmith_builtins::Workspace::new(
+//!     toolsmith_sandbox::SandboxPolicy::new(dir.path()),
+//! ).unwrap();
+//! let tools = toolsmith_builtins::all(&workspace);
+//! assert!(tools.contains("calculator"));
 //!
 //! // Or pick the tools one by one.
 //! let tools = Toolset::new().with(toolsmith_builtins::calculator());
@@ -21,12 +27,17 @@
 //! ```
 
 mod calculator;
+mod workspace;
 
 pub use calculator::{Calculator, calculator};
+pub use workspace::{Workspace, WorkspaceError};
+
+use std::sync::Arc;
 
 use toolsmith_core::Toolset;
 
-/// Every built-in tool, in a [`Toolset`]: today, [`calculator()`].
-pub fn all() -> Toolset {
+/// Every built-in tool, in a [`Toolset`], the workspace tools confined to `workspace`.
+pub fn all(workspace: &Arc<Workspace>) -> Toolset {
+    let _ = workspace;
     Toolset::new().with(calculator())
 }

@@ -82,8 +82,12 @@ async fn call_errors() {
 
 #[test]
 fn all_holds_the_calculator() {
-    let tools = toolsmith_builtins::all();
-    assert_eq!(tools.names().collect::<Vec<_>>(), ["calculator"]);
+    let dir = tempfile::tempdir().unwrap();
+    let workspace =
+        toolsmith_builtins::Workspace::new(toolsmith_sandbox::SandboxPolicy::new(dir.path()))
+            .unwrap();
+    let tools = toolsmith_builtins::all(&workspace);
+    assert!(tools.contains("calculator"));
     let spec = tools.get("calculator").unwrap().spec().clone();
     assert!(spec.validate(&json!({"expression": "1"})).is_ok());
     assert!(spec.validate(&json!({"expression": 1})).is_err());

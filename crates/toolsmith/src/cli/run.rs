@@ -1,14 +1,17 @@
 //! `toolsmith run`.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
 use futures::StreamExt;
 use toolsmith_agent::{Agent, ExecutionPolicy, RunInput};
+use toolsmith_builtins::Workspace;
 use toolsmith_core::{CancellationToken, Toolset};
 use toolsmith_providers::ProviderOptions;
+use toolsmith_sandbox::SandboxPolicy;
 
 use super::print::{Human, JsonLines, Printer};
 use super::{EXIT_FAILURE, usage_error};
@@ -21,6 +24,9 @@ pub(crate) struct RunArgs {
     /// Override the provider's base URL.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// The workspace the built-in tools are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
     /// Offer only these built-in tools (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     tools: Option<Vec<String>>,
@@ -42,8 +48,7 @@ pub(crate) struct RunArgs {
 }
 
 /// The tools named by `--tools`, or all built-ins.
-fn select_tools(names: Option<&[String]>) -> Result<Toolset, String> {
-    let all = toolsmith_builtins::all();
+fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
     let Some(names) = names else { return Ok(all) };
     let mut selected = Toolset::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
@@ -69,7 +74,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
         );
     };
-    let tools = match select_tools(args.tools.as_deref()) {
+    let workspace = match Workspace::new(SandboxPolicy::new(&args.root)) {
+        Ok(workspace) => workspace,
+        Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
+    };
+    let tools = match select_tools(toolsmith_builtins::all(&workspace), args.tools.as_deref()) {
         Ok(tools) => tools,
         Err(message) => return usage_error(message),
     };

@@ -20,7 +20,13 @@ pub(crate) enum ToolsCommand {
 pub(crate) fn tools(command: ToolsCommand) -> ExitCode {
     match command {
         ToolsCommand::List { json } => {
-            let tools = toolsmith_builtins::all();
+            let workspace = match toolsmith_builtins::Workspace::new(
+                toolsmith_sandbox::SandboxPolicy::new("."),
+            ) {
+                Ok(workspace) => workspace,
+                Err(e) => return super::usage_error(e),
+            };
+            let tools = toolsmith_builtins::all(&workspace);
             if json {
                 println!("{}", list_json(&tools));
             } else {

@@ -1,0 +1,20 @@
+//! Kernel-enforced confinement for toolsmith's built-in tools.
+//!
+//! - [`SandboxPolicy`]: what the user allows (data only; the model can never change it).
+//! - [`RootDir`]: the confined filesystem the in-process file tools use. Every path is opened
+//!   beneath the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` (through cap-std,
+//!   which falls back to a race-safe component walk where openat2 is missing), so no `..`,
+//!   absolute path or symlink, not even one swapped in mid-call, reaches outside.
+//!
+//! The errors keep seed 001's codes and messages: `TOOL_PATH_INVALID` (`Path must be a
+//! string`) and `TOOL_PATH_ESCAPE` (`Path escapes sandbox root`, or `Path escapes sandbox root
+//! (via symlink)`).
+
+mod policy;
+mod root_dir;
+
+pub use policy::{
+    EnvPolicy, Limits, NetworkPolicy, PolicyError, ReadPolicy, SandboxPolicy, Strictness,
+    UnixSockets,
+};
+pub use root_dir::{RootDir, path_escape, path_escape_via_symlink, path_invalid};

@@ -1,0 +1,377 @@
+//! [`SandboxPolicy`]: what the user allows the built-in tools to do.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What the built-in tools may do. Set by the user (flags, config), never by the model: no tool
+/// input can widen or lower it.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
+///
+/// let policy = SandboxPolicy::new("/work/project");
+/// assert_eq!(policy.network, NetworkPolicy::Off);
+/// assert_eq!(policy.limits.timeout, Duration::from_secs(60));
+/// assert_eq!(policy.limits.output_bytes, 200_000);
+/// assert!(policy.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxPolicy {
+    /// The directory the tools work in; everything they write is beneath it.
+    pub root: PathBuf,
+    /// Other directories commands may write to (a per-session temporary directory, say).
+    #[serde(default)]
+    pub extra_writable: Vec<PathBuf>,
+    /// Where commands may read.
+    #[serde(default)]
+    pub read: ReadPolicy,
+    /// What network commands get.
+    #[serde(default)]
+    pub network: NetworkPolicy,
+    /// Whether commands may connect to pathname Unix sockets (`docker.sock`, ssh-agent…).
+    #[serde(default)]
+    pub unix_sockets: UnixSockets,
+    /// Resource limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The environment commands see.
+    #[serde(default)]
+    pub env: EnvPolicy,
+    /// What to do when this machine cannot enforce a layer.
+    #[serde(default)]
+    pub strictness: Strictness,
+}
+
+impl SandboxPolicy {
+    /// The default policy for `root`: read the system and toolchains, write only beneath the root,
+    /// no network, no Unix sockets, the default limits and environment, fail closed.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        SandboxPolicy {
+            root: root.into(),
+            extra_writable: Vec::new(),
+            read: ReadPolicy::default(),
+            network: NetworkPolicy::default(),
+            unix_sockets: UnixSockets::default(),
+            limits: Limits::default(),
+            env: EnvPolicy::default(),
+            strictness: Strictness::default(),
+        }
+    }
+
+    /// Checks the limits against their caps.
+    ///
+    /// # Errors
+    ///
+    /// The first limit out of bounds, with seed 001's message where it has one
+    /// (`timeoutMs exceeds 3600000.`, `maxOutputBytes exceeds 10485760.`…).
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        self.limits.validate()
+    }
+
+    /// The directories commands may read: the read allowlist (or `/`) plus the root and the
+    /// extra writable directories.
+    pub fn readable_paths(&self) -> Vec<PathBuf> {
+        let mut paths = match &self.read {
+            ReadPolicy::Everywhere => vec![PathBuf::from("/")],
+            ReadPolicy::Allowlist(paths) => paths.clone(),
+        };
+        paths.push(self.root.clone());
+        paths.extend(self.extra_writable.iter().cloned());
+        paths
+    }
+
+    /// The directories commands may write: the root and the extra writable directories.
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.root.clone()];
+        paths.extend(self.extra_writable.iter().cloned());
+        paths
+    }
+}
+
+/// Where commands may read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadPolicy {
+    /// Anywhere the user can read. Protects integrity, not secrets: `~/.ssh` stays readable.
+    Everywhere,
+    /// Only these paths (plus the root and the extra writable directories).
+    Allowlist(Vec<PathBuf>),
+}
+
+impl Default for ReadPolicy {
+    /// The system directories and the usual toolchain locations.
+    fn default() -> Self {
+        ReadPolicy::Allowlist(ReadPolicy::system_paths(
+            std::env::var_os("HOME").as_deref().map(Path::new),
+        ))
+    }
+}
+
+impl ReadPolicy {
+    /// The default allowlist: what programs need to start and run (`/usr`, `/lib*`, `/bin`,
+    /// `/sbin`, `/etc`, `/opt`, `/proc`, `/dev`, `/sys/devices/system/cpu`), and under `home`
+    /// the usual toolchains (`.cargo`, `.rustup`, `.pyenv`, `.nvm`, `.local/bin`,
+    /// `.local/lib`). Paths that do not exist are kept: a missing path grants nothing.
+    pub fn system_paths(home: Option<&Path>) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = [
+            "/usr",
+            "/lib",
+            "/lib64",
+            "/lib32",
+            "/bin",
+            "/sbin",
+            "/etc",
+            "/opt",
+            "/proc",
+            "/dev",
+            "/sys/devices/system/cpu",
+            "/run/systemd/resolve",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        if let Some(home) = home {
+            for dir in [
+                ".cargo",
+                ".rustup",
+                ".pyenv",
+                ".nvm",
+                ".local/bin",
+                ".local/lib",
+            ] {
+                paths.push(home.join(dir));
+            }
+        }
+        paths
+    }
+}
+
+/// What network commands get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkPolicy {
+    /// None at all: a private network namespace, TCP denied by Landlock, non-Unix sockets denied
+    /// by seccomp.
+    #[default]
+    Off,
+    /// Only the loopback interface of a private network namespace.
+    LoopbackOnly,
+    /// The host's network.
+    Full,
+}
+
+/// Whether commands may create Unix sockets to connect to pathname sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnixSockets {
+    /// `socket(AF_UNIX)` is denied; `socketpair` still works (asyncio needs it).
+    #[default]
+    Deny,
+    /// Allowed.
+    Allow,
+}
+
+/// What to do when this machine cannot enforce a layer of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strictness {
+    /// Refuse to run commands the machine cannot confine as the policy says.
+    #[default]
+    FailClosed,
+    /// Run with what is available, and warn.
+    BestEffort,
+}
+
+/// The hard cap on the wall-clock timeout (seed 001: one hour).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The hard cap on captured output (seed 001: 10 MiB).
+pub const MAX_OUTPUT_BYTES: usize = 10 * 1024 * 1024;
+
+/// Resource limits of the built-in tools.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Wall-clock limit of a command (default 60 s, at most 1 h).
+    #[serde(with = "millis")]
+    pub timeout: Duration,
+    /// CPU time of a command (default: none beyond the wall clock).
+    #[serde(default, with = "opt_millis", skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Duration>,
+    /// Data segment size of a command, `RLIMIT_DATA` (default 1 GiB).
+    pub data_bytes: Option<u64>,
+    /// Largest file a command may write, `RLIMIT_FSIZE` (default 1 GiB).
+    pub file_size_bytes: Option<u64>,
+    /// Processes a command may add to the user's count, `RLIMIT_NPROC` (default 512).
+    pub processes: Option<u32>,
+    /// Bytes of output kept per stream, and the largest file or content the file tools handle
+    /// (default 200 000, at most 10 MiB).
+    pub output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(60),
+            cpu: None,
+            data_bytes: Some(1 << 30),
+            file_size_bytes: Some(1 << 30),
+            processes: Some(512),
+            output_bytes: 200_000,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks every limit against its bounds.
+    ///
+    /// # Errors
+    ///
+    /// Seed 001's messages: `timeoutMs must be positive.`, `timeoutMs exceeds 3600000.`,
+    /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.timeout.is_zero() {
+            return Err(PolicyError("timeoutMs must be positive.".into()));
+        }
+        if self.timeout > MAX_TIMEOUT {
+            return Err(PolicyError(format!(
+                "timeoutMs exceeds {}.",
+                MAX_TIMEOUT.as_millis()
+            )));
+        }
+        if self.output_bytes == 0 {
+            return Err(PolicyError("maxOutputBytes must be positive.".into()));
+        }
+        if self.output_bytes > MAX_OUTPUT_BYTES {
+            return Err(PolicyError(format!(
+                "maxOutputBytes exceeds {MAX_OUTPUT_BYTES}."
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The environment commands see: nothing of the runtime's own (API keys!) but the names
+/// allowed, plus explicit values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvPolicy {
+    /// Variables passed through from the runtime's environment when set.
+    pub allow: Vec<String>,
+    /// Variables set explicitly (they win over passed-through ones).
+    #[serde(default)]
+    pub set: Vec<(String, String)>,
+}
+
+impl Default for EnvPolicy {
+    fn default() -> Self {
+        EnvPolicy {
+            allow: ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            set: Vec::new(),
+        }
+    }
+}
+
+/// A policy that cannot be used as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError(pub String);
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+mod opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<u64>::deserialize(d).map(|ms| ms.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_checked_with_seed_001s_messages() {
+        let mut limits = Limits::default();
+        assert!(limits.validate().is_ok());
+        limits.timeout = Duration::from_millis(3_600_001);
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "timeoutMs exceeds 3600000."
+        );
+        limits.timeout = Duration::ZERO;
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "timeoutMs must be positive."
+        );
+        limits.timeout = MAX_TIMEOUT;
+        limits.output_bytes = MAX_OUTPUT_BYTES + 1;
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "maxOutputBytes exceeds 10485760."
+        );
+        limits.output_bytes = 0;
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "maxOutputBytes must be positive."
+        );
+    }
+
+    #[test]
+    fn readable_and_writable_paths_include_the_root_and_extras() {
+        let mut policy = SandboxPolicy::new("/w");
+        policy.extra_writable.push("/tmp/session".into());
+        policy.read = ReadPolicy::Allowlist(vec!["/usr".into()]);
+        assert_eq!(
+            policy.readable_paths(),
+            [PathBuf::from("/usr"), "/w".into(), "/tmp/session".into()]
+        );
+        assert_eq!(
+            policy.writable_paths(),
+            [PathBuf::from("/w"), "/tmp/session".into()]
+        );
+    }
+
+    #[test]
+    fn the_policy_round_trips_through_json() {
+        let policy = SandboxPolicy::new("/w");
+        let json = serde_json::to_string(&policy).unwrap();
+        let back: SandboxPolicy = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, policy);
+    }
+}
