@@ -261,3 +261,118 @@ fn tools_list_prints_text_and_json() {
     assert_eq!(calculator["concurrency"], "shared");
     assert_eq!(calculator["inputSchema"]["required"], json!(["expression"]));
 }
+
+#[test]
+fn tool_call_prints_the_output_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let out = toolsmith(&[
+        "tool",
+        "call",
+        "calculator",
+        "--root",
+        root,
+        "--args",
+        r#"{"expression":"2^10"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"ok": true, "output": {"expression": "2^10", "result": 1024}})
+    );
+
+    let out = toolsmith(&[
+        "tool",
+        "call",
+        "calculator",
+        "--root",
+        root,
+        "--args",
+        r#"{"expression":"1/0"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"ok": false, "error": {"code": "MATH_ERROR", "message": "Division by zero", "details": null}})
+    );
+
+    // Arguments are validated against the tool's schema, as in a run.
+    let out = toolsmith(&[
+        "tool",
+        "call",
+        "calculator",
+        "--root",
+        root,
+        "--args",
+        r#"{"expr":"1"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["error"]["code"], "INVALID_INPUT");
+}
+
+#[test]
+fn tool_call_usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["tool", "call", "nope", "--root", root],
+            "error: unknown tool \"nope\"; available: ",
+        ),
+        (
+            &[
+                "tool",
+                "call",
+                "calculator",
+                "--root",
+                root,
+                "--args",
+                "[1]",
+            ],
+            "error: --args must be a JSON object",
+        ),
+        (
+            &["tool", "call", "calculator", "--root", root, "--args", "{"],
+            "error: --args is not valid JSON",
+        ),
+        (
+            &[
+                "tool",
+                "call",
+                "calculator",
+                "--root",
+                root,
+                "--timeout-ms",
+                "3600001",
+            ],
+            "error: invalid sandbox policy: timeoutMs exceeds 3600000.",
+        ),
+        (
+            &[
+                "tool",
+                "call",
+                "calculator",
+                "--root",
+                root,
+                "--max-output-bytes",
+                "0",
+            ],
+            "error: invalid sandbox policy: maxOutputBytes must be positive.",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = toolsmith(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).starts_with(message),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = toolsmith(&["tool", "call", "calculator", "--root", "/no/such/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot open the workspace root"));
+}

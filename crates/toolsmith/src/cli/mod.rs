@@ -2,6 +2,7 @@
 
 mod print;
 mod run;
+mod tool;
 mod tools;
 
 use std::process::ExitCode;
@@ -20,6 +21,11 @@ struct Cli {
 enum Command {
     /// Run an agent on a prompt.
     Run(run::RunArgs),
+    /// Call a built-in tool directly.
+    Tool {
+        #[command(subcommand)]
+        command: tool::ToolCommand,
+    },
     /// Work with the available tools.
     Tools {
         #[command(subcommand)]
@@ -37,6 +43,7 @@ pub(crate) async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Tool { command } => tool::tool(command).await,
         Command::Tools { command } => tools::tools(command),
     }
 }
