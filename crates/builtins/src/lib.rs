@@ -7,6 +7,13 @@
 //!
 //! | Tool         | Constructor      | What it does                                       |
 //! |--------------|------------------|----------------------------------------------------|
+//! | `read`       | [`read()`]       | Reads a UTF-8 file, whole or a window of lines ([`Read`]) |
+//! | `write`      | [`write()`]      | Creates or replaces a file atomically ([`Write`]) |
+//! | `edit`       | [`edit()`]       | Applies a unified diff or an exact string replacement ([`Edit`]) |
+//! | `grep`       | [`grep()`]       | Searches file contents with a regex, ripgrep-style ([`Grep`]) |
+//! | `glob`       | [`glob()`]       | Lists files matching a glob, newest first ([`Glob`]) |
+//! | `bash`       | [`bash()`]       | Runs a command in the kernel sandbox ([`Bash`])     |
+//! | `run_code`   | [`run_code()`]   | Runs JavaScript in a fresh, capability-free QuickJS sandbox ([`RunCode`]) |
 //! | `calculator` | [`calculator()`] | Evaluates an arithmetic expression exactly ([`Calculator`]) |
 //!
 //! # Example
@@ -26,18 +33,43 @@
 //! assert!(tools.contains("calculator"));
 //! ```
 
+mod bash;
 mod calculator;
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod run_code;
 mod workspace;
+mod write;
 
+pub use bash::{Bash, PROCESS_CANCELLED, bash, network_guard};
 pub use calculator::{Calculator, calculator};
+pub use edit::{Edit, edit};
+pub use glob::{Glob, MAX_GLOB_ENTRIES, glob};
+pub use grep::{Grep, grep};
+pub use read::{DEFAULT_LINE_LIMIT, Read, read};
+pub use run_code::{
+    RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT, RunCode,
+    RunCodeLimits, run_code,
+};
 pub use workspace::{Workspace, WorkspaceError};
+pub use write::{Write, write};
 
 use std::sync::Arc;
 
 use toolsmith_core::Toolset;
 
-/// Every built-in tool, in a [`Toolset`], the workspace tools confined to `workspace`.
+/// Every built-in tool, in a [`Toolset`], the workspace tools confined to `workspace`: `read`,
+/// `write`, `edit`, `grep`, `glob`, `bash`, `run_code`, `calculator`.
 pub fn all(workspace: &Arc<Workspace>) -> Toolset {
-    let _ = workspace;
-    Toolset::new().with(calculator())
+    Toolset::new()
+        .with(read(workspace))
+        .with(write(workspace))
+        .with(edit(workspace))
+        .with(grep(workspace))
+        .with(glob(workspace))
+        .with(bash(workspace))
+        .with(run_code(workspace))
+        .with(calculator())
 }

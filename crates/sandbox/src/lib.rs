@@ -10,11 +10,14 @@
 //! string`) and `TOOL_PATH_ESCAPE` (`Path escapes sandbox root`, or `Path escapes sandbox root
 //! (via symlink)`).
 
+pub mod exec;
 mod policy;
+mod probe;
 mod root_dir;
 
 pub use policy::{
     EnvPolicy, Limits, NetworkPolicy, PolicyError, ReadPolicy, SandboxPolicy, Strictness,
     UnixSockets,
 };
+pub use probe::{Capabilities, Layer};
 pub use root_dir::{RootDir, path_escape, path_escape_via_symlink, path_invalid};

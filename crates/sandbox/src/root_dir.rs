@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt};
 use toolsmith_core::ToolError;
 
 /// The message cap-std gives every escape it stops (an `EXDEV` from `openat2(RESOLVE_BENEATH)`,
@@ -85,14 +85,26 @@ impl RootDir {
     /// `TOOL_PATH_INVALID` for an empty or NUL-containing path; `TOOL_PATH_ESCAPE` for an absolute
     /// path outside the root or a `..` that climbs out of it.
     pub fn relative(&self, path: &str) -> Result<PathBuf, ToolError> {
-        if path.is_empty() || path.contains('\0') {
+        self.relative_path(Path::new(path))
+    }
+
+    /// [`relative`](Self::relative) for a path that need not be UTF-8 (a name found by a
+    /// directory walk). Errors show the path lossily.
+    ///
+    /// # Errors
+    ///
+    /// As [`relative`](Self::relative).
+    pub fn relative_path(&self, given: &Path) -> Result<PathBuf, ToolError> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = given.as_os_str().as_bytes();
+        if bytes.is_empty() || bytes.contains(&0) {
             return Err(path_invalid());
         }
-        let given = Path::new(path);
+        let shown = || given.to_string_lossy().into_owned();
         let relative = if given.is_absolute() {
             given
                 .strip_prefix(&self.path)
-                .map_err(|_| path_escape(path))?
+                .map_err(|_| path_escape(&shown()))?
         } else {
             given
         };
@@ -103,10 +115,10 @@ impl RootDir {
                 Component::CurDir => {}
                 Component::ParentDir => {
                     if !normal.pop() {
-                        return Err(path_escape(path));
+                        return Err(path_escape(&shown()));
                     }
                 }
-                Component::RootDir | Component::Prefix(_) => return Err(path_escape(path)),
+                Component::RootDir | Component::Prefix(_) => return Err(path_escape(&shown())),
             }
         }
         Ok(normal)
@@ -130,6 +142,11 @@ impl RootDir {
             io::ErrorKind::NotADirectory => {
                 ("TOOL_NOT_A_DIRECTORY", format!("Not a directory: {path}"))
             }
+            // ENAMETOOLONG: a path over PATH_MAX or a component over NAME_MAX.
+            io::ErrorKind::InvalidFilename => (
+                "TOOL_PATH_TOO_LONG",
+                "Path or file name too long".to_string(),
+            ),
             _ => ("TOOL_IO_ERROR", format!("{path}: {error}")),
         };
         ToolError::new(code, message).with_details(serde_json::json!({ "path": path }))
@@ -140,16 +157,41 @@ impl RootDir {
     /// # Errors
     ///
     /// Path errors as [`relative`](Self::relative), `TOOL_PATH_ESCAPE` (via symlink),
-    /// `TOOL_FILE_NOT_FOUND`, `TOOL_IS_A_DIRECTORY`, `TOOL_PERMISSION_DENIED`, `TOOL_IO_ERROR`.
+    /// `TOOL_FILE_NOT_FOUND`, `TOOL_IS_A_DIRECTORY`, `TOOL_PATH_TOO_LONG` (`Path or file name too
+    /// long`), `TOOL_NOT_A_FILE` (a FIFO, socket or device:
+    /// the file is opened non-blocking, so a FIFO cannot hang the call), `TOOL_PERMISSION_DENIED`,
+    /// `TOOL_IO_ERROR`.
     pub fn open_file(&self, path: &str) -> Result<File, ToolError> {
-        let relative = self.relative(path)?;
+        self.open_file_path(Path::new(path))
+    }
+
+    /// [`open_file`](Self::open_file) for a path that need not be UTF-8.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_file`](Self::open_file).
+    pub fn open_file_path(&self, given: &Path) -> Result<File, ToolError> {
+        let relative = self.relative_path(given)?;
+        let shown = given.to_string_lossy();
+        let path: &str = &shown;
+        // O_NONBLOCK so that opening a FIFO cannot hang the tool; it is refused just below.
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
         let file = self
             .dir
-            .open(or_dot(&relative))
+            .open_with(or_dot(&relative), &options)
             .map_err(|e| self.io_error(path, e))?;
         let metadata = file.metadata().map_err(|e| self.io_error(path, e))?;
         if metadata.is_dir() {
             return Err(self.io_error(path, io::Error::from(io::ErrorKind::IsADirectory)));
+        }
+        if !metadata.is_file() {
+            return Err(
+                ToolError::new("TOOL_NOT_A_FILE", format!("Not a regular file: {path}"))
+                    .with_details(serde_json::json!({ "path": path })),
+            );
         }
         Ok(file)
     }
@@ -163,6 +205,19 @@ impl RootDir {
         let relative = self.relative(path)?;
         self.dir
             .open_dir(or_dot(&relative))
+            .map_err(|e| self.io_error(path, e))
+    }
+
+    /// The metadata of an existing entry beneath the root, following symlinks confined to the
+    /// root (a symlink out is refused like any other escape).
+    ///
+    /// # Errors
+    ///
+    /// As [`open_file`](Self::open_file).
+    pub fn metadata(&self, path: &str) -> Result<cap_std::fs::Metadata, ToolError> {
+        let relative = self.relative(path)?;
+        self.dir
+            .metadata(or_dot(&relative))
             .map_err(|e| self.io_error(path, e))
     }
 
@@ -210,7 +265,9 @@ impl RootDir {
     /// Replaces (or creates) a file atomically: the bytes go to a temporary file in the same
     /// directory, which is then renamed over the target. Parent directories are created. The
     /// target's permissions are kept when it exists. A hard link at the target is replaced, never
-    /// written through, so a link to a file outside the root cannot carry a write out.
+    /// written through, so a link to a file outside the root cannot carry a write out. A symlink
+    /// at the target that leads out of the root (dangling or not) is refused; one that stays
+    /// inside (or dangles inside) is replaced by the new file, not followed.
     ///
     /// # Errors
     ///
@@ -222,18 +279,28 @@ impl RootDir {
             return Err(self.io_error(path, io::Error::from(io::ErrorKind::IsADirectory)));
         };
         let parent = relative.parent().unwrap_or(Path::new(""));
-        if !parent.as_os_str().is_empty() {
-            self.dir
-                .create_dir_all(parent)
-                .map_err(|e| self.io_error(path, e))?;
+        let parent_dir = match self.dir.open_dir(or_dot(parent)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Create what is missing, then open again (confined, so a symlink out that
+                // was there, or was swapped in, is still refused).
+                self.dir
+                    .create_dir_all(parent)
+                    .map_err(|e| self.io_error(path, e))?;
+                self.dir.open_dir(or_dot(parent))
+            }
+            other => other,
         }
-        let parent_dir = self
-            .dir
-            .open_dir(or_dot(parent))
-            .map_err(|e| self.io_error(path, e))?;
+        .map_err(|e| self.io_error(path, e))?;
         let existing = parent_dir.symlink_metadata(name).ok();
         if existing.as_ref().is_some_and(|m| m.is_dir()) {
             return Err(self.io_error(path, io::Error::from(io::ErrorKind::IsADirectory)));
+        }
+        if existing.as_ref().is_some_and(|m| m.is_symlink())
+            && let Err(e) = parent_dir.metadata(name)
+            && e.to_string() == CAP_STD_ESCAPE
+        {
+            // A symlink out (even a dangling one) is refused rather than silently replaced.
+            return Err(path_escape_via_symlink(path));
         }
 
         let temp_name = temp_name(name);

@@ -1,0 +1,130 @@
+//! The sandboxed process launcher.
+//!
+//! The runtime never forks itself (a fork of a large process costs ~20 ms, §3.4 of the sandbox
+//! spec). [`Launcher::run`] posix_spawns the helper program ([`HelperCommand`]) with an empty
+//! environment and writes the [`Plan`] to the helper's **stdin** as one JSON document; the
+//! helper reads it to EOF, reopens stdin on `/dev/null`, applies every layer to itself
+//! ([`helper_main`]) and `execve`s the target. The supervisor captures stdout and stderr with
+//! separate caps and kills the process group (and the pid namespace with it) on timeout.
+//!
+//! When the helper cannot apply a layer it exits with status 125 (127 when the target cannot
+//! be executed) after writing one line to stderr that starts with the record separator
+//! `\x1e` and `toolsmith-sandbox-exec:` followed by a JSON object `{kind, message}`; the
+//! launcher turns it into an [`ExecError`].
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the helper exits, so call
+//! [`Launcher::run`] from long-lived threads (tokio workers are; `spawn_blocking` threads that
+//! idle out are not). Dropping the `run` future kills the whole process group.
+
+mod capture;
+mod helper;
+mod landlock;
+mod launcher;
+mod plan;
+mod seccomp;
+
+pub use helper::helper_main;
+pub use launcher::{HelperCommand, Launcher};
+pub use plan::{LandlockPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// The argument that selects the helper in the `toolsmith` binary (`toolsmith __sandbox-exec`).
+pub const HELPER_ARG: &str = "__sandbox-exec";
+
+/// The exit status of the helper when it could not apply a layer.
+pub const SETUP_FAILED_STATUS: i32 = 125;
+
+/// The exit status of the helper when the target could not be executed.
+pub const EXEC_FAILED_STATUS: i32 = 127;
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// The program (looked up in the sandbox's `PATH` when it has no `/`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The working directory (already confined by the caller, e.g. `RootDir::resolve_dir`).
+    pub cwd: PathBuf,
+}
+
+impl ExecRequest {
+    /// A request to run `program` with `args` in `cwd`.
+    pub fn new(program: impl Into<String>, args: Vec<String>, cwd: impl Into<PathBuf>) -> Self {
+        ExecRequest {
+            program: program.into(),
+            args,
+            cwd: cwd.into(),
+        }
+    }
+}
+
+/// What a sandboxed command did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecOutput {
+    /// The exit code; 1 when the process died from a signal (seed 001).
+    pub exit_code: i32,
+    /// The signal that killed it (`SIGKILL`…), if any.
+    pub signal: Option<String>,
+    /// Captured stdout, at most `output_bytes`, cut at a UTF-8 boundary.
+    pub stdout: String,
+    /// Captured stderr, at most `output_bytes`, cut at a UTF-8 boundary.
+    pub stderr: String,
+    /// Whether either stream was cut.
+    pub truncated: bool,
+    /// Bytes emitted on both streams, kept or not.
+    pub total_bytes: u64,
+    /// Whether the wall-clock timeout killed it.
+    pub timed_out: bool,
+    /// Layers the policy asked for that were not enforced (best-effort mode only).
+    pub warnings: Vec<String>,
+}
+
+/// Why a command could not be run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecError {
+    /// A layer the policy needs is unavailable and the policy fails closed.
+    Unavailable {
+        /// The missing layer (`filesystem (Landlock)`…).
+        layer: String,
+        /// Why it is missing.
+        reason: String,
+    },
+    /// The helper program could not be found or started.
+    Helper(String),
+    /// The helper could not apply a layer on this launch.
+    Setup(String),
+    /// The target program could not be executed.
+    Spawn(String),
+}
+
+impl ExecError {
+    /// The error code the tools use: `SANDBOX_UNAVAILABLE` or `PROCESS_FAILED`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ExecError::Unavailable { .. } | ExecError::Setup(_) | ExecError::Helper(_) => {
+                "SANDBOX_UNAVAILABLE"
+            }
+            ExecError::Spawn(_) => "PROCESS_FAILED",
+        }
+    }
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecError::Unavailable { layer, reason } => {
+                write!(f, "sandbox layer unavailable: {layer}: {reason}")
+            }
+            ExecError::Helper(m) => write!(f, "sandbox helper unavailable: {m}"),
+            ExecError::Setup(m) => write!(f, "sandbox setup failed: {m}"),
+            ExecError::Spawn(m) => write!(f, "cannot execute: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}

@@ -1,0 +1,283 @@
+//! [`Plan`]: exactly what the helper applies, decided by the launcher from the policy and the
+//! machine's [`Capabilities`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ExecError, ExecRequest};
+use crate::{Capabilities, NetworkPolicy, SandboxPolicy, Strictness, UnixSockets};
+
+/// What the helper applies before it execs the target. Serialised as JSON on the helper's stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// The program and its arguments (`argv[0]` is looked up in the plan's `PATH`).
+    pub argv: Vec<String>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The complete environment of the target.
+    pub env: Vec<(String, String)>,
+    /// The launcher's pid: the helper exits if its parent is already another process.
+    pub parent_pid: i32,
+    /// Resource limits.
+    pub rlimits: RlimitPlan,
+    /// Namespaces to create.
+    pub namespaces: NamespacePlan,
+    /// Landlock rules, when Landlock is used.
+    pub landlock: Option<LandlockPlan>,
+    /// The seccomp filter, when seccomp is used.
+    pub seccomp: Option<SeccompPlan>,
+}
+
+/// Resource limits (`None`: unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RlimitPlan {
+    /// `RLIMIT_CPU` soft limit in seconds (hard = soft + 1, so SIGXCPU comes first).
+    pub cpu_secs: Option<u64>,
+    /// `RLIMIT_DATA`.
+    pub data_bytes: Option<u64>,
+    /// `RLIMIT_FSIZE`.
+    pub file_size_bytes: Option<u64>,
+    /// The `RLIMIT_NPROC` allowance: the helper sets the limit to the uid's current process
+    /// count plus this (only for non-root users; the kernel ignores it for root).
+    pub processes: Option<u64>,
+}
+
+/// Namespaces the helper unshares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespacePlan {
+    /// `CLONE_NEWUSER` with identity uid/gid maps.
+    pub user: bool,
+    /// `CLONE_NEWNET`.
+    pub net: bool,
+    /// Bring `lo` up in the new network namespace.
+    pub loopback_up: bool,
+    /// `CLONE_NEWPID` and the double fork.
+    pub pid: bool,
+}
+
+/// Landlock rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LandlockPlan {
+    /// The ABI to target (the best the kernel has).
+    pub abi: u8,
+    /// Paths readable (and executable) beneath.
+    pub read: Vec<PathBuf>,
+    /// Paths writable beneath.
+    pub write: Vec<PathBuf>,
+    /// Deny TCP bind and connect (ABI ≥ 4).
+    pub deny_tcp: bool,
+    /// Scope abstract Unix sockets and signals to the sandbox (ABI ≥ 6).
+    pub scope: bool,
+}
+
+/// The seccomp filter. `io_uring_*` is always denied, and so is the x32 ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeccompPlan {
+    /// `socket` only for AF_UNIX and AF_NETLINK; `socketpair` only for AF_UNIX.
+    pub deny_inet: bool,
+    /// `socket(AF_UNIX)` denied too (`socketpair` still allowed).
+    pub deny_unix: bool,
+}
+
+/// Device files always writable (`/dev/null`…).
+const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+impl Plan {
+    /// Decides the plan for `request` under `policy` on a machine with `caps`. `vars` is the
+    /// environment the allowlist picks from (usually the runtime's own).
+    ///
+    /// Returns the plan and the warnings for the layers that could not be enforced.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Unavailable`] naming the first missing layer when the policy fails closed.
+    pub fn build(
+        policy: &SandboxPolicy,
+        caps: &Capabilities,
+        request: &ExecRequest,
+        vars: impl Iterator<Item = (String, String)>,
+    ) -> Result<(Plan, Vec<String>), ExecError> {
+        let mut missing: Vec<(String, String)> = Vec::new();
+        let userns = caps.user_namespaces;
+        // Without a user namespace, only root may create the others.
+        let can_ns = |available: bool| available && (userns || caps.running_as_root);
+
+        let wants_net_isolation = policy.network != NetworkPolicy::Full;
+        let net = wants_net_isolation && can_ns(caps.net_namespaces);
+        let pid = can_ns(caps.pid_namespaces);
+        let mut deny_inet = policy.network == NetworkPolicy::Off;
+        if policy.network == NetworkPolicy::LoopbackOnly && !net {
+            deny_inet = true;
+            missing.push((
+                "loopback-only network (network namespace)".into(),
+                "no network namespace; network is off instead".into(),
+            ));
+        }
+        if policy.network == NetworkPolicy::Off && !caps.seccomp && !net {
+            missing.push((
+                "network isolation (seccomp or network namespace)".into(),
+                "neither seccomp nor a network namespace is available".into(),
+            ));
+        }
+        let deny_unix = policy.unix_sockets == UnixSockets::Deny;
+        if deny_unix && !caps.seccomp {
+            missing.push((
+                "unix socket filter (seccomp)".into(),
+                "seccomp is unavailable".into(),
+            ));
+        }
+        let landlock = match caps.landlock_abi {
+            Some(abi) => {
+                let mut write = policy.writable_paths();
+                write.extend(DEVICES.iter().map(PathBuf::from));
+                Some(LandlockPlan {
+                    abi,
+                    read: policy.readable_paths(),
+                    write,
+                    deny_tcp: policy.network == NetworkPolicy::Off && abi >= 4,
+                    scope: abi >= 6,
+                })
+            }
+            None => {
+                missing.push((
+                    "filesystem (Landlock)".into(),
+                    "Landlock is not available on this kernel".into(),
+                ));
+                None
+            }
+        };
+        let warnings: Vec<String> = missing
+            .iter()
+            .map(|(layer, reason)| format!("sandbox layer not enforced: {layer}: {reason}"))
+            .collect();
+        if policy.strictness == Strictness::FailClosed
+            && let Some((layer, reason)) = missing.into_iter().next()
+        {
+            return Err(ExecError::Unavailable { layer, reason });
+        }
+        let mut warnings = warnings;
+        if !pid {
+            warnings.push(
+                "no pid namespace: processes that call setsid may outlive the command".into(),
+            );
+        }
+
+        let env = build_env(policy, vars);
+        let limits = &policy.limits;
+        let plan = Plan {
+            argv: std::iter::once(request.program.clone())
+                .chain(request.args.iter().cloned())
+                .collect(),
+            cwd: request.cwd.clone(),
+            env,
+            parent_pid: rustix::process::getpid().as_raw_nonzero().get(),
+            rlimits: RlimitPlan {
+                cpu_secs: limits.cpu.map(|d| d.as_secs().max(1)),
+                data_bytes: limits.data_bytes,
+                file_size_bytes: limits.file_size_bytes,
+                processes: if caps.running_as_root {
+                    None
+                } else {
+                    limits.processes.map(u64::from)
+                },
+            },
+            namespaces: NamespacePlan {
+                user: userns,
+                net,
+                loopback_up: net && policy.network == NetworkPolicy::LoopbackOnly,
+                pid,
+            },
+            landlock,
+            seccomp: caps.seccomp.then_some(SeccompPlan {
+                deny_inet,
+                deny_unix,
+            }),
+        };
+        Ok((plan, warnings))
+    }
+}
+
+/// The target's environment: the allowlisted variables present in `vars`, then the policy's
+/// explicit values, and `HOME` = the root unless set explicitly.
+fn build_env(
+    policy: &SandboxPolicy,
+    vars: impl Iterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vars
+        .filter(|(k, _)| policy.env.allow.iter().any(|a| a == k))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push((
+            "PATH".into(),
+            "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin".into(),
+        ));
+    }
+    env.push(("HOME".into(), policy.root.to_string_lossy().into_owned()));
+    for (k, v) in &policy.env.set {
+        env.retain(|(name, _)| name != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps() -> Capabilities {
+        Capabilities {
+            landlock_abi: None,
+            openat2: true,
+            seccomp: true,
+            user_namespaces: false,
+            net_namespaces: false,
+            pid_namespaces: false,
+            running_as_root: false,
+            kernel: "test".into(),
+        }
+    }
+
+    #[test]
+    fn fail_closed_names_the_missing_layer() {
+        let policy = SandboxPolicy::new("/w");
+        let request = ExecRequest::new("true", vec![], "/w");
+        let err = Plan::build(&policy, &caps(), &request, std::iter::empty()).unwrap_err();
+        assert_eq!(
+            err,
+            ExecError::Unavailable {
+                layer: "filesystem (Landlock)".into(),
+                reason: "Landlock is not available on this kernel".into()
+            }
+        );
+        let mut policy = policy;
+        policy.strictness = Strictness::BestEffort;
+        let (plan, warnings) = Plan::build(&policy, &caps(), &request, std::iter::empty()).unwrap();
+        assert!(plan.landlock.is_none());
+        assert!(warnings[0].contains("filesystem (Landlock)"));
+    }
+
+    #[test]
+    fn env_is_the_allowlist_plus_explicit_values() {
+        let mut policy = SandboxPolicy::new("/w");
+        policy.env.set.push(("FOO".into(), "bar".into()));
+        let vars = [
+            ("PATH".to_string(), "/bin".to_string()),
+            ("SECRET".to_string(), "x".to_string()),
+        ];
+        let env = build_env(&policy, vars.into_iter());
+        assert_eq!(
+            env,
+            [
+                ("PATH".to_string(), "/bin".to_string()),
+                ("HOME".into(), "/w".into()),
+                ("FOO".into(), "bar".into())
+            ]
+        );
+    }
+}

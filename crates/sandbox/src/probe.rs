@@ -1,0 +1,233 @@
+//! [`Capabilities`]: what this machine can enforce, detected once.
+//!
+//! Landlock, openat2 and seccomp are probed in-process with harmless syscalls. Namespaces are
+//! probed without forking the runtime: the helper is posix_spawned in its `probe` mode, tries
+//! `unshare` on itself and prints what worked.
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::HelperCommand;
+use crate::{NetworkPolicy, ReadPolicy, SandboxPolicy, UnixSockets};
+
+/// What the kernel and the process' privileges allow here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// The Landlock ABI version, `None` when Landlock is unavailable.
+    pub landlock_abi: Option<u8>,
+    /// Whether `openat2` exists (the in-process file tools fall back to a walk without it).
+    pub openat2: bool,
+    /// Whether seccomp filters can be installed.
+    pub seccomp: bool,
+    /// Whether the helper could create a user namespace.
+    pub user_namespaces: bool,
+    /// Whether the helper could create a network namespace.
+    pub net_namespaces: bool,
+    /// Whether the helper could create a pid namespace.
+    pub pid_namespaces: bool,
+    /// Whether the runtime runs as uid 0 (`RLIMIT_NPROC` is not enforced for root).
+    pub running_as_root: bool,
+    /// The kernel release (`uname -r`).
+    pub kernel: String,
+}
+
+/// What the helper's `probe` mode prints (one JSON line).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NamespaceProbe {
+    pub user: bool,
+    pub net: bool,
+    pub pid: bool,
+}
+
+/// One layer of the policy and whether it is enforced on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Layer {
+    /// The layer (`filesystem writes`, `network`…).
+    pub name: String,
+    /// Whether this machine enforces it as the policy asks.
+    pub enforced: bool,
+    /// How it is enforced, or why it is not.
+    pub detail: String,
+}
+
+impl Capabilities {
+    /// The capabilities of this machine, detected on first use (the helper is located with
+    /// [`HelperCommand::locate`]; without one, namespaces count as unavailable).
+    pub fn detect() -> &'static Capabilities {
+        static CAPS: OnceLock<Capabilities> = OnceLock::new();
+        CAPS.get_or_init(|| Capabilities::detect_with(HelperCommand::locate().ok().as_ref()))
+    }
+
+    /// Detects the capabilities, probing namespaces through `helper` (uncached).
+    pub fn detect_with(helper: Option<&HelperCommand>) -> Capabilities {
+        let ns = helper.and_then(|h| h.probe().ok()).unwrap_or_default();
+        Capabilities {
+            landlock_abi: landlock_abi(),
+            openat2: openat2_available(),
+            seccomp: seccomp_available(),
+            user_namespaces: ns.user,
+            net_namespaces: ns.net,
+            pid_namespaces: ns.pid,
+            running_as_root: rustix::process::geteuid().is_root(),
+            kernel: rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned(),
+        }
+    }
+
+    /// For each layer of `policy`: whether it is enforced here, and how.
+    pub fn report(&self, policy: &SandboxPolicy) -> Vec<Layer> {
+        let layer = |name: &str, enforced: bool, detail: String| Layer {
+            name: name.into(),
+            enforced,
+            detail,
+        };
+        let ll = self.landlock_abi;
+        let netns = self.net_namespaces;
+        let mut layers = vec![match ll {
+            Some(abi) => layer(
+                "filesystem writes",
+                true,
+                format!("Landlock ABI {abi}: writes only beneath the root and extra writable dirs"),
+            ),
+            None => layer(
+                "filesystem writes",
+                false,
+                "Landlock unavailable: commands could write anywhere the user can".into(),
+            ),
+        }];
+        layers.push(match (&policy.read, ll) {
+            (ReadPolicy::Everywhere, _) => layer(
+                "read allowlist",
+                true,
+                "policy reads everywhere (no allowlist requested)".into(),
+            ),
+            (ReadPolicy::Allowlist(_), Some(abi)) => layer(
+                "read allowlist",
+                true,
+                format!("Landlock ABI {abi} read rules"),
+            ),
+            (ReadPolicy::Allowlist(_), None) => layer(
+                "read allowlist",
+                false,
+                "Landlock unavailable: commands can read anything the user can".into(),
+            ),
+        });
+        layers.push(match policy.network {
+            NetworkPolicy::Full => layer("network", true, "policy allows the network".into()),
+            NetworkPolicy::Off => {
+                let mut how = Vec::new();
+                if netns {
+                    how.push("private network namespace");
+                }
+                if self.seccomp {
+                    how.push("seccomp socket-family allowlist (AF_UNIX, AF_NETLINK)");
+                }
+                if ll.is_some_and(|abi| abi >= 4) {
+                    how.push("Landlock TCP bind/connect denied");
+                }
+                let enforced = netns || self.seccomp;
+                let detail = if enforced {
+                    how.join(" + ")
+                } else {
+                    "no network namespace and no seccomp: network is open".into()
+                };
+                layer("network", enforced, detail)
+            }
+            NetworkPolicy::LoopbackOnly => layer(
+                "network",
+                netns,
+                if netns {
+                    "private network namespace with only `lo` up".into()
+                } else if self.seccomp {
+                    "no network namespace: degraded to network off (seccomp)".into()
+                } else {
+                    "no network namespace and no seccomp: network is open".into()
+                },
+            ),
+        });
+        layers.push(match policy.unix_sockets {
+            UnixSockets::Allow => layer("unix sockets", true, "policy allows them".into()),
+            UnixSockets::Deny => layer(
+                "unix sockets",
+                self.seccomp,
+                if self.seccomp {
+                    "seccomp denies socket(AF_UNIX); socketpair allowed".into()
+                } else {
+                    "seccomp unavailable: pathname sockets reachable".into()
+                },
+            ),
+        });
+        layers.push(if self.pid_namespaces {
+            layer(
+                "process tree kill",
+                true,
+                "setsid + pid namespace: the whole tree dies with its init".into(),
+            )
+        } else {
+            layer(
+                "process tree kill",
+                false,
+                "setsid + process-group kill only: `setsid` escapees survive".into(),
+            )
+        });
+        layers.push(layer(
+            "rlimits",
+            true,
+            if self.running_as_root {
+                "CPU, DATA, FSIZE, CORE; NPROC is not enforced for root".into()
+            } else {
+                "CPU, DATA, FSIZE, CORE, NPROC".into()
+            },
+        ));
+        layers.push(layer(
+            "env",
+            true,
+            "environment cleared; only the policy's allowlist and explicit values".into(),
+        ));
+        layers
+    }
+}
+
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`.
+#[allow(unsafe_code)]
+fn landlock_abi() -> Option<u8> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a NULL attribute pointer and size 0 this syscall only returns the ABI
+    // version (or an error); it touches no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (v > 0).then(|| u8::try_from(v).unwrap_or(u8::MAX))
+}
+
+fn openat2_available() -> bool {
+    use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
+    match rustix::fs::openat2(
+        CWD,
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH,
+    ) {
+        Ok(_) => true,
+        Err(e) => e != rustix::io::Errno::NOSYS,
+    }
+}
+
+fn seccomp_available() -> bool {
+    // `Seccomp:` appears in /proc/self/status when the kernel is built with CONFIG_SECCOMP.
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Seccomp:")))
+        .unwrap_or(false)
+}
