@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch.
 
+mod doctor;
 mod print;
 mod run;
 mod tool;
@@ -26,6 +27,8 @@ enum Command {
         #[command(subcommand)]
         command: tool::ToolCommand,
     },
+    /// Show what the sandbox can enforce on this machine.
+    Doctor(doctor::DoctorArgs),
     /// Work with the available tools.
     Tools {
         #[command(subcommand)]
@@ -45,6 +48,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Tool { command } => tool::tool(command).await,
         Command::Tools { command } => tools::tools(command),
+        Command::Doctor(args) => doctor::doctor(args),
     }
 }
 

@@ -11,7 +11,7 @@ use toolsmith_agent::{Agent, ExecutionPolicy, RunInput};
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{CancellationToken, Toolset};
 use toolsmith_providers::ProviderOptions;
-use toolsmith_sandbox::SandboxPolicy;
+use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
 use super::print::{Human, JsonLines, Printer};
 use super::{EXIT_FAILURE, usage_error};
@@ -27,6 +27,9 @@ pub(crate) struct RunArgs {
     /// The workspace the built-in tools are confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
+    /// Give commands run by the bash tool the host's network (default: none).
+    #[arg(long)]
+    allow_network: bool,
     /// Offer only these built-in tools (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     tools: Option<Vec<String>>,
@@ -74,7 +77,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
         );
     };
-    let workspace = match Workspace::new(SandboxPolicy::new(&args.root)) {
+    let mut policy = SandboxPolicy::new(&args.root);
+    if args.allow_network {
+        policy.network = NetworkPolicy::Full;
+    }
+    let workspace = match Workspace::new(policy) {
         Ok(workspace) => workspace,
         Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
     };
