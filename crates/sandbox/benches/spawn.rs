@@ -1,0 +1,74 @@
+//! Spawn overhead of `bash`'s sandbox: `true` run plainly, through the sandbox launcher (all
+//! layers: helper re-exec, setsid, rlimits, user+net+pid namespaces, Landlock, seccomp, cleared
+//! environment), and through bubblewrap with a comparable set of namespaces, interleaved in the
+//! same run. bubblewrap is skipped, with a message, when `bwrap` is not installed
+//! (`apt-get install bubblewrap`).
+//!
+//! Run: `cargo bench -p toolsmith-sandbox --bench spawn`.
+
+use std::process::Command;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use toolsmith_sandbox::exec::{ExecRequest, HelperCommand, Launcher};
+use toolsmith_sandbox::{Capabilities, SandboxPolicy};
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let helper = HelperCommand::new(env!("CARGO_BIN_EXE_toolsmith-sandbox-exec"));
+    let caps = Capabilities::detect_with(Some(&helper));
+    let launcher = Launcher::with_capabilities(helper, SandboxPolicy::new(&root), caps);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let request = ExecRequest::new("true", vec![], &root);
+
+    let mut group = c.benchmark_group("spawn_true");
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("plain", |b| {
+        b.iter(|| {
+            let status = Command::new("true").current_dir(&root).status().unwrap();
+            assert!(status.success());
+        })
+    });
+    group.bench_function("sandboxed", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(launcher.run(&request)).unwrap();
+            assert_eq!(out.exit_code, 0);
+        })
+    });
+    let bwrap = Command::new("bwrap")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if bwrap {
+        let root_str = root.to_str().unwrap().to_string();
+        group.bench_function("bwrap", |b| {
+            b.iter(|| {
+                let status = Command::new("bwrap")
+                    .args(["--ro-bind", "/", "/", "--bind", &root_str, &root_str])
+                    .args(["--dev", "/dev", "--proc", "/proc"])
+                    .args(["--unshare-user", "--unshare-net", "--unshare-pid"])
+                    .args([
+                        "--new-session",
+                        "--die-with-parent",
+                        "--chdir",
+                        &root_str,
+                        "true",
+                    ])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            })
+        });
+    } else {
+        eprintln!("bwrap is not installed: skipping the comparison (apt-get install bubblewrap)");
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
