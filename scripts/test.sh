@@ -10,3 +10,6 @@ echo "== benches build"
 cargo bench --workspace --locked --no-run --quiet
 echo "== cargo test"
 cargo test --workspace --locked
+# Last, so that cargo test's summary lines stay visible above it; its own last line is a plain
+# `N passed, M failed` over the unprivileged pass (0 and 0, with the reason, when not root).
+bash scripts/attack-suite.sh

@@ -33,6 +33,16 @@ pub fn path_escape_via_symlink(path: &str) -> ToolError {
     .with_details(serde_json::json!({ "path": path }))
 }
 
+/// `TOOL_PATH_TOO_LONG`: `Path or file name too long` (a path over `PATH_MAX`, a component over
+/// `NAME_MAX`).
+fn path_too_long(path: &str) -> ToolError {
+    ToolError::new("TOOL_PATH_TOO_LONG", "Path or file name too long")
+        .with_details(serde_json::json!({ "path": path }))
+}
+
+/// `PATH_MAX`, counting the terminating NUL: paths of this many bytes or more are refused.
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
 /// The root directory of a workspace, opened once; every path the file tools touch is resolved
 /// beneath it by the kernel.
 ///
@@ -83,8 +93,9 @@ impl RootDir {
     ///
     /// # Errors
     ///
-    /// `TOOL_PATH_INVALID` for an empty or NUL-containing path; `TOOL_PATH_ESCAPE` for an absolute
-    /// path outside the root or a `..` that climbs out of it.
+    /// `TOOL_PATH_INVALID` for an empty or NUL-containing path; `TOOL_PATH_TOO_LONG` for a path
+    /// of `PATH_MAX` (4096) bytes or more, with or without openat2; `TOOL_PATH_ESCAPE` for an
+    /// absolute path outside the root or a `..` that climbs out of it.
     pub fn relative(&self, path: &str) -> Result<PathBuf, ToolError> {
         self.relative_path(Path::new(path))
     }
@@ -102,6 +113,11 @@ impl RootDir {
             return Err(path_invalid());
         }
         let shown = || given.to_string_lossy().into_owned();
+        if bytes.len() >= PATH_MAX {
+            // openat2 would say ENAMETOOLONG; cap-std's walk without it would go on, component
+            // by component (and `create_dir_all` would build the whole chain), so refuse here.
+            return Err(path_too_long(&shown()));
+        }
         let relative = if given.is_absolute() {
             given
                 .strip_prefix(&self.path)
@@ -129,8 +145,10 @@ impl RootDir {
     /// path of plain names (the kernel resolves it beneath the root either way).
     fn normalized<'a>(&self, given: &'a Path) -> Result<Cow<'a, Path>, ToolError> {
         use std::os::unix::ffi::OsStrExt;
-        let plain = !given.as_os_str().as_bytes().contains(&0)
-            && !given.as_os_str().is_empty()
+        let bytes = given.as_os_str().as_bytes();
+        let plain = !bytes.contains(&0)
+            && !bytes.is_empty()
+            && bytes.len() < PATH_MAX
             && given
                 .components()
                 .all(|c| matches!(c, Component::Normal(_)));
@@ -159,10 +177,7 @@ impl RootDir {
                 ("TOOL_NOT_A_DIRECTORY", format!("Not a directory: {path}"))
             }
             // ENAMETOOLONG: a path over PATH_MAX or a component over NAME_MAX.
-            io::ErrorKind::InvalidFilename => (
-                "TOOL_PATH_TOO_LONG",
-                "Path or file name too long".to_string(),
-            ),
+            io::ErrorKind::InvalidFilename => return path_too_long(path),
             _ => ("TOOL_IO_ERROR", format!("{path}: {error}")),
         };
         ToolError::new(code, message).with_details(serde_json::json!({ "path": path }))

@@ -2,6 +2,8 @@
 //! test starts itself. Everything is bounded in time; what the machine cannot enforce is skipped
 //! with a printed reason.
 
+mod common;
+
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
@@ -16,10 +18,7 @@ const PYTHON: &str = "/usr/bin/python3";
 /// The helper built with this test, or `$TOOLSMITH_SANDBOX_HELPER` (to run the tests as another
 /// user from a copy).
 fn helper() -> HelperCommand {
-    match std::env::var_os("TOOLSMITH_SANDBOX_HELPER") {
-        Some(path) => HelperCommand::new(path),
-        None => HelperCommand::new(env!("CARGO_BIN_EXE_toolsmith-sandbox-exec")),
-    }
+    common::helper()
 }
 
 fn caps() -> &'static Capabilities {

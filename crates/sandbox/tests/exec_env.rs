@@ -1,9 +1,11 @@
 //! The runtime's environment does not reach sandboxed commands (one test: this process sets a
 //! variable, so nothing else may run concurrently in it).
 
+mod common;
+
 use std::time::Duration;
 
-use toolsmith_sandbox::exec::{ExecRequest, HelperCommand, Launcher};
+use toolsmith_sandbox::exec::{ExecRequest, Launcher};
 use toolsmith_sandbox::{Capabilities, SandboxPolicy};
 
 #[allow(unsafe_code)]
@@ -12,7 +14,7 @@ async fn the_runtimes_environment_is_not_visible() {
     // SAFETY: the only test in this binary, and it sets the variable before any other thread of
     // ours reads the environment.
     unsafe { std::env::set_var("TOOLSMITH_TEST_SECRET", "hunter2") };
-    let helper = HelperCommand::new(env!("CARGO_BIN_EXE_toolsmith-sandbox-exec"));
+    let helper = common::helper();
     let caps = Capabilities::detect_with(Some(&helper));
     let root = tempfile::tempdir().unwrap();
     let mut policy = SandboxPolicy::new(root.path().canonicalize().unwrap());

@@ -398,3 +398,32 @@ fn tool_call_usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot open the workspace root"));
 }
+
+#[test]
+fn the_sandbox_helper_entry_has_the_degrade_mode() {
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    if !seccomp {
+        eprintln!("SKIPPED degrade: seccomp is not available on this machine");
+        return;
+    }
+    // `toolsmith __sandbox-exec degrade -- toolsmith __sandbox-exec probe`: the probe, run under
+    // the degrade filter, finds no namespace.
+    let exe = env!("CARGO_BIN_EXE_toolsmith");
+    let out = toolsmith(&[
+        "__sandbox-exec",
+        "degrade",
+        "--",
+        exe,
+        "__sandbox-exec",
+        "probe",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probe: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(
+        probe,
+        json!({"user": false, "net": false, "pid": false}),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -13,7 +13,7 @@ use crate::probe::NamespaceProbe;
 /// The prefix of the helper's error line on stderr.
 pub(crate) const ERROR_MARKER: &str = "\u{1e}toolsmith-sandbox-exec:";
 
-/// The helper's entry point: `toolsmith-sandbox-exec [__sandbox-exec] run|probe`.
+/// The helper's entry point: `toolsmith-sandbox-exec [__sandbox-exec] run|probe|degrade`.
 ///
 /// - `run` (the default): reads the JSON [`Plan`] from stdin to EOF, reopens stdin on
 ///   `/dev/null`, then applies in order: close stray fds, `setsid`, `PR_SET_PDEATHSIG`, rlimits,
@@ -21,6 +21,9 @@ pub(crate) const ERROR_MARKER: &str = "\u{1e}toolsmith-sandbox-exec:";
 ///   namespace double fork (the middle process relays the status, PID 1 gets `PDEATHSIG`),
 ///   `chdir`, Landlock, seccomp, and finally `execve` of the target with the plan's environment.
 /// - `probe`: tries to unshare user, net and pid namespaces and prints one JSON line.
+/// - `degrade -- CMD [ARGS…]`: a testing aid; execs `CMD` under a seccomp filter that makes
+///   Landlock and openat2 unavailable (`ENOSYS`) and namespaces forbidden (`EPERM`), so `CMD`
+///   and its children exercise every fallback path (see [`degrade`](super::degrade)).
 ///
 /// Call it first thing in `main`, before any thread is started (no tokio runtime yet):
 /// `unshare(CLONE_NEWUSER)` fails in a multi-threaded process, and `fork` must be safe.
@@ -35,12 +38,16 @@ pub fn helper_main() -> ! {
     match args.first().and_then(|a| a.to_str()) {
         None | Some("run") => run(),
         Some("probe") => probe(),
-        Some(other) => fail("usage", &format!("unknown mode {other:?} (run|probe)")),
+        Some("degrade") => super::degrade::main(&args[1..]),
+        Some(other) => fail(
+            "usage",
+            &format!("unknown mode {other:?} (run|probe|degrade)"),
+        ),
     }
 }
 
 /// Writes the error line and exits.
-fn fail(kind: &str, message: &str) -> ! {
+pub(crate) fn fail(kind: &str, message: &str) -> ! {
     let status = if kind == "exec" {
         EXEC_FAILED_STATUS
     } else {

@@ -15,8 +15,12 @@
 //! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the helper exits, so call
 //! [`Launcher::run`] from long-lived threads (tokio workers are; `spawn_blocking` threads that
 //! idle out are not). Dropping the `run` future kills the whole process group.
+//!
+//! The helper also has a [`degrade`] mode, a testing aid that runs a command on an emulated
+//! machine without Landlock, openat2 or namespaces.
 
 mod capture;
+pub mod degrade;
 mod helper;
 mod landlock;
 mod launcher;

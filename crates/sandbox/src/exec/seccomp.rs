@@ -72,7 +72,7 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// `if (nr >= 0x40000000) return ERRNO(EPERM);` (jumps are relative, so prepending is safe; the
 /// arch check that follows still kills foreign architectures).
-fn x32_guard() -> [sock_filter; 3] {
+pub(crate) fn x32_guard() -> [sock_filter; 3] {
     const BPF_LD_W_ABS: u16 = 0x20;
     const BPF_JGE_K: u16 = 0x35;
     const BPF_RET_K: u16 = 0x06;

@@ -1,0 +1,91 @@
+//! Shared by the sandbox's integration tests: where the helper is, and how to run a test
+//! binary under the helper's `degrade` mode. (Each test binary uses a different part.)
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use toolsmith_sandbox::exec::HelperCommand;
+
+/// Names the helper explicitly (`scripts/attack-suite.sh` points it at a copy another user can
+/// run); the launcher's own [`HelperCommand::locate`] honours it too.
+pub const HELPER_ENV: &str = "TOOLSMITH_SANDBOX_HELPER";
+
+/// Set to `1` in processes started under `degrade` by [`run_degraded`].
+pub const DEGRADED_ENV: &str = "TOOLSMITH_TEST_DEGRADED";
+
+/// The helper built with these tests, or `$TOOLSMITH_SANDBOX_HELPER`.
+pub fn helper_path() -> PathBuf {
+    match std::env::var_os(HELPER_ENV) {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_toolsmith-sandbox-exec")),
+    }
+}
+
+/// [`helper_path`] as a [`HelperCommand`].
+pub fn helper() -> HelperCommand {
+    HelperCommand::new(helper_path())
+}
+
+/// Whether this process was started under `degrade` by [`run_degraded`].
+pub fn degraded() -> bool {
+    std::env::var_os(DEGRADED_ENV).is_some_and(|v| v == "1")
+}
+
+/// Runs `program args` as `helper degrade -- program args`, with [`DEGRADED_ENV`]` = 1` and
+/// [`HELPER_ENV`] set (the rest of the environment is inherited). Killed after `limit`.
+pub fn run_degraded(program: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(helper_path())
+        .arg("degrade")
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .env(DEGRADED_ENV, "1")
+        .env(HELPER_ENV, helper_path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", helper_path().display()));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{} did not finish within {limit:?}", program.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// `(passed, failed)` from libtest's `test result: ok. 3 passed; 0 failed; …` line.
+pub fn libtest_summary(stdout: &str) -> Option<(u32, u32)> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("test result:"))?;
+    let count = |word: &str| {
+        line.split(';')
+            .find_map(|part| part.trim().strip_suffix(word))
+            .and_then(|n| n.trim().rsplit(' ').next()?.parse().ok())
+    };
+    Some((count(" passed")?, count(" failed")?))
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The sandbox attack suites once more, as an unprivileged user.
+#
+# `cargo test` runs them as whoever runs it; in CI that is root, for whom the kernel skips
+# some checks (RLIMIT_NPROC, namespace permissions). When this script runs as root and
+# `setpriv` exists, it copies the compiled `fs_attacks`, `exec_attacks` and `degraded` test
+# binaries and the `toolsmith-sandbox-exec` helper into a temporary directory and runs each as
+# uid/gid 65534 (nobody) with a clean environment, TOOLSMITH_SANDBOX_HELPER pointing at the
+# copied helper and TMPDIR at a directory only that user can write. Otherwise it says why it
+# skips the pass.
+#
+# Output: one summary line per binary, then, as the very last line, `N passed, M failed` summed
+# over everything it ran. Exits non-zero on any failure. Each binary is limited to
+# $ATTACK_SUITE_TIMEOUT seconds (default 60); a normal pass takes ~15 s.
+#
+# Usage: scripts/attack-suite.sh   (from anywhere; honours CARGO_TARGET_DIR)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+UID_NOBODY=65534
+LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
+BINARIES=(fs_attacks exec_attacks degraded)
+
+echo "== unprivileged attack suite (uid $UID_NOBODY)"
+
+skip() {
+    echo "attack suite: skipping the unprivileged pass: $1"
+    echo "0 passed, 0 failed"
+    exit 0
+}
+
+if [ "$(id -u)" != 0 ]; then
+    skip "not running as root (uid $(id -u)), so cargo test already ran the suites unprivileged"
+fi
+command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+command -v python3 >/dev/null || skip "python3 (needed to read cargo's JSON) is not installed"
+
+work="$(mktemp -d /tmp/toolsmith-attack.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+mkdir -m 755 "$work/bin" "$work/logs"
+mkdir -m 700 "$work/tmp"
+chown "$UID_NOBODY:$UID_NOBODY" "$work/tmp"
+
+# The same build as `cargo test --workspace` (scripts/test.sh), so this is a no-op there: with
+# `-p toolsmith-sandbox` cargo would unify features differently and build a second copy.
+if ! cargo test --workspace --locked --no-run --message-format=json \
+    >"$work/cargo.json" 2>"$work/cargo.err"; then
+    cat "$work/cargo.err"
+    echo "attack suite: cargo could not build the test binaries"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# "name path" for the three test binaries and the helper (its bin target, not its unit tests).
+python3 - "$work/cargo.json" "${BINARIES[@]}" >"$work/binaries" <<'EOF'
+import json, sys
+path, wanted = sys.argv[1], set(sys.argv[2:])
+found = {}
+for line in open(path):
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+        continue
+    target, profile = msg["target"], msg.get("profile", {})
+    if "toolsmith-sandbox" not in msg.get("package_id", "") + msg.get("manifest_path", ""):
+        continue
+    if target["name"] in wanted and "test" in target["kind"]:
+        found[target["name"]] = msg["executable"]
+    elif target["name"] == "toolsmith-sandbox-exec" and "bin" in target["kind"] \
+            and not profile.get("test"):
+        found["toolsmith-sandbox-exec"] = msg["executable"]
+for name, exe in sorted(found.items()):
+    print(name, exe)
+EOF
+
+declare -A exe=()
+while read -r name path; do
+    exe[$name]="$path"
+done <"$work/binaries"
+for name in toolsmith-sandbox-exec "${BINARIES[@]}"; do
+    if [ -z "${exe[$name]:-}" ]; then
+        echo "attack suite: cargo reported no executable for $name"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    install -m 755 "${exe[$name]}" "$work/bin/$name"
+done
+
+total_passed=0
+total_failed=0
+for name in "${BINARIES[@]}"; do
+    log="$work/logs/$name.log"
+    start=$SECONDS
+    (
+        cd "$work/tmp" &&
+            exec timeout --kill-after=5 "$LIMIT" \
+                setpriv --reuid="$UID_NOBODY" --regid="$UID_NOBODY" --clear-groups --reset-env \
+                env TOOLSMITH_SANDBOX_HELPER="$work/bin/toolsmith-sandbox-exec" \
+                TOOLSMITH_FS_ATTACKS_BIN="$work/bin/fs_attacks" \
+                TMPDIR="$work/tmp" RUST_BACKTRACE=0 \
+                "$work/bin/$name"
+    ) >"$log" 2>&1
+    status=$?
+    elapsed=$((SECONDS - start))
+    result="$(grep -E '^test result:' "$log" | tail -n 1)"
+    passed="$(sed -nE 's/.* ([0-9]+) passed;.*/\1/p' <<<"$result")"
+    failed="$(sed -nE 's/.* ([0-9]+) failed;.*/\1/p' <<<"$result")"
+    passed="${passed:-0}"
+    failed="${failed:-0}"
+    note=""
+    if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        # Crashed, timed out or never got to its summary: count the binary as one failure.
+        failed=1
+        if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+            note=" (timed out after ${LIMIT}s)"
+        else
+            note=" (exit status $status, no test summary)"
+        fi
+    fi
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+    echo "$name as uid $UID_NOBODY: $passed passed, $failed failed in ${elapsed}s$note"
+    grep -E '^SKIPPED' "$log" | sort -u | cut -c1-150 | sed 's/^/    /'
+    if [ "$failed" -ne 0 ]; then
+        echo "---- $name output (last 60 lines)"
+        tail -n 60 "$log"
+        echo "----"
+    fi
+done
+
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
