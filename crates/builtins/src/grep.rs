@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, SearcherBuilder, sinks};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, sinks};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -119,7 +119,7 @@ fn run(
     if !root.metadata(&target)?.is_dir() {
         let file = root.open_file(&target)?;
         let mut out = CappedOutput::new(limit);
-        for line in search_file(&matcher, file.into_std(), None, limit) {
+        for line in search_file(&mut searcher(), &matcher, file.into_std(), None, limit) {
             if !out.push_line(&line) {
                 break;
             }
@@ -140,18 +140,24 @@ fn run(
     Ok(out.finish())
 }
 
+/// A searcher with ripgrep's defaults: line numbers, files with a NUL byte treated as binary
+/// and skipped. Built once per thread: it owns a large buffer.
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(true)
+        .build()
+}
+
 /// The matching lines of one file, formatted, at most about `limit` bytes of them. An
 /// unreadable file gives none, as ripgrep skips it (reporting it on stderr).
 fn search_file(
+    searcher: &mut Searcher,
     matcher: &RegexMatcher,
     file: std::fs::File,
     prefix: Option<&str>,
     limit: usize,
 ) -> Vec<String> {
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(true)
-        .build();
     let mut lines = Vec::new();
     let mut bytes = 0;
     let sink = sinks::Bytes(|number, line| {
@@ -189,6 +195,7 @@ fn search_files(
     let produced = AtomicUsize::new(0);
     let slots: Vec<Mutex<Vec<String>>> = files.iter().map(|_| Mutex::default()).collect();
     let worker = || {
+        let mut searcher = searcher();
         loop {
             if cancelled() || produced.load(Ordering::Relaxed) > limit {
                 return;
@@ -201,6 +208,7 @@ fn search_files(
                 continue;
             };
             let lines = search_file(
+                &mut searcher,
                 matcher,
                 file.into_std(),
                 Some(&display_path(relative)),
@@ -231,19 +239,43 @@ fn search_files(
 /// The directory itself is first opened through the root, so a `target` that escapes is
 /// refused.
 pub(crate) fn walk(workspace: &Workspace, target: &str) -> Result<Vec<PathBuf>, ToolError> {
-    Ok(walk_entries(workspace, target)?
-        .into_iter()
-        .filter(|entry| entry.is_file)
-        .map(|entry| entry.path)
-        .collect())
+    let root = workspace.root();
+    let mut files = Vec::new();
+    // No per-entry confirmation here: every file is opened through the root before it is read,
+    // which is the confinement; a stat per entry would only double the walk's cost.
+    for entry in walker(workspace, target)?.flatten() {
+        if entry.file_type().is_some_and(|kind| kind.is_file())
+            && let Ok(inside) = entry.path().strip_prefix(root.path())
+        {
+            files.push(inside.to_path_buf());
+        }
+    }
+    Ok(files)
+}
+
+/// ripgrep's default walk of the directory `target`, opened through the root first so that a
+/// `target` that escapes is refused.
+fn walker(workspace: &Workspace, target: &str) -> Result<ignore::Walk, ToolError> {
+    let root = workspace.root();
+    let relative = root.relative(target)?;
+    root.open_dir(target)?;
+    Ok(ignore::WalkBuilder::new(root.path().join(&relative))
+        .follow_links(false)
+        .hidden(true)
+        .ignore(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .parents(false)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build())
 }
 
 /// An entry found by [`walk_entries`].
 pub(crate) struct WalkEntry {
     /// Relative to the root.
     pub(crate) path: PathBuf,
-    /// A regular file (not a symlink or special file).
-    pub(crate) is_file: bool,
     /// Its modification time.
     pub(crate) modified: Option<std::time::SystemTime>,
 }
@@ -255,22 +287,8 @@ pub(crate) fn walk_entries(
     target: &str,
 ) -> Result<Vec<WalkEntry>, ToolError> {
     let root = workspace.root();
-    let relative = root.relative(target)?;
-    root.open_dir(target)?;
-    let base = root.path().join(&relative);
-    let walker = ignore::WalkBuilder::new(&base)
-        .follow_links(false)
-        .hidden(true)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .parents(false)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
     let mut entries = Vec::new();
-    for entry in walker.flatten() {
+    for entry in walker(workspace, target)?.flatten() {
         let Some(kind) = entry.file_type() else {
             continue;
         };
@@ -291,7 +309,6 @@ pub(crate) fn walk_entries(
         }
         entries.push(WalkEntry {
             path: inside.to_path_buf(),
-            is_file: metadata.is_file(),
             modified: metadata.modified().ok().map(|t| t.into_std()),
         });
     }
