@@ -1,7 +1,9 @@
 //! [`Workspace`]: what the file and process tools share: the confined root and the policy.
 
 use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use toolsmith_sandbox::{PolicyError, RootDir, SandboxPolicy};
 
@@ -19,6 +21,7 @@ use toolsmith_sandbox::{PolicyError, RootDir, SandboxPolicy};
 pub struct Workspace {
     root: RootDir,
     policy: SandboxPolicy,
+    temp: Option<PathBuf>,
 }
 
 /// Why a workspace could not be opened.
@@ -44,6 +47,11 @@ impl std::error::Error for WorkspaceError {}
 impl Workspace {
     /// Opens the policy's root. The policy's root is replaced by its canonical path.
     ///
+    /// Commands also get a private temporary directory (mode 0700 under the system's temporary
+    /// directory, removed with the workspace): it is added to the policy's writable directories
+    /// and passed as `TMPDIR`, since the sandbox lets nothing else outside the root be written.
+    /// A policy that already sets `TMPDIR` keeps its own.
+    ///
     /// # Errors
     ///
     /// The policy's limits out of bounds, or a root that is not an openable directory.
@@ -51,7 +59,24 @@ impl Workspace {
         policy.validate().map_err(WorkspaceError::Policy)?;
         let root = RootDir::open(&policy.root).map_err(WorkspaceError::Root)?;
         policy.root = root.path().to_path_buf();
-        Ok(Arc::new(Workspace { root, policy }))
+        let temp = if policy.env.set.iter().any(|(k, _)| k == "TMPDIR") {
+            None
+        } else {
+            private_temp_dir().ok()
+        };
+        if let Some(temp) = &temp {
+            policy.extra_writable.push(temp.clone());
+            policy
+                .env
+                .set
+                .push(("TMPDIR".into(), temp.to_string_lossy().into_owned()));
+        }
+        Ok(Arc::new(Workspace { root, policy, temp }))
+    }
+
+    /// The private temporary directory commands get as `TMPDIR`, if one was created.
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.temp.as_deref()
     }
 
     /// The confined root.
@@ -62,5 +87,66 @@ impl Workspace {
     /// The sandbox policy.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_dir_all(temp);
+        }
+    }
+}
+
+/// Creates `<system temp>/toolsmith-<pid>-<n>` with mode 0700.
+fn private_temp_dir() -> io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::temp_dir();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("toolsmith-{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return std::fs::canonicalize(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_workspace_gets_a_private_temp_dir_removed_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(SandboxPolicy::new(dir.path())).unwrap();
+        let temp = workspace.temp_dir().unwrap().to_path_buf();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&temp).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert!(workspace.policy().extra_writable.contains(&temp));
+        assert!(
+            workspace
+                .policy()
+                .env
+                .set
+                .contains(&("TMPDIR".to_string(), temp.to_string_lossy().into_owned()))
+        );
+        drop(workspace);
+        assert!(!temp.exists());
+    }
+
+    #[test]
+    fn a_policy_with_its_own_tmpdir_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut policy = SandboxPolicy::new(dir.path());
+        policy.env.set.push(("TMPDIR".into(), "/custom".into()));
+        let workspace = Workspace::new(policy).unwrap();
+        assert!(workspace.temp_dir().is_none());
+        assert!(workspace.policy().extra_writable.is_empty());
     }
 }
