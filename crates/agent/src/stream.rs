@@ -54,6 +54,10 @@ impl RunStream {
             match Run::new(agent, input, events.clone()).await {
                 Ok(run) => run.drive().await,
                 Err(error) => {
+                    // The same shape as any failed run: `start`, then `error`.
+                    events.send(RunPart::Start {
+                        run_id: error.output.run_id.clone(),
+                    });
                     events.send(RunPart::Error {
                         error: ErrorInfo::new(error.code(), error.to_string()),
                     });

@@ -151,7 +151,7 @@ async fn resolver_failure_is_a_config_error() {
     );
     assert_eq!(err.code(), "CONFIG");
     assert_eq!(model.call_count(), 0);
-    assert_eq!(part_types(&parts), ["error"]);
+    assert_eq!(part_types(&parts), ["start", "error"]);
 }
 
 #[tokio::test]
