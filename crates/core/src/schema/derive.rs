@@ -31,8 +31,8 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         .into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut schema {
-        map.remove("$schema");
-        map.remove("title");
+        map.shift_remove("$schema");
+        map.shift_remove("title");
     }
     schema
 }

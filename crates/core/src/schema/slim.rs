@@ -29,7 +29,7 @@ const METADATA: &[&str] = &["$schema", "$id", "$comment", "title", "default", "e
 pub fn slim(schema: &mut Value) {
     if let Value::Object(map) = schema {
         for key in METADATA {
-            map.remove(*key);
+            map.shift_remove(*key);
         }
     }
     for_each_subschema_mut(schema, &mut slim);
