@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind};
 
-use crate::ScriptedModel;
+use crate::openai_chat::OpenAiChat;
+use crate::{ScriptedModel, keys};
 
 /// The providers this build knows, in the order error messages list them.
-const PROVIDERS: &[&str] = &["scripted"];
+pub const PROVIDERS: &[&str] = &["openai", "openai-compatible", "scripted"];
 
 /// Settings that come from flags rather than the model string.
 #[derive(Debug, Clone, Default)]
@@ -20,32 +21,77 @@ pub struct ProviderOptions {
 
 /// Builds the model named by a `PROVIDER:MODEL` string.
 ///
+/// - `openai:MODEL`: Chat Completions. The key is `options.api_key`, else `OPENAI_API_KEY`; the
+///   base URL `options.base_url`, else `OPENAI_BASE_URL`, else `https://api.openai.com/v1`.
+/// - `openai-compatible:MODEL`: the same wire at any base URL (Ollama, llama.cpp server, vLLM,
+///   LM Studio): `options.base_url`, else `OPENAI_BASE_URL`. The key is optional:
+///   `options.api_key`, or `OPENAI_API_KEY` only when the base URL also came from the
+///   environment (an OpenAI key is never sent to a server named only on the command line).
 /// - `scripted:PATH` plays back the scripted conversation in the JSON file at `PATH` (see
 ///   [`ScriptedModel::from_file`]).
 ///
 /// # Errors
 ///
 /// `Config` errors naming the problem: a string without `:`, an unknown provider (listing the
-/// known ones), or a model that cannot be loaded.
+/// known ones), a missing key or base URL (naming the variable), or a model that cannot be
+/// loaded.
 ///
 /// ```
-/// let err = toolsmith_providers::resolve("nope:x", &Default::default()).err().unwrap();
-/// assert_eq!(err.to_string(), "Unknown provider \"nope\" in model \"nope:x\". Known providers: scripted.");
+/// use toolsmith_providers::{ProviderOptions, resolve};
+///
+/// let err = resolve("nope:x", &Default::default()).err().unwrap();
+/// assert_eq!(
+///     err.to_string(),
+///     "Unknown provider \"nope\" in model \"nope:x\". \
+///      Known providers: openai, openai-compatible, scripted."
+/// );
+///
+/// let options = ProviderOptions {
+///     api_key: Some("sk-test".into()),
+///     ..Default::default()
+/// };
+/// let model = resolve("openai:gpt-4.1-mini", &options).unwrap();
+/// assert_eq!((model.provider(), model.model_id()), ("openai", "gpt-4.1-mini"));
+///
+/// let local = ProviderOptions {
+///     base_url: Some("http://127.0.0.1:11434/v1".into()),
+///     ..Default::default()
+/// };
+/// let model = resolve("openai-compatible:qwen3:8b", &local).unwrap();
+/// assert_eq!(model.model_id(), "qwen3:8b");
 /// ```
 pub fn resolve(
     model: &str,
     options: &ProviderOptions,
 ) -> Result<Arc<dyn LanguageModel>, ModelError> {
-    let _ = options;
     let Some((provider, name)) = model.split_once(':') else {
         return Err(ModelError::new(
             ModelErrorKind::Config,
             format!(
-                "Model \"{model}\" must have the form PROVIDER:MODEL, for example scripted:demo.json."
+                "Model \"{model}\" must have the form PROVIDER:MODEL, for example openai:gpt-4.1-mini."
             ),
         ));
     };
+    let api_key = options.api_key.as_deref();
+    let base_url = options.base_url.as_deref();
     match provider {
+        "openai" => Ok(Arc::new(OpenAiChat::openai(name, api_key, base_url)?)),
+        "openai-compatible" => {
+            let explicit_url = base_url.map(str::trim).filter(|u| !u.is_empty());
+            let (url, key) = match explicit_url {
+                Some(url) => (url.to_string(), api_key.map(str::to_string)),
+                None => match keys::env_or(None, "OPENAI_BASE_URL") {
+                    Some(url) => (url, keys::optional_key(api_key, "OPENAI_API_KEY")),
+                    None => {
+                        return Err(ModelError::new(
+                            ModelErrorKind::Config,
+                            "openai-compatible needs a base URL: pass --base-url or set OPENAI_BASE_URL",
+                        ));
+                    }
+                },
+            };
+            Ok(Arc::new(OpenAiChat::compatible(name, url, key.as_deref())))
+        }
         "scripted" => Ok(Arc::new(ScriptedModel::from_file(name)?)),
         _ => Err(ModelError::new(
             ModelErrorKind::Config,

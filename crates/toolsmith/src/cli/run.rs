@@ -24,6 +24,9 @@ pub(crate) struct RunArgs {
     /// Override the provider's base URL.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// Override the provider's API key (else its variable, such as OPENAI_API_KEY).
+    #[arg(long, value_name = "KEY", hide_env_values = true)]
+    api_key: Option<String>,
     /// The workspace the built-in tools are confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
@@ -91,7 +94,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     };
     let options = ProviderOptions {
         base_url: args.base_url.clone(),
-        ..Default::default()
+        api_key: args.api_key.clone(),
     };
     let model = match toolsmith_providers::resolve(model_name, &options) {
         Ok(model) => model,

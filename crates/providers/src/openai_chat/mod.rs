@@ -1,0 +1,168 @@
+//! OpenAI Chat Completions (`/v1/chat/completions`), streamed: `openai:` and
+//! `openai-compatible:` (Ollama, llama.cpp server, vLLM, LM Studio, gateways).
+//!
+//! - Requests ([`build_body`], [`render_tools`]): messages, tools (rendered once per toolset),
+//!   tool choice, settings.
+//! - Streams ([`ChatStreamDecoder`], [`decode_events`]): chunk decoding, tool-call assembly with
+//!   the compatible-server quirks, usage and finish-reason mapping.
+
+mod request;
+mod stream;
+mod wire;
+
+use async_trait::async_trait;
+use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
+
+use crate::http::{HttpSettings, JsonPost, shared_client};
+use crate::keys;
+use crate::sse::response_events;
+
+pub use request::{DIALECT, Flavor, RenderedTools, build_body, render_tools};
+pub use stream::{ChatStreamDecoder, decode_events};
+
+/// OpenAI's API, the default base URL of `openai:`.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A model behind the Chat Completions wire.
+///
+/// ```no_run
+/// use toolsmith_providers::openai_chat::OpenAiChat;
+///
+/// // Key from OPENAI_API_KEY, base URL from OPENAI_BASE_URL or api.openai.com.
+/// let gpt = OpenAiChat::openai("gpt-4.1-mini", None, None)?;
+/// // A local server: any base URL, no key.
+/// let local = OpenAiChat::compatible("qwen3:8b", "http://localhost:11434/v1", None);
+/// # Ok::<(), toolsmith_core::ModelError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    provider: String,
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    flavor: Flavor,
+    http: HttpSettings,
+    client: reqwest::Client,
+}
+
+impl OpenAiChat {
+    /// `openai:MODEL`: the key is `api_key`, else `OPENAI_API_KEY`; the base URL is `base_url`,
+    /// else `OPENAI_BASE_URL`, else [`OPENAI_BASE_URL`].
+    ///
+    /// # Errors
+    ///
+    /// A `Config` error when there is no key:
+    /// `OPENAI_API_KEY is not set: pass --api-key or set OPENAI_API_KEY`.
+    pub fn openai(
+        model: impl Into<String>,
+        api_key: Option<&str>,
+        base_url: Option<&str>,
+    ) -> Result<Self, ModelError> {
+        let key = keys::require_key(api_key, "OPENAI_API_KEY")?;
+        let base_url = keys::base_url(base_url, "OPENAI_BASE_URL", OPENAI_BASE_URL);
+        Ok(Self::with_parts(
+            "openai",
+            model.into(),
+            base_url,
+            Some(key),
+            Flavor::OpenAi,
+        ))
+    }
+
+    /// `openai-compatible:MODEL` at `base_url` (for example `http://localhost:11434/v1`), with
+    /// an optional key.
+    pub fn compatible(
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+        api_key: Option<&str>,
+    ) -> Self {
+        let base_url = base_url.into().trim_end_matches('/').to_string();
+        Self::with_parts(
+            "openai-compatible",
+            model.into(),
+            base_url,
+            api_key.map(str::to_string).filter(|k| !k.is_empty()),
+            Flavor::Compatible,
+        )
+    }
+
+    fn with_parts(
+        provider: &str,
+        model: String,
+        base_url: String,
+        api_key: Option<String>,
+        flavor: Flavor,
+    ) -> Self {
+        OpenAiChat {
+            provider: provider.to_string(),
+            model,
+            base_url,
+            api_key,
+            flavor,
+            http: HttpSettings::default(),
+            client: shared_client().clone(),
+        }
+    }
+
+    /// Replaces the timeouts and retry policy.
+    pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
+        self.http = settings;
+        self
+    }
+
+    /// Renames the provider (in warnings, errors and [`LanguageModel::provider`]) and the key
+    /// under which `provider_options` are read: for gateways such as `groq` or `xai`.
+    pub fn with_provider_name(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
+    /// The base URL requests go to (`…/v1`, without the trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The endpoint: `{base_url}/chat/completions`.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+
+    /// The JSON body this model would send for `request`, and the warnings it would report.
+    pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
+        build_body(request, &self.provider, &self.model, self.flavor)
+    }
+}
+
+#[async_trait]
+impl LanguageModel for OpenAiChat {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let (body, warnings) = self.request_body(request);
+        for warning in &warnings {
+            tracing::warn!(provider = %self.provider, model = %self.model, "{warning}");
+        }
+        let body = serde_json::to_vec(&body).map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::Other,
+                format!("The request could not be serialised: {e}"),
+            )
+        })?;
+        let mut post = JsonPost::new(&self.provider, self.endpoint(), body.into())
+            .header("accept", "text/event-stream")?;
+        if let Some(key) = &self.api_key {
+            post = post.bearer(key)?;
+        }
+        let response = post.send(&self.client, &self.http).await?;
+        Ok(decode_events(
+            response_events(response, self.http.idle_timeout),
+            warnings,
+        ))
+    }
+}

@@ -1,0 +1,307 @@
+//! Chat Completions request bodies: messages, tools, tool choice, settings.
+
+use serde_json::{Map, Value, json};
+use toolsmith_core::schema::strict;
+use toolsmith_core::{
+    ContentPart, Message, ModelOutput, ModelRequest, Part, Role, ToolChoice, ToolDeclaration,
+    ToolKind,
+};
+
+/// The dialect name the rendered tools are cached under.
+pub const DIALECT: &str = "openai-chat";
+
+/// A toolset rendered for Chat Completions, computed once per toolset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedTools {
+    /// `{"type":"function","function":{…}}` entries.
+    pub tools: Vec<Value>,
+    /// Names of the provider-executed tools this wire cannot carry.
+    pub dropped: Vec<String>,
+}
+
+/// Renders declarations as Chat Completions function tools, applying the strict schema
+/// transform to strict tools and setting aside provider-executed ones.
+pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
+    let mut rendered = RenderedTools {
+        tools: Vec::new(),
+        dropped: Vec::new(),
+    };
+    for declaration in declarations {
+        if matches!(declaration.kind, ToolKind::Provider(_)) {
+            rendered.dropped.push(declaration.name.to_string());
+            continue;
+        }
+        let mut function = Map::new();
+        function.insert("name".into(), json!(&*declaration.name));
+        if !declaration.description.is_empty() {
+            function.insert("description".into(), json!(declaration.description));
+        }
+        let mut parameters = (*declaration.input_schema).clone();
+        if declaration.strict {
+            strict(&mut parameters);
+        }
+        function.insert("parameters".into(), parameters);
+        if declaration.strict {
+            function.insert("strict".into(), json!(true));
+        }
+        rendered
+            .tools
+            .push(json!({"type": "function", "function": function}));
+    }
+    rendered
+}
+
+/// Which flavour of the wire a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// OpenAI itself: `max_completion_tokens`, no `top_k`.
+    OpenAi,
+    /// Another server speaking the wire: `max_tokens`, `top_k` passed through.
+    Compatible,
+}
+
+/// The JSON body for a streamed call and the warnings to report at stream start.
+///
+/// `provider` and `model` name the model in warnings; `provider_options[provider]`, when it is an
+/// object, is merged into the body verbatim (for settings such as `reasoning_effort`).
+pub fn build_body(
+    request: &ModelRequest,
+    provider: &str,
+    model: &str,
+    flavor: Flavor,
+) -> (Value, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(&request.messages, &mut warnings)),
+    );
+
+    let rendered = request.tools.rendered(DIALECT, render_tools);
+    if !rendered.dropped.is_empty() {
+        warnings.push(format!(
+            "Dropped {} provider-executed tool(s) ({}): the Chat Completions wire has no hosted-tool support, so {provider}/{model} will answer without them.",
+            rendered.dropped.len(),
+            rendered.dropped.join(", ")
+        ));
+    }
+    if !rendered.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(rendered.tools.clone()));
+        let choice = match &request.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool { tool_name } => {
+                json!({"type": "function", "function": {"name": tool_name}})
+            }
+        };
+        body.insert("tool_choice".into(), choice);
+        if let Some(parallel) = request.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), json!(parallel));
+        }
+    }
+
+    let settings = &request.settings;
+    if let Some(max) = settings.max_output_tokens {
+        let key = match flavor {
+            Flavor::OpenAi => "max_completion_tokens",
+            Flavor::Compatible => "max_tokens",
+        };
+        body.insert(key.into(), json!(max));
+    }
+    if let Some(t) = settings.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = settings.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(k) = settings.top_k {
+        match flavor {
+            Flavor::OpenAi => warnings.push(format!(
+                "top_k is not supported by {provider}/{model}; ignored."
+            )),
+            Flavor::Compatible => {
+                body.insert("top_k".into(), json!(k));
+            }
+        }
+    }
+    if let Some(seed) = settings.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    if !settings.stop_sequences.is_empty() {
+        body.insert("stop".into(), json!(settings.stop_sequences));
+    }
+    if let Some(Value::Object(extra)) = request.provider_options.get(provider) {
+        for (key, value) in extra {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    (Value::Object(body), warnings)
+}
+
+fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(thread.len());
+    for message in thread {
+        match message.role {
+            Role::System => out.push(json!({"role": "system", "content": message.text()})),
+            Role::User => {
+                if let Some(content) = user_content(&message.content, warnings) {
+                    out.push(json!({"role": "user", "content": content}));
+                }
+                tool_messages(&message.content, &mut out);
+            }
+            Role::Assistant => {
+                if let Some(assistant) = assistant_message(message) {
+                    out.push(assistant);
+                }
+                tool_messages(&message.content, &mut out);
+            }
+            Role::Tool => tool_messages(&message.content, &mut out),
+        }
+    }
+    out
+}
+
+/// A user message's content: a plain string when it is only text, else content parts.
+fn user_content(parts: &[Part], warnings: &mut Vec<String>) -> Option<Value> {
+    let relevant: Vec<&Part> = parts
+        .iter()
+        .filter(|p| matches!(p, Part::Text { .. } | Part::File { .. }))
+        .collect();
+    if relevant.is_empty() {
+        return None;
+    }
+    if relevant.iter().all(|p| matches!(p, Part::Text { .. })) {
+        let text: String = relevant
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        return Some(json!(text));
+    }
+    let mut content = Vec::new();
+    for part in relevant {
+        match part {
+            Part::Text { text, .. } => content.push(json!({"type": "text", "text": text})),
+            Part::File {
+                media_type,
+                data,
+                filename,
+            } => match file_part(media_type, data, filename.as_deref()) {
+                Some(part) => content.push(part),
+                None => warnings.push(format!(
+                    "A {media_type} file cannot be sent over the Chat Completions wire; it was left out."
+                )),
+            },
+            _ => {}
+        }
+    }
+    Some(Value::Array(content))
+}
+
+fn is_url(data: &str) -> bool {
+    data.starts_with("http://") || data.starts_with("https://") || data.starts_with("data:")
+}
+
+fn data_url(media_type: &str, data: &str) -> String {
+    if is_url(data) {
+        data.to_string()
+    } else {
+        format!("data:{media_type};base64,{data}")
+    }
+}
+
+fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Value> {
+    if media_type.starts_with("image/") {
+        return Some(
+            json!({"type": "image_url", "image_url": {"url": data_url(media_type, data)}}),
+        );
+    }
+    let audio = match media_type {
+        "audio/wav" | "audio/x-wav" => Some("wav"),
+        "audio/mpeg" | "audio/mp3" => Some("mp3"),
+        _ => None,
+    };
+    if let Some(format) = audio.filter(|_| !is_url(data)) {
+        return Some(
+            json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}),
+        );
+    }
+    if media_type == "application/pdf" && !data.starts_with("http") {
+        return Some(json!({"type": "file", "file": {
+            "filename": filename.unwrap_or("document.pdf"),
+            "file_data": data_url(media_type, data),
+        }}));
+    }
+    None
+}
+
+fn assistant_message(message: &Message) -> Option<Value> {
+    let text = message.text();
+    let calls: Vec<Value> = message
+        .tool_calls()
+        .filter(|call| !call.provider_executed)
+        .map(|call| {
+            json!({
+                "id": call.tool_call_id,
+                "type": "function",
+                "function": {"name": call.tool_name, "arguments": call.input.to_string()},
+            })
+        })
+        .collect();
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let mut assistant = Map::new();
+    assistant.insert("role".into(), json!("assistant"));
+    assistant.insert(
+        "content".into(),
+        if text.is_empty() {
+            Value::Null
+        } else {
+            json!(text)
+        },
+    );
+    if !calls.is_empty() {
+        assistant.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Some(Value::Object(assistant))
+}
+
+fn tool_messages(parts: &[Part], out: &mut Vec<Value>) {
+    for part in parts {
+        let Part::ToolResult(result) = part else {
+            continue;
+        };
+        if result.provider_executed {
+            continue;
+        }
+        out.push(json!({
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "content": output_text(&result.output),
+        }));
+    }
+}
+
+fn output_text(output: &ModelOutput) -> String {
+    match output {
+        ModelOutput::Content { value }
+            if value.iter().any(|p| !matches!(p, ContentPart::Text { .. })) =>
+        {
+            // Chat Completions tool messages carry text only.
+            let mut text = output.to_text();
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str("[non-text content omitted]");
+            text
+        }
+        other => other.to_text(),
+    }
+}

@@ -1,0 +1,543 @@
+//! Chat Completions stream decoding: chunks in, [`ModelPart`]s out.
+
+use futures::StreamExt;
+use serde_json::Value;
+use toolsmith_core::{
+    FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
+    OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
+};
+
+use super::wire::{Chunk, ToolCallDelta, WireUsage};
+use crate::errors::excerpt;
+use crate::sse::SseStream;
+
+/// Turns Chat Completions stream payloads (the `data:` of each event) into [`ModelPart`]s.
+///
+/// Text and `reasoning_content` / `reasoning` deltas stream as they arrive. Tool calls are
+/// assembled by `index`, tolerating the quirks of OpenAI-compatible servers: a missing or
+/// constant index (calls are then told apart by id, or by a new name), a missing `type`, null
+/// ids (a stable id is generated), an index starting at 1, a whole call in one delta, empty
+/// argument deltas. A call's input streams as `ToolInputStart` / `ToolInputDelta`s; its
+/// `ToolInputEnd` and [`ModelPart::ToolCall`] come when the choice finishes. The `Finish` part
+/// comes at `[DONE]` (or the end of the stream), after the usage chunk.
+///
+/// ```
+/// use toolsmith_core::ModelPart;
+/// use toolsmith_providers::openai_chat::ChatStreamDecoder;
+///
+/// let mut decoder = ChatStreamDecoder::new();
+/// let mut parts = Vec::new();
+/// for data in [
+///     r#"{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+///     r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+///     "[DONE]",
+/// ] {
+///     decoder.push(data, &mut parts).unwrap();
+/// }
+/// decoder.finish(&mut parts).unwrap();
+/// assert!(matches!(parts.last(), Some(ModelPart::Finish { .. })));
+/// ```
+#[derive(Debug)]
+pub struct ChatStreamDecoder {
+    id_prefix: String,
+    metadata_sent: bool,
+    text: Option<String>,
+    reasoning: Option<String>,
+    blocks: usize,
+    calls: Vec<CallState>,
+    generated_ids: usize,
+    finish_reason: Option<String>,
+    sources: usize,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct CallState {
+    index: Option<i64>,
+    provider_id: Option<String>,
+    id: String,
+    name: Option<String>,
+    arguments: String,
+    started: bool,
+    ended: bool,
+}
+
+impl Default for ChatStreamDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChatStreamDecoder {
+    /// A decoder for one response.
+    pub fn new() -> Self {
+        ChatStreamDecoder {
+            id_prefix: format!("{:012x}", fastrand::u64(..) >> 16),
+            metadata_sent: false,
+            text: None,
+            reasoning: None,
+            blocks: 0,
+            calls: Vec::new(),
+            generated_ids: 0,
+            finish_reason: None,
+            sources: 0,
+            usage: None,
+            done: false,
+        }
+    }
+
+    /// Whether `[DONE]` was seen: later payloads are ignored.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not JSON, or the provider's error for an in-stream
+    /// `error` object. Parts already assembled are in `out`; the stream should end there.
+    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        let data = data.trim();
+        if self.done || data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.end(out);
+            return Ok(());
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                self.abort(out);
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "Malformed chunk in the stream ({error}): {}",
+                        excerpt(data, 200)
+                    ),
+                ));
+            }
+        };
+        if let Some(error) = chunk.error {
+            self.abort(out);
+            return Err(stream_error(&error));
+        }
+        if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some()) {
+            self.metadata_sent = true;
+            out.push(ModelPart::ResponseMetadata {
+                id: chunk.id,
+                model_id: chunk.model,
+            });
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(map_usage(&usage));
+        }
+        // n > 1 is not supported: only the first choice is read.
+        for choice in chunk
+            .choices
+            .into_iter()
+            .filter(|c| c.index.unwrap_or(0) == 0)
+        {
+            if let Some(delta) = choice.delta.or(choice.message) {
+                let reasoning = delta.reasoning_content.or(delta.reasoning);
+                if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
+                    self.reasoning_delta(reasoning, out);
+                }
+                if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+                    self.text_delta(content, out);
+                }
+                for call in delta.tool_calls.unwrap_or_default() {
+                    self.tool_call_delta(call, out);
+                }
+                for annotation in delta.annotations.unwrap_or_default() {
+                    if annotation.kind.as_deref() != Some("url_citation") {
+                        continue;
+                    }
+                    let Some(citation) = annotation.url_citation else {
+                        continue;
+                    };
+                    let Some(url) = citation.url else { continue };
+                    self.sources += 1;
+                    out.push(ModelPart::Source(Source {
+                        source_type: "url".into(),
+                        id: format!("src_{}_{}", self.id_prefix, self.sources),
+                        url: Some(url),
+                        title: citation.title,
+                    }));
+                }
+            }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish_reason = Some(reason);
+                self.close_blocks(out);
+                self.flush_calls(out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the response after the last payload, appending the closing parts.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` when the stream ended with neither a finish reason nor `[DONE]`: what
+    /// was assembled is closed first (text and reasoning ends, tool input ends; incomplete tool
+    /// calls are not emitted as calls), and no `Finish` part is added.
+    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_some() {
+            self.end(out);
+            return Ok(());
+        }
+        self.abort(out);
+        Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            "The Chat Completions stream ended without a finish reason (truncated response).",
+        ))
+    }
+
+    /// Closes what is open after a failure: text and reasoning ends, tool input ends (but no
+    /// tool calls: their input is incomplete), and ignores anything later.
+    fn abort(&mut self, out: &mut Vec<ModelPart>) {
+        self.close_blocks(out);
+        for call in &mut self.calls {
+            if call.started && !call.ended {
+                call.ended = true;
+                out.push(ModelPart::ToolInputEnd {
+                    id: call.id.clone(),
+                });
+            }
+        }
+        self.done = true;
+    }
+
+    /// `[DONE]`, or the end of a stream that had a finish reason.
+    fn end(&mut self, out: &mut Vec<ModelPart>) {
+        self.close_blocks(out);
+        self.flush_calls(out);
+        let raw = self.finish_reason.clone();
+        let has_calls = !self.calls.is_empty();
+        let unified = match raw.as_deref() {
+            Some("stop") if has_calls => UnifiedFinishReason::ToolCalls,
+            Some("stop" | "end_turn" | "eos") => UnifiedFinishReason::Stop,
+            Some("length" | "max_tokens") => UnifiedFinishReason::Length,
+            Some("tool_calls" | "function_call" | "tool_use") => UnifiedFinishReason::ToolCalls,
+            Some("content_filter") => UnifiedFinishReason::ContentFilter,
+            Some("error") => UnifiedFinishReason::Error,
+            Some(_) => UnifiedFinishReason::Other,
+            None if has_calls => UnifiedFinishReason::ToolCalls,
+            None => UnifiedFinishReason::Stop,
+        };
+        let mut finish_reason = FinishReason::new(unified);
+        finish_reason.raw = raw;
+        out.push(ModelPart::Finish {
+            usage: self.usage.unwrap_or_default(),
+            finish_reason,
+            provider_metadata: ProviderMetadata::default(),
+        });
+        self.done = true;
+    }
+
+    fn next_block_id(&mut self, kind: &str) -> String {
+        let id = format!("{kind}_{}_{}", self.id_prefix, self.blocks);
+        self.blocks += 1;
+        id
+    }
+
+    fn reasoning_delta(&mut self, delta: String, out: &mut Vec<ModelPart>) {
+        let id = match &self.reasoning {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.next_block_id("reasoning");
+                out.push(ModelPart::ReasoningStart { id: id.clone() });
+                self.reasoning = Some(id.clone());
+                id
+            }
+        };
+        out.push(ModelPart::ReasoningDelta { id, delta });
+    }
+
+    fn text_delta(&mut self, delta: String, out: &mut Vec<ModelPart>) {
+        // Reasoning precedes the answer: the first answer text closes it.
+        if let Some(id) = self.reasoning.take() {
+            out.push(ModelPart::ReasoningEnd {
+                id,
+                provider_metadata: ProviderMetadata::default(),
+            });
+        }
+        let id = match &self.text {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.next_block_id("text");
+                out.push(ModelPart::TextStart { id: id.clone() });
+                self.text = Some(id.clone());
+                id
+            }
+        };
+        out.push(ModelPart::TextDelta { id, delta });
+    }
+
+    fn close_blocks(&mut self, out: &mut Vec<ModelPart>) {
+        if let Some(id) = self.reasoning.take() {
+            out.push(ModelPart::ReasoningEnd {
+                id,
+                provider_metadata: ProviderMetadata::default(),
+            });
+        }
+        if let Some(id) = self.text.take() {
+            out.push(ModelPart::TextEnd {
+                id,
+                provider_metadata: ProviderMetadata::default(),
+            });
+        }
+    }
+
+    /// Which call a delta continues, or `None` for a new call.
+    fn slot_for(
+        &self,
+        index: Option<i64>,
+        provider_id: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<usize> {
+        if let Some(pid) = provider_id {
+            if let Some(i) = self
+                .calls
+                .iter()
+                .position(|c| !c.ended && c.provider_id.as_deref() == Some(pid))
+            {
+                return Some(i);
+            }
+            // A new id is a new call, unless a call at this index started without one.
+            return self.calls.iter().position(|c| {
+                !c.ended
+                    && !c.started
+                    && c.provider_id.is_none()
+                    && index.is_some()
+                    && c.index == index
+            });
+        }
+        let i = match index {
+            Some(index) => self
+                .calls
+                .iter()
+                .rposition(|c| c.index == Some(index) && !c.ended)?,
+            None => self.calls.iter().rposition(|c| !c.ended)?,
+        };
+        // A name arriving for a call that already has one and whose arguments are complete is
+        // the next call (servers with a constant or missing index).
+        let call = &self.calls[i];
+        let starts_next = name.is_some()
+            && call.name.is_some()
+            && (call.name.as_deref() != name || is_complete_json(&call.arguments));
+        (!starts_next).then_some(i)
+    }
+
+    fn tool_call_delta(&mut self, delta: ToolCallDelta, out: &mut Vec<ModelPart>) {
+        let provider_id = delta.id.clone().filter(|id| !id.is_empty());
+        let function = delta.function.unwrap_or_default();
+        let name = function.name.filter(|n| !n.is_empty());
+        let arguments = match function.arguments {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let slot = match self.slot_for(delta.index, provider_id.as_deref(), name.as_deref()) {
+            Some(i) => i,
+            None => {
+                let id = match &provider_id {
+                    Some(pid) if !self.calls.iter().any(|c| c.id == *pid) => pid.clone(),
+                    _ => {
+                        self.generated_ids += 1;
+                        format!("call_{}_{}", self.id_prefix, self.generated_ids)
+                    }
+                };
+                self.calls.push(CallState {
+                    index: delta.index,
+                    provider_id: provider_id.clone(),
+                    id,
+                    name: None,
+                    arguments: String::new(),
+                    started: false,
+                    ended: false,
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[slot];
+        if call.provider_id.is_none() && provider_id.is_some() && !call.started {
+            call.id = provider_id.clone().unwrap_or_default();
+            call.provider_id = provider_id;
+        }
+        if call.name.is_none() {
+            call.name = name;
+        }
+        if !call.started && call.name.is_some() {
+            call.started = true;
+            out.push(ModelPart::ToolInputStart {
+                id: call.id.clone(),
+                tool_name: call.name.clone().unwrap_or_default(),
+                provider_executed: false,
+            });
+            if !call.arguments.is_empty() {
+                out.push(ModelPart::ToolInputDelta {
+                    id: call.id.clone(),
+                    delta: call.arguments.clone(),
+                });
+            }
+        }
+        if !arguments.is_empty() {
+            call.arguments.push_str(&arguments);
+            if call.started {
+                out.push(ModelPart::ToolInputDelta {
+                    id: call.id.clone(),
+                    delta: arguments,
+                });
+            }
+        }
+    }
+
+    fn flush_calls(&mut self, out: &mut Vec<ModelPart>) {
+        for call in &mut self.calls {
+            if call.ended {
+                continue;
+            }
+            call.ended = true;
+            let name = call.name.clone().unwrap_or_default();
+            if !call.started {
+                out.push(ModelPart::ToolInputStart {
+                    id: call.id.clone(),
+                    tool_name: name.clone(),
+                    provider_executed: false,
+                });
+                if !call.arguments.is_empty() {
+                    out.push(ModelPart::ToolInputDelta {
+                        id: call.id.clone(),
+                        delta: call.arguments.clone(),
+                    });
+                }
+            }
+            out.push(ModelPart::ToolInputEnd {
+                id: call.id.clone(),
+            });
+            out.push(ModelPart::ToolCall(ModelToolCall::new(
+                call.id.clone(),
+                name,
+                std::mem::take(&mut call.arguments),
+            )));
+        }
+    }
+}
+
+fn is_complete_json(text: &str) -> bool {
+    !text.trim().is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+fn map_usage(usage: &WireUsage) -> Usage {
+    let cached = usage
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens);
+    let reasoning = usage
+        .completion_tokens_details
+        .as_ref()
+        .and_then(|d| d.reasoning_tokens);
+    let total_out = usage.completion_tokens;
+    Usage {
+        input: InputTokens {
+            total: usage.prompt_tokens,
+            no_cache: usage
+                .prompt_tokens
+                .map(|p| p.saturating_sub(cached.unwrap_or(0))),
+            cache_read: cached,
+            cache_write: None,
+        },
+        output: OutputTokens {
+            total: total_out,
+            // Some servers (xAI) count reasoning outside completion_tokens: leave text unknown.
+            text: match (total_out, reasoning) {
+                (Some(t), Some(r)) if r <= t => Some(t - r),
+                (Some(t), None) => Some(t),
+                _ => None,
+            },
+            reasoning,
+        },
+        server_tool_uses: 0,
+    }
+}
+
+fn stream_error(error: &Value) -> ModelError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .unwrap_or("The provider reported an error in the stream.");
+    let code = ["type", "code"]
+        .iter()
+        .filter_map(|k| error.get(*k))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let kind = if code.contains("rate_limit") || code.contains("429") {
+        ModelErrorKind::RateLimited
+    } else if code.contains("server") || code.contains("overloaded") || code.contains("50") {
+        ModelErrorKind::Server
+    } else if code.contains("invalid_request") || code.contains("400") {
+        ModelErrorKind::InvalidRequest
+    } else {
+        ModelErrorKind::Other
+    };
+    ModelError::new(kind, format!("The provider reported an error: {message}"))
+}
+
+/// Decodes an event stream into the model's parts, prefixed by a `StreamStart` with `warnings`.
+pub fn decode_events(events: SseStream, warnings: Vec<String>) -> ModelStream {
+    struct State {
+        events: SseStream,
+        decoder: ChatStreamDecoder,
+        pending: std::collections::VecDeque<Result<ModelPart, ModelError>>,
+        finished: bool,
+    }
+    let mut pending = std::collections::VecDeque::new();
+    pending.push_back(Ok(ModelPart::StreamStart { warnings }));
+    let state = State {
+        events,
+        decoder: ChatStreamDecoder::new(),
+        pending,
+        finished: false,
+    };
+    Box::pin(futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.pending.pop_front() {
+                return Some((item, state));
+            }
+            if state.finished {
+                return None;
+            }
+            let mut parts = Vec::new();
+            let result = match state.events.next().await {
+                Some(Ok(event)) => state.decoder.push(&event.data, &mut parts),
+                Some(Err(error)) => {
+                    // A drop after the finish reason loses only the usage chunk: finish cleanly.
+                    // Otherwise close what was open and report the transport error.
+                    state.decoder.finish(&mut parts).map_err(|_| error)
+                }
+                None => state.decoder.finish(&mut parts),
+            };
+            state.pending.extend(parts.into_iter().map(Ok));
+            match result {
+                Err(error) => {
+                    state.pending.push_back(Err(error));
+                    state.finished = true;
+                }
+                Ok(()) if state.decoder.is_done() => state.finished = true,
+                Ok(()) => {}
+            }
+        }
+    }))
+}
