@@ -20,4 +20,6 @@ pub use examples::describe_with_examples;
 pub use slim::slim;
 pub use strict::{strict, strip_strict_nulls};
 pub use validator::SchemaValidator;
-pub use walk::for_each_subschema_mut;
+pub use walk::{
+    ARRAY_SUBSCHEMAS, DEFINITIONS, MAP_SUBSCHEMAS, SINGLE_SUBSCHEMA, for_each_subschema_mut,
+};

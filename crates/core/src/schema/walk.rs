@@ -1,7 +1,7 @@
 use serde_json::Value;
 
 /// Keywords whose value is one subschema.
-const SINGLE: &[&str] = &[
+pub const SINGLE_SUBSCHEMA: &[&str] = &[
     "additionalProperties",
     "items",
     "additionalItems",
@@ -16,16 +16,13 @@ const SINGLE: &[&str] = &[
 ];
 
 /// Keywords whose value is an array of subschemas.
-const ARRAYS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems", "items"];
+pub const ARRAY_SUBSCHEMAS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems", "items"];
 
-/// Keywords whose value is a map from names to subschemas.
-const MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
+/// Keywords whose value is a map from names to subschemas, definition containers aside.
+pub const MAP_SUBSCHEMAS: &[&str] = &["properties", "patternProperties", "dependentSchemas"];
+
+/// The definition containers local `$ref`s point into.
+pub const DEFINITIONS: &[&str] = &["$defs", "definitions"];
 
 /// Calls `f` on every direct subschema of `schema` (property schemas, items, `anyOf` branches,
 /// definitions…), but never on the maps that hold them, so property names are never visited as
@@ -34,15 +31,15 @@ pub fn for_each_subschema_mut(schema: &mut Value, f: &mut dyn FnMut(&mut Value))
     let Value::Object(map) = schema else { return };
     for (key, value) in map.iter_mut() {
         let key = key.as_str();
-        if MAPS.contains(&key) {
+        if MAP_SUBSCHEMAS.contains(&key) || DEFINITIONS.contains(&key) {
             if let Value::Object(children) = value {
                 children.values_mut().for_each(&mut *f);
             }
-        } else if ARRAYS.contains(&key) && value.is_array() {
+        } else if ARRAY_SUBSCHEMAS.contains(&key) && value.is_array() {
             if let Value::Array(children) = value {
                 children.iter_mut().for_each(&mut *f);
             }
-        } else if SINGLE.contains(&key) && value.is_object() {
+        } else if SINGLE_SUBSCHEMA.contains(&key) && value.is_object() {
             f(value);
         }
     }

@@ -63,29 +63,13 @@ pub trait SchemaDialect: Send + Sync {
     fn transform(&self, schema: &Value, strict: bool) -> Value;
 }
 
-/// Keywords whose value is one subschema.
-const SINGLE: &[&str] = &[
-    "additionalProperties",
-    "items",
-    "additionalItems",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-];
-
-/// Keywords whose value is an array of subschemas.
-const ARRAYS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems", "items"];
-
-/// Keywords whose value is a map from names to subschemas (definition containers excluded).
-const MAPS: &[&str] = &["properties", "patternProperties", "dependentSchemas"];
+// The subschema keyword lists are core's, so every schema walk agrees on where subschemas are.
+use toolsmith_core::schema::{
+    ARRAY_SUBSCHEMAS as ARRAYS, MAP_SUBSCHEMAS as MAPS, SINGLE_SUBSCHEMA as SINGLE,
+};
 
 /// The definition containers a local `$ref` usually points into.
-pub(crate) const DEF_CONTAINERS: &[&str] = &["$defs", "definitions"];
+pub(crate) use toolsmith_core::schema::DEFINITIONS as DEF_CONTAINERS;
 
 /// Calls `f` on every direct subschema of `schema`, definition containers excluded.
 fn for_each_subschema<'a>(schema: &'a Value, f: &mut dyn FnMut(&'a Value)) {
