@@ -12,11 +12,15 @@
 //! body → [`ModelError`](toolsmith_core::ModelError), key redaction), [`keys`] (API keys and
 //! base URLs from options or the environment).
 
+pub mod anthropic;
 pub mod dialect;
 pub mod errors;
+pub mod google;
 pub mod http;
 pub mod keys;
 pub mod openai_chat;
+pub mod openai_responses;
+pub mod provider_tools;
 mod registry;
 pub mod retry;
 pub mod scripted;

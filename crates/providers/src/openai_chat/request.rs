@@ -1,11 +1,12 @@
 //! Chat Completions request bodies: messages, tools, tool choice, settings.
 
 use serde_json::{Map, Value, json};
-use toolsmith_core::schema::strict;
 use toolsmith_core::{
     ContentPart, Message, ModelOutput, ModelRequest, Part, Role, ToolChoice, ToolDeclaration,
-    ToolKind,
 };
+
+use crate::dialect::{OpenAi, SchemaDialect};
+use crate::provider_tools;
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "openai-chat";
@@ -19,36 +20,34 @@ pub struct RenderedTools {
     pub dropped: Vec<String>,
 }
 
-/// Renders declarations as Chat Completions function tools, applying the strict schema
-/// transform to strict tools and setting aside provider-executed ones.
+/// Renders declarations as Chat Completions function tools in the [`OpenAi`] dialect (strict
+/// tools closed and all-required) and sets aside provider-executed ones, which this wire cannot
+/// carry.
 pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
-    let mut rendered = RenderedTools {
-        tools: Vec::new(),
-        dropped: Vec::new(),
-    };
-    for declaration in declarations {
-        if matches!(declaration.kind, ToolKind::Provider(_)) {
-            rendered.dropped.push(declaration.name.to_string());
-            continue;
-        }
-        let mut function = Map::new();
-        function.insert("name".into(), json!(&*declaration.name));
-        if !declaration.description.is_empty() {
-            function.insert("description".into(), json!(declaration.description));
-        }
-        let mut parameters = (*declaration.input_schema).clone();
-        if declaration.strict {
-            strict(&mut parameters);
-        }
-        function.insert("parameters".into(), parameters);
-        if declaration.strict {
-            function.insert("strict".into(), json!(true));
-        }
-        rendered
-            .tools
-            .push(json!({"type": "function", "function": function}));
+    let split = provider_tools::split(declarations, None);
+    let tools = split
+        .functions
+        .into_iter()
+        .map(|declaration| {
+            let mut function = Map::new();
+            function.insert("name".into(), json!(&*declaration.name));
+            if !declaration.description.is_empty() {
+                function.insert("description".into(), json!(declaration.description));
+            }
+            function.insert(
+                "parameters".into(),
+                OpenAi.transform(&declaration.input_schema, declaration.strict),
+            );
+            if declaration.strict {
+                function.insert("strict".into(), json!(true));
+            }
+            json!({"type": "function", "function": function})
+        })
+        .collect();
+    RenderedTools {
+        tools,
+        dropped: split.dropped,
     }
-    rendered
 }
 
 /// Which flavour of the wire a request is for.
@@ -80,10 +79,11 @@ pub fn build_body(
 
     let rendered = request.tools.rendered(DIALECT, render_tools);
     if !rendered.dropped.is_empty() {
-        warnings.push(format!(
-            "Dropped {} provider-executed tool(s) ({}): the Chat Completions wire has no hosted-tool support, so {provider}/{model} will answer without them.",
-            rendered.dropped.len(),
-            rendered.dropped.join(", ")
+        warnings.push(provider_tools::dropped_warning(
+            &rendered.dropped,
+            "Chat Completions",
+            provider,
+            model,
         ));
     }
     if !rendered.tools.is_empty() {
