@@ -1,6 +1,5 @@
 //! Chat Completions stream decoding: chunks in, [`ModelPart`]s out.
 
-use futures::StreamExt;
 use serde_json::Value;
 use toolsmith_core::{
     FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
@@ -8,6 +7,7 @@ use toolsmith_core::{
 };
 
 use super::wire::{Chunk, ToolCallDelta, WireUsage};
+use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
 use crate::sse::SseStream;
 
@@ -495,49 +495,21 @@ fn stream_error(error: &Value) -> ModelError {
     ModelError::new(kind, format!("The provider reported an error: {message}"))
 }
 
+impl StreamDecoder for ChatStreamDecoder {
+    fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        ChatStreamDecoder::push(self, data, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        ChatStreamDecoder::finish(self, out)
+    }
+
+    fn is_done(&self) -> bool {
+        ChatStreamDecoder::is_done(self)
+    }
+}
+
 /// Decodes an event stream into the model's parts, prefixed by a `StreamStart` with `warnings`.
 pub fn decode_events(events: SseStream, warnings: Vec<String>) -> ModelStream {
-    struct State {
-        events: SseStream,
-        decoder: ChatStreamDecoder,
-        pending: std::collections::VecDeque<Result<ModelPart, ModelError>>,
-        finished: bool,
-    }
-    let mut pending = std::collections::VecDeque::new();
-    pending.push_back(Ok(ModelPart::StreamStart { warnings }));
-    let state = State {
-        events,
-        decoder: ChatStreamDecoder::new(),
-        pending,
-        finished: false,
-    };
-    Box::pin(futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(item) = state.pending.pop_front() {
-                return Some((item, state));
-            }
-            if state.finished {
-                return None;
-            }
-            let mut parts = Vec::new();
-            let result = match state.events.next().await {
-                Some(Ok(event)) => state.decoder.push(&event.data, &mut parts),
-                Some(Err(error)) => {
-                    // A drop after the finish reason loses only the usage chunk: finish cleanly.
-                    // Otherwise close what was open and report the transport error.
-                    state.decoder.finish(&mut parts).map_err(|_| error)
-                }
-                None => state.decoder.finish(&mut parts),
-            };
-            state.pending.extend(parts.into_iter().map(Ok));
-            match result {
-                Err(error) => {
-                    state.pending.push_back(Err(error));
-                    state.finished = true;
-                }
-                Ok(()) if state.decoder.is_done() => state.finished = true,
-                Ok(()) => {}
-            }
-        }
-    }))
+    crate::decode::decode_events(events, ChatStreamDecoder::new(), warnings)
 }
