@@ -183,6 +183,36 @@ impl Toolset {
         }
     }
 
+    /// Replaces one tool's [`ToolMeta`] with `f(meta)` (requiring approval for a tool configured
+    /// with `needsApproval`, say), keeping its spec, kind, executor and position. Unknown names
+    /// leave the toolset unchanged.
+    ///
+    /// ```
+    /// use toolsmith_core::{Approval, ToolError, Toolset, from_fn};
+    ///
+    /// let add = from_fn("add", "Add.", |(a, b): (i64, i64), _cx| async move {
+    ///     Ok::<_, ToolError>(a + b)
+    /// });
+    /// let tools = Toolset::new()
+    ///     .with(add)
+    ///     .map_meta("add", |meta| meta.approval(Approval::Always));
+    /// assert!(matches!(tools.get("add").unwrap().meta().approval, Approval::Always));
+    /// ```
+    pub fn map_meta(self, name: &str, f: impl FnOnce(ToolMeta) -> ToolMeta) -> Self {
+        let Some(tool) = self.get(name).cloned() else {
+            return self;
+        };
+        let meta = f(tool.meta().clone());
+        let mut tools = (*self.tools).clone();
+        if let Some(slot) = tools.get_mut(name) {
+            *slot = Arc::new(WithMeta { inner: tool, meta });
+        }
+        Toolset {
+            tools: Arc::new(tools),
+            declarations: Arc::default(),
+        }
+    }
+
     /// Adds the tools a [`ToolResolver`] produced for one run. Static tools win on a name clash
     /// (seed 003).
     pub fn with_resolved(mut self, resolved: Toolset) -> Self {
@@ -251,6 +281,28 @@ where
 {
     async fn resolve(&self, scope: &RunScope) -> Result<Toolset, ToolError> {
         self(scope)
+    }
+}
+
+/// A tool with other runtime facts.
+struct WithMeta {
+    inner: SharedTool,
+    meta: ToolMeta,
+}
+
+#[async_trait::async_trait]
+impl Tool for WithMeta {
+    fn spec(&self) -> &ToolSpec {
+        self.inner.spec()
+    }
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+    fn kind(&self) -> &ToolKind {
+        self.inner.kind()
+    }
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.inner.call(input, cx).await
     }
 }
 

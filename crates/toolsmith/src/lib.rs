@@ -8,6 +8,8 @@
 
 pub use toolsmith_core::*;
 
+pub mod config;
+
 /// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the
 /// parameters and its description from the doc comment.
 pub use toolsmith_macros::tool;

@@ -427,3 +427,72 @@ fn the_sandbox_helper_entry_has_the_degrade_mode() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_config_file_sets_model_instructions_and_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(
+        dir.path(),
+        json!([
+            {"tool_calls": [{"name": "read", "input": {"path": "x"}}]},
+            {"tool_calls": [{"name": "calculator", "input": {"expression": "2 + 2"}}]},
+            {"text": "4"}
+        ]),
+    );
+    let config = dir.path().join("agent.json");
+    std::fs::write(
+        &config,
+        json!({
+            "model": format!("scripted:{}", path.display()),
+            "instructions": "Be brief.",
+            "maxSteps": 3,
+            "tools": {"calculator": {}, "read": {"enabled": false}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = toolsmith(&["run", "--config", config.to_str().unwrap(), "--json", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parts = json_lines(&out);
+    let error = parts.iter().find(|p| p["type"] == "tool-error").unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        "No such tool: \"read\". Available tools: calculator."
+    );
+    let result = parts.iter().find(|p| p["type"] == "tool-result").unwrap();
+    assert_eq!(result["toolName"], "calculator");
+    assert_eq!(parts.last().unwrap()["type"], "finish");
+}
+
+#[test]
+fn a_config_with_provider_tools_for_another_provider_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.json");
+    for (tools, message) in [
+        (
+            json!({"googleSearch": {}}),
+            "config.tools.googleSearch requires config.model.provider to be google",
+        ),
+        (
+            json!({"anthropicWebSearch": {"max_uses": 1}}),
+            "config.tools.anthropicWebSearch requires config.model.provider to be anthropic",
+        ),
+        (
+            json!({"bash": {"enabled": "no"}}),
+            "config.tools.bash.enabled must be a boolean",
+        ),
+        (
+            json!({"tavilySearch": {}}),
+            "config.tools.tavilySearch is not a supported tool",
+        ),
+    ] {
+        std::fs::write(
+            &config,
+            json!({"model": "openai:gpt-4.1-mini", "tools": tools}).to_string(),
+        )
+        .unwrap();
+        let out = toolsmith(&["run", "--config", config.to_str().unwrap(), "hi"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{}", stderr(&out));
+    }
+}

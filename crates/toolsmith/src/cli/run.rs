@@ -13,11 +13,16 @@ use toolsmith_core::{CancellationToken, Toolset};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
+use toolsmith::config::AgentConfig;
+
 use super::print::{Human, JsonLines, Printer};
 use super::{EXIT_FAILURE, usage_error};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
+    /// An agent config (JSON): model, instructions, maxSteps and tools (see the `config` module).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The model, as PROVIDER:MODEL (for example scripted:examples/demo.json).
     #[arg(long, env = "TOOLSMITH_MODEL")]
     model: Option<String>,
@@ -36,9 +41,9 @@ pub(crate) struct RunArgs {
     /// Offer only these built-in tools (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     tools: Option<Vec<String>>,
-    /// The most steps (model calls) the run takes.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    max_steps: u32,
+    /// The most steps (model calls) the run takes [default: the config's maxSteps, else 10].
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u32>,
     /// System instructions for the agent.
     #[arg(long, value_name = "TEXT")]
     instructions: Option<String>,
@@ -75,11 +80,26 @@ fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, Strin
 }
 
 pub(crate) async fn run(args: RunArgs) -> ExitCode {
-    let Some(model_name) = args.model.as_deref() else {
-        return usage_error(
-            "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
-        );
+    let config = match &args.config {
+        None => AgentConfig::default(),
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => match AgentConfig::from_json(&text) {
+                Ok(config) => config,
+                Err(e) => return usage_error(format!("--config {}: {e}", path.display())),
+            },
+            Err(e) => return usage_error(format!("--config {}: {e}", path.display())),
+        },
     };
+    let model_name = match (&args.model, &config.model) {
+        (Some(model), _) => model.clone(),
+        (None, Some(model)) => model.spec(),
+        (None, None) => {
+            return usage_error(
+                "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
+            );
+        }
+    };
+    let provider = model_name.split_once(':').map_or("", |(p, _)| p);
     let mut policy = SandboxPolicy::new(&args.root);
     if args.allow_network {
         policy.network = NetworkPolicy::Full;
@@ -88,23 +108,36 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(workspace) => workspace,
         Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
     };
-    let tools = match select_tools(toolsmith_builtins::all(&workspace), args.tools.as_deref()) {
+    let builtins = toolsmith_builtins::all(&workspace);
+    let tools = match (&args.tools, &config.tools) {
+        (Some(_), Some(_)) => {
+            return usage_error("pass either --tools or a config with \"tools\", not both");
+        }
+        (Some(names), None) => select_tools(builtins, Some(names)),
+        (None, _) => config
+            .toolset(&builtins, provider)
+            .map_err(|e| e.to_string()),
+    };
+    let tools = match tools {
         Ok(tools) => tools,
         Err(message) => return usage_error(message),
     };
     let options = ProviderOptions {
-        base_url: args.base_url.clone(),
+        base_url: args
+            .base_url
+            .clone()
+            .or_else(|| config.model.as_ref().and_then(|m| m.base_url.clone())),
         api_key: args.api_key.clone(),
     };
-    let model = match toolsmith_providers::resolve(model_name, &options) {
+    let model = match toolsmith_providers::resolve(&model_name, &options) {
         Ok(model) => model,
         Err(e) => return usage_error(e),
     };
 
     let mut builder = Agent::builder_shared(Arc::clone(&model))
         .tools(tools)
-        .max_steps(args.max_steps);
-    if let Some(instructions) = args.instructions {
+        .max_steps(args.max_steps.or(config.max_steps).unwrap_or(10));
+    if let Some(instructions) = args.instructions.or(config.instructions) {
         builder = builder.instructions(instructions);
     }
     if let Some(max) = args.parallel {

@@ -1,0 +1,437 @@
+//! Agent configs: the JSON file `toolsmith run --config` reads (seed 000's `tools` shape).
+//!
+//! ```json
+//! {
+//!   "model": "google:gemini-2.5-flash",
+//!   "instructions": "Answer with sources.",
+//!   "maxSteps": 8,
+//!   "tools": {
+//!     "read": {},
+//!     "bash": {"needsApproval": true},
+//!     "googleSearch": {"timeRangeFilter": {"startTime": "2026-01-01T00:00:00Z"}}
+//!   }
+//! }
+//! ```
+//!
+//! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
+//! - `tools`: an object; each entry an object. A tool is enabled iff its entry exists and
+//!   `enabled` is not `false` (`{}` enables it). `enabled`, `needsApproval` and `async` are
+//!   optional booleans, `execution` is `same-invocation` | `external-dispatch`; they are removed
+//!   before the rest of the entry goes to the tool's factory.
+//! - Tool names: the built-ins (`read`, `write`, `edit`, `grep`, `glob`, `bash`, `run_code`,
+//!   `calculator`, which take no options) and the provider-executed tools `anthropicWebSearch`
+//!   (needs an `anthropic` model), `openaiWebSearch` (needs `openai-responses`) and
+//!   `googleSearch` (needs `google`), whose options are sent to the provider verbatim.
+//!
+//! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
+//! `config.tools.googleSearch requires config.model.provider to be google`.
+
+use serde_json::{Map, Value};
+use toolsmith_core::{Approval, Toolset};
+use toolsmith_providers::provider_tools::{
+    ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
+};
+
+/// A config error, with seed 000's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn error(message: impl Into<String>) -> ConfigError {
+    ConfigError(message.into())
+}
+
+/// The model a config names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// `anthropic`, `openai`, `openai-responses`, `google`, `openai-compatible`, …
+    pub provider: String,
+    /// The provider's model name.
+    pub name: String,
+    /// A base URL overriding the provider's.
+    pub base_url: Option<String>,
+}
+
+impl ModelConfig {
+    /// Parses `PROVIDER:MODEL`.
+    ///
+    /// # Errors
+    ///
+    /// When there is no `:` or either half is empty.
+    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
+        match spec.split_once(':') {
+            Some((provider, name)) if !provider.is_empty() && !name.is_empty() => Ok(ModelConfig {
+                provider: provider.to_string(),
+                name: name.to_string(),
+                base_url: None,
+            }),
+            _ => Err(error(format!(
+                "config.model must have the form PROVIDER:MODEL, got \"{spec}\""
+            ))),
+        }
+    }
+
+    /// `PROVIDER:MODEL`.
+    pub fn spec(&self) -> String {
+        format!("{}:{}", self.provider, self.name)
+    }
+}
+
+/// One enabled tool's entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolConfig {
+    /// The config name (`googleSearch`, `read`…).
+    pub name: String,
+    /// Whether every call needs a human's approval.
+    pub needs_approval: bool,
+    /// The options passed to the tool's factory.
+    pub options: Map<String, Value>,
+}
+
+/// A parsed agent config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentConfig {
+    /// The model, if the config names one.
+    pub model: Option<ModelConfig>,
+    /// System instructions.
+    pub instructions: Option<String>,
+    /// The most steps a run takes.
+    pub max_steps: Option<u32>,
+    /// The enabled tools, in config order; `None` when the config has no `tools` key.
+    pub tools: Option<Vec<ToolConfig>>,
+}
+
+/// The built-in tools a config may enable.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "grep",
+    "glob",
+    "bash",
+    "run_code",
+    "calculator",
+];
+
+/// The provider-executed tools a config may enable, and the provider each needs.
+pub const PROVIDER_TOOLS: &[(&str, &str)] = &[
+    ("anthropicWebSearch", "anthropic"),
+    ("openaiWebSearch", "openai-responses"),
+    ("googleSearch", "google"),
+];
+
+impl AgentConfig {
+    /// Parses and checks a config.
+    ///
+    /// # Errors
+    ///
+    /// Invalid JSON, a field of the wrong type, or a tool entry breaking seed 000's rules.
+    ///
+    /// ```
+    /// use toolsmith::config::AgentConfig;
+    ///
+    /// let err = AgentConfig::from_json(r#"{"tools": {"bash": {"enabled": "yes"}}}"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "config.tools.bash.enabled must be a boolean");
+    /// let err = AgentConfig::from_json(r#"{"tools": {"tavily": {}}}"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "config.tools.tavily is not a supported tool");
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| error(format!("config is not valid JSON: {e}")))?;
+        Self::from_value(value)
+    }
+
+    /// [`from_json`](Self::from_json) for a parsed value.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json`](Self::from_json).
+    pub fn from_value(value: Value) -> Result<Self, ConfigError> {
+        let Value::Object(mut root) = value else {
+            return Err(error("config must be an object"));
+        };
+        let mut config = AgentConfig::default();
+        match root.remove("model") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(spec)) => config.model = Some(ModelConfig::parse(&spec)?),
+            Some(Value::Object(model)) => config.model = Some(model_object(&model)?),
+            Some(_) => {
+                return Err(error(
+                    "config.model must be a string PROVIDER:MODEL or an object {provider, name}",
+                ));
+            }
+        }
+        match root.remove("instructions") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => config.instructions = Some(text),
+            Some(_) => return Err(error("config.instructions must be a string")),
+        }
+        match root.remove("maxSteps") {
+            None | Some(Value::Null) => {}
+            Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n > 0 => config.max_steps = Some(n),
+                _ => return Err(error("config.maxSteps must be a positive integer")),
+            },
+        }
+        match root.remove("tools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(tools)) => config.tools = Some(tool_entries(tools)?),
+            Some(_) => return Err(error("config.tools must be an object")),
+        }
+        if let Some(key) = root.keys().next() {
+            return Err(error(format!("config.{key} is not a supported setting")));
+        }
+        Ok(config)
+    }
+
+    /// The config's tools for a run on a `provider` model: built-ins taken from `builtins`,
+    /// provider tools built by their factories, approval applied.
+    ///
+    /// # Errors
+    ///
+    /// A provider tool whose provider is not `provider`:
+    /// `config.tools.googleSearch requires config.model.provider to be google`; a built-in
+    /// missing from `builtins`.
+    pub fn toolset(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
+        let Some(entries) = &self.tools else {
+            return Ok(builtins.clone());
+        };
+        let mut tools = Toolset::new();
+        for entry in entries {
+            let name = match provider_tool(entry, provider)? {
+                Some(tool) => {
+                    let name = toolsmith_core::Tool::spec(&tool).name().to_string();
+                    tools.add(tool);
+                    name
+                }
+                None => {
+                    let tool = builtins.get(&entry.name).ok_or_else(|| {
+                        error(format!(
+                            "config.tools.{} is not available in this workspace",
+                            entry.name
+                        ))
+                    })?;
+                    tools.add(tool.clone());
+                    entry.name.clone()
+                }
+            };
+            if entry.needs_approval {
+                tools = tools.map_meta(&name, |meta| meta.approval(Approval::Always));
+            }
+        }
+        Ok(tools)
+    }
+}
+
+fn model_object(model: &Map<String, Value>) -> Result<ModelConfig, ConfigError> {
+    let text = |key: &str| match model.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(error(format!(
+            "config.model.{key} must be a non-empty string"
+        ))),
+    };
+    let provider = text("provider")?.ok_or_else(|| error("config.model.provider is required"))?;
+    let name = text("name")?
+        .or(text("id")?)
+        .ok_or_else(|| error("config.model.name is required"))?;
+    Ok(ModelConfig {
+        provider,
+        name,
+        base_url: text("baseUrl")?,
+    })
+}
+
+/// Checks every entry (seed 000) and keeps the enabled ones, their control keys removed.
+fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigError> {
+    let mut enabled = Vec::new();
+    for (name, entry) in tools {
+        let Value::Object(mut options) = entry else {
+            return Err(error(format!("config.tools.{name} must be an object")));
+        };
+        let known = BUILTIN_TOOLS.contains(&name.as_str())
+            || PROVIDER_TOOLS.iter().any(|(n, _)| *n == name);
+        if !known {
+            return Err(error(format!(
+                "config.tools.{name} is not a supported tool"
+            )));
+        }
+        let flag = |options: &mut Map<String, Value>, key: &str| match options.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(_) => Err(error(format!(
+                "config.tools.{name}.{key} must be a boolean"
+            ))),
+        };
+        let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
+        let needs_approval = flag(&mut options, "needsApproval")?.unwrap_or(false);
+        let is_async = flag(&mut options, "async")?.unwrap_or(false);
+        match options.remove("execution") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(mode))
+                if mode == "same-invocation" || mode == "external-dispatch" => {}
+            Some(_) => {
+                return Err(error(format!(
+                    "config.tools.{name}.execution must be \"same-invocation\" or \"external-dispatch\""
+                )));
+            }
+        }
+        if is_async && is_enabled {
+            return Err(error(format!(
+                "config.tools.{name}.async needs the harness service; `toolsmith run` runs tools inline"
+            )));
+        }
+        if BUILTIN_TOOLS.contains(&name.as_str())
+            && let Some(key) = options.keys().next()
+        {
+            return Err(error(format!(
+                "config.tools.{name}.{key} is not a supported option (built-in tools take none)"
+            )));
+        }
+        if is_enabled {
+            enabled.push(ToolConfig {
+                name,
+                needs_approval,
+                options,
+            });
+        }
+    }
+    Ok(enabled)
+}
+
+/// The provider tool an entry names, checked against the model's provider; `None` for a
+/// built-in.
+fn provider_tool(
+    entry: &ToolConfig,
+    provider: &str,
+) -> Result<Option<ProviderExecutedTool>, ConfigError> {
+    let Some((name, needs)) = PROVIDER_TOOLS.iter().find(|(n, _)| *n == entry.name) else {
+        return Ok(None);
+    };
+    if provider != *needs {
+        return Err(error(format!(
+            "config.tools.{name} requires config.model.provider to be {needs}"
+        )));
+    }
+    let options = Value::Object(entry.options.clone());
+    Ok(Some(match *name {
+        "anthropicWebSearch" => anthropic_web_search(options),
+        "openaiWebSearch" => openai_web_search(options),
+        _ => google_search_with(options),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolsmith_core::{ToolError, ToolKind, from_fn};
+
+    use super::*;
+
+    fn builtins() -> Toolset {
+        let read = from_fn("read", "Read.", |_: Value, _cx| async move {
+            Ok::<_, ToolError>("x")
+        });
+        Toolset::new().with(read)
+    }
+
+    fn parse(value: Value) -> Result<AgentConfig, ConfigError> {
+        AgentConfig::from_value(value)
+    }
+
+    #[test]
+    fn seed_messages_for_bad_entries() {
+        let cases = [
+            (json!({"tools": []}), "config.tools must be an object"),
+            (
+                json!({"tools": {"read": true}}),
+                "config.tools.read must be an object",
+            ),
+            (
+                json!({"tools": {"tavilySearch": {}}}),
+                "config.tools.tavilySearch is not a supported tool",
+            ),
+            (
+                json!({"tools": {"read": {"needsApproval": 1}}}),
+                "config.tools.read.needsApproval must be a boolean",
+            ),
+            (
+                json!({"tools": {"read": {"execution": "later"}}}),
+                "config.tools.read.execution must be \"same-invocation\" or \"external-dispatch\"",
+            ),
+            (
+                json!({"tools": {"read": {"depth": 2}}}),
+                "config.tools.read.depth is not a supported option (built-in tools take none)",
+            ),
+            (
+                json!({"model": "gpt"}),
+                "config.model must have the form PROVIDER:MODEL, got \"gpt\"",
+            ),
+            (
+                json!({"maxSteps": 0}),
+                "config.maxSteps must be a positive integer",
+            ),
+            (
+                json!({"temperature": 1}),
+                "config.temperature is not a supported setting",
+            ),
+        ];
+        for (value, message) in cases {
+            assert_eq!(parse(value).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn google_search_needs_a_google_model() {
+        let config =
+            parse(json!({"model": "openai:gpt-4.1", "tools": {"googleSearch": {}}})).unwrap();
+        assert_eq!(
+            config
+                .toolset(&builtins(), "openai")
+                .unwrap_err()
+                .to_string(),
+            "config.tools.googleSearch requires config.model.provider to be google"
+        );
+        let tools = config.toolset(&builtins(), "google").unwrap();
+        let ToolKind::Provider(tool) = tools.get("google_search").unwrap().kind() else {
+            panic!("not a provider tool")
+        };
+        assert_eq!(tool.id, "google.google_search");
+    }
+
+    #[test]
+    fn enabled_rules_control_keys_and_pass_through() {
+        let config = parse(json!({
+            "model": {"provider": "anthropic", "name": "claude-sonnet-4-5", "baseUrl": "http://x"},
+            "tools": {
+                "read": {"enabled": false},
+                "anthropicWebSearch": {
+                    "enabled": true, "needsApproval": true, "execution": "same-invocation",
+                    "max_uses": 2, "future": [1]
+                }
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            config.model.as_ref().unwrap().spec(),
+            "anthropic:claude-sonnet-4-5"
+        );
+        let tools = config.toolset(&builtins(), "anthropic").unwrap();
+        assert_eq!(tools.names().collect::<Vec<_>>(), ["web_search"]);
+        let search = tools.get("web_search").unwrap();
+        assert!(matches!(search.meta().approval, Approval::Always));
+        let ToolKind::Provider(tool) = search.kind() else {
+            panic!()
+        };
+        assert_eq!(
+            tool.args,
+            json!({"type": "web_search_20260318", "name": "web_search", "max_uses": 2, "future": [1]})
+        );
+        // No `tools` key: every built-in.
+        let all = parse(json!({}))
+            .unwrap()
+            .toolset(&builtins(), "openai")
+            .unwrap();
+        assert_eq!(all.len(), 1);
+    }
+}
