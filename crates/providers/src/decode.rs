@@ -121,3 +121,41 @@ pub fn decode_events<D: StreamDecoder>(
         }
     }))
 }
+
+/// Reads the whole body of a non-streamed response to `post`, within `timeout`.
+///
+/// # Errors
+///
+/// A `Timeout` when the body takes longer, a `Network` error (without the key) when the
+/// connection fails.
+pub async fn read_body(
+    post: &crate::http::JsonPost,
+    response: reqwest::Response,
+    timeout: std::time::Duration,
+) -> Result<String, ModelError> {
+    match tokio::time::timeout(timeout, response.text()).await {
+        Err(_) => Err(ModelError::new(
+            toolsmith_core::ModelErrorKind::Timeout,
+            format!("The response body did not arrive within {timeout:?}."),
+        )),
+        Ok(Err(error)) => Err(crate::errors::transport_error(
+            &post.provider,
+            &error,
+            post.secret.as_deref(),
+        )),
+        Ok(Ok(text)) => Ok(text),
+    }
+}
+
+/// A finished response's parts as a [`ModelStream`]: `StreamStart` with `warnings`, then
+/// `parts`, then `error` if the body could not be fully decoded.
+pub fn parts_stream(
+    warnings: Vec<String>,
+    parts: Vec<ModelPart>,
+    error: Option<ModelError>,
+) -> ModelStream {
+    let items = std::iter::once(Ok(ModelPart::StreamStart { warnings }))
+        .chain(parts.into_iter().map(Ok))
+        .chain(error.map(Err));
+    Box::pin(futures::stream::iter(items.collect::<Vec<_>>()))
+}

@@ -352,3 +352,61 @@ async fn every_fixture_decodes_through_a_loopback_server() {
     assert!(requests.iter().all(|r| r.path == "/v1/chat/completions"));
     assert!(requests.iter().all(|r| r.header("authorization").is_none()));
 }
+
+#[tokio::test]
+async fn non_streamed_bodies_decode_to_the_same_parts() {
+    let body: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures_dir().join("openai-chat/openai-text.json")).unwrap(),
+    )
+    .unwrap();
+    let tool_body = serde_json::json!({
+        "id": "chatcmpl-1", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "add", "arguments": "{\"a\":1}"}},
+                {"id": "call_b", "type": "function", "function": {"name": "add", "arguments": "{\"a\":2}"}}
+            ]}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4}
+    });
+    let server = Server::start(vec![
+        Reply::json(200, body.clone()),
+        Reply::json(200, tool_body),
+        Reply::json(200, serde_json::json!({"choices": []})),
+    ])
+    .await;
+    let model = OpenAiChat::compatible("local", &server.base_url, None).with_streaming(false);
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+
+    let text = check_parts(&model, &request).await;
+    let expected = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(text.text, expected);
+    assert_eq!(text.usage.input.total, Some(16));
+    assert_eq!(text.usage.output.total, Some(363));
+    assert_eq!(text.finish.unwrap().unified, UnifiedFinishReason::Stop);
+
+    let calls = check_parts(&model, &request).await;
+    let calls: Vec<(&str, &str)> = calls
+        .calls
+        .iter()
+        .map(|c| (c.tool_call_id.as_str(), c.input.as_str()))
+        .collect();
+    assert_eq!(calls, [("call_a", r#"{"a":1}"#), ("call_b", r#"{"a":2}"#)]);
+
+    let (_, error) = collect(model.stream(&request).await.unwrap()).await;
+    let error = error.expect("a body without a finish reason is an error");
+    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+
+    let requests = server.requests();
+    assert_eq!(requests[0].body["stream"], false);
+    assert!(requests[0].body.get("stream_options").is_none());
+    assert_eq!(requests[0].header("accept"), Some("application/json"));
+}
+
+async fn check_parts(model: &OpenAiChat, request: &ModelRequest) -> Summary {
+    let (parts, error) = collect(model.stream(request).await.unwrap()).await;
+    check(parts, error)
+}

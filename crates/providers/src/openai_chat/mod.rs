@@ -13,12 +13,13 @@ mod wire;
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
+use crate::decode::{parts_stream, read_body};
 use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
 use crate::sse::response_events;
 
 pub use request::{DIALECT, Flavor, RenderedTools, build_body, render_tools};
-pub use stream::{ChatStreamDecoder, decode_events};
+pub use stream::{ChatStreamDecoder, decode_events, decode_response};
 
 /// OpenAI's API, the default base URL of `openai:`.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -42,6 +43,7 @@ pub struct OpenAiChat {
     api_key: Option<String>,
     flavor: Flavor,
     http: HttpSettings,
+    streaming: bool,
     client: reqwest::Client,
 }
 
@@ -100,6 +102,7 @@ impl OpenAiChat {
             api_key,
             flavor,
             http: HttpSettings::default(),
+            streaming: true,
             client: shared_client().clone(),
         }
     }
@@ -107,6 +110,13 @@ impl OpenAiChat {
     /// Replaces the timeouts and retry policy.
     pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
         self.http = settings;
+        self
+    }
+
+    /// Streams responses over server-sent events (the default) or, with `false`, asks for one
+    /// JSON body and decodes it into the same parts ([`decode_response`]).
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
         self
     }
 
@@ -129,7 +139,14 @@ impl OpenAiChat {
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.provider, &self.model, self.flavor)
+        let (mut body, warnings) = build_body(request, &self.provider, &self.model, self.flavor);
+        if !self.streaming
+            && let Some(body) = body.as_object_mut()
+        {
+            body.remove("stream_options");
+            body.insert("stream".into(), serde_json::Value::Bool(false));
+        }
+        (body, warnings)
     }
 }
 
@@ -154,15 +171,28 @@ impl LanguageModel for OpenAiChat {
                 format!("The request could not be serialised: {e}"),
             )
         })?;
-        let mut post = JsonPost::new(&self.provider, self.endpoint(), body.into())
-            .header("accept", "text/event-stream")?;
+        let accept = if self.streaming {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut post =
+            JsonPost::new(&self.provider, self.endpoint(), body.into()).header("accept", accept)?;
         if let Some(key) = &self.api_key {
             post = post.bearer(key)?;
         }
         let response = post.send(&self.client, &self.http).await?;
-        Ok(decode_events(
-            response_events(response, self.http.idle_timeout),
-            warnings,
-        ))
+        if self.streaming {
+            return Ok(decode_events(
+                response_events(response, self.http.idle_timeout),
+                warnings,
+            ));
+        }
+        let body = read_body(&post, response, self.http.response_timeout).await?;
+        let (parts, error) = match decode_response(&body) {
+            Ok(parts) => (parts, None),
+            Err((parts, error)) => (parts, Some(error)),
+        };
+        Ok(parts_stream(warnings, parts, error))
     }
 }
