@@ -61,6 +61,9 @@ pub struct StepResult {
     pub usage: Usage,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// What the provider ignored or dropped for this step's request (unsupported settings,
+    /// provider tools a wire cannot carry), also streamed as `warning` parts.
+    pub warnings: Vec<String>,
 }
 
 /// What became of one tool call.

@@ -168,6 +168,7 @@ impl Run {
             usage: turn.usage,
             finish_reason: turn.finish_reason.clone(),
             tool_results: Vec::new(),
+            warnings: turn.warnings.clone(),
         };
         let ModelTurn { content, calls, .. } = turn;
         self.request

@@ -19,6 +19,8 @@ pub(crate) struct ModelTurn {
     pub(crate) calls: Vec<PreparedCall>,
     pub(crate) usage: Usage,
     pub(crate) finish_reason: FinishReason,
+    /// What the provider said it ignored or dropped (unsupported settings, provider tools).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl ModelTurn {
@@ -135,6 +137,7 @@ pub(crate) async fn consume(
 ) -> Result<ModelTurn, ModelError> {
     let mut content = Vec::new();
     let mut calls = Vec::new();
+    let mut warnings = Vec::new();
     let mut open = OpenBlocks::default();
     while let Some(part) = stream.next().await {
         match part? {
@@ -275,11 +278,16 @@ pub(crate) async fn consume(
                     calls,
                     usage,
                     finish_reason,
+                    warnings,
                 });
             }
-            ModelPart::StreamStart { warnings } => {
-                for warning in warnings {
-                    tracing::warn!(%warning, "model warning");
+            ModelPart::StreamStart { warnings: new } => {
+                for message in new {
+                    tracing::warn!(warning = %message, "model warning");
+                    emit.emit(|| RunPart::Warning {
+                        message: message.clone(),
+                    });
+                    warnings.push(message);
                 }
             }
             _ => {}

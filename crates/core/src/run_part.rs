@@ -30,6 +30,12 @@ pub enum RunPart {
         /// The run's id.
         run_id: String,
     },
+    /// The provider ignored or dropped something in this step's request: an unsupported setting,
+    /// provider tools a wire cannot carry (seed 002: never silently).
+    Warning {
+        /// What was ignored, by which provider and model.
+        message: String,
+    },
     /// A step (one model call and its tool calls) started.
     StartStep {
         /// The step number, from 0.

@@ -142,3 +142,52 @@ async fn a_two_step_tool_loop_over_chat_completions() {
         ]
     );
 }
+
+#[tokio::test]
+async fn dropped_provider_tools_warn_once_per_request_in_the_stream_and_the_steps() {
+    use futures::StreamExt;
+    use toolsmith_core::RunPart;
+    use toolsmith_providers::provider_tools::{google_search, openai_web_search};
+
+    let server = Server::start(vec![
+        Reply::sse(step_one()).split(5, 13, true),
+        Reply::sse(step_two()),
+    ])
+    .await;
+    let model = OpenAiChat::compatible("gpt-loop", &server.base_url, None);
+    let weather = from_fn("weather", "Weather.", |_: Weather, _cx| async move {
+        Ok::<_, ToolError>("mild")
+    });
+    let agent = Agent::builder(model)
+        .tool(weather)
+        .tool(openai_web_search(json!({"search_context_size": "low"})))
+        .tool(google_search())
+        .build();
+
+    let mut stream = agent.stream("Weather?");
+    let mut warnings = Vec::new();
+    while let Some(part) = stream.next().await {
+        if let RunPart::Warning { message } = part {
+            warnings.push(message);
+        }
+    }
+    let out = stream.output().await.unwrap();
+
+    let expected = "Dropped 2 provider-executed tool(s) (web_search, google_search): the Chat Completions wire has no hosted-tool support, so openai-compatible/gpt-loop will answer without them.";
+    assert_eq!(
+        warnings,
+        [expected, expected],
+        "one per request, two requests"
+    );
+    assert_eq!(out.steps[0].warnings, [expected]);
+    assert_eq!(out.steps[1].warnings, [expected]);
+    for request in server.requests() {
+        let names: Vec<&str> = request.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["weather"]);
+    }
+}
