@@ -142,13 +142,12 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
         let mode = match &request.tool_choice {
             ToolChoice::Auto => "AUTO",
             ToolChoice::None => "NONE",
-            ToolChoice::Required => "ANY",
-            ToolChoice::Tool { tool_name } => {
-                config.insert("allowedFunctionNames".into(), json!([tool_name]));
-                "ANY"
-            }
+            ToolChoice::Required | ToolChoice::Tool { .. } => "ANY",
         };
         config.insert("mode".into(), json!(mode));
+        if let ToolChoice::Tool { tool_name } = &request.tool_choice {
+            config.insert("allowedFunctionNames".into(), json!([tool_name]));
+        }
         body.insert(
             "toolConfig".into(),
             json!({"functionCallingConfig": Value::Object(config)}),
@@ -166,10 +165,10 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
         generation.insert("maxOutputTokens".into(), json!(max));
     }
     if let Some(t) = settings.temperature {
-        generation.insert("temperature".into(), json!(t));
+        generation.insert("temperature".into(), float(t));
     }
     if let Some(p) = settings.top_p {
-        generation.insert("topP".into(), json!(p));
+        generation.insert("topP".into(), float(p));
     }
     if let Some(k) = settings.top_k {
         generation.insert("topK".into(), json!(k));
@@ -199,6 +198,16 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
     (Value::Object(body), warnings)
+}
+
+/// An `f32` setting as the decimal it was written as (`0.9`, not `0.8999999761581421`).
+fn float(value: f32) -> Value {
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
 }
 
 /// Sets `key` to `value`, merging objects key by key.

@@ -1,0 +1,727 @@
+//! Gemini request bodies, snapshotted, and checked against pydantic-ai's recorded requests.
+
+mod common;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use toolsmith_core::{
+    CallSettings, ContentPart, Message, ModelOutput, ModelPart, ModelRequest, Part,
+    ProviderMetadata, ProviderTool, Role, ToolCallPart, ToolChoice, ToolDeclaration,
+    ToolDeclarations, ToolKind, ToolResultPart,
+};
+use toolsmith_providers::google::{self, GoogleGemini};
+
+fn declaration(name: &str, schema: Value, kind: ToolKind) -> ToolDeclaration {
+    ToolDeclaration {
+        name: name.into(),
+        description: format!("The {name} tool."),
+        input_schema: Arc::new(schema),
+        strict: false,
+        kind,
+    }
+}
+
+fn search_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "description": "The query."},
+            "limit": {"type": ["integer", "null"], "minimum": 1, "default": 10},
+            "filter": {"$ref": "#/$defs/Filter"}
+        },
+        "required": ["q"],
+        "additionalProperties": false,
+        "$defs": {
+            "Filter": {
+                "type": "object",
+                "properties": {
+                    "site": {"type": "string", "format": "hostname"},
+                    "kind": {"oneOf": [{"const": "news"}, {"const": "web"}]}
+                },
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+fn provider(id: &str) -> ToolKind {
+    ToolKind::Provider(ProviderTool {
+        id: id.into(),
+        args: json!({}),
+    })
+}
+
+fn tools() -> Arc<ToolDeclarations> {
+    Arc::new(ToolDeclarations::new(vec![
+        declaration("search", search_schema(), ToolKind::Function),
+        declaration(
+            "now",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            ToolKind::Function,
+        ),
+    ]))
+}
+
+fn gemini() -> GoogleGemini {
+    GoogleGemini::new(
+        "gemini-2.5-flash",
+        Some("AIza-test"),
+        Some("http://127.0.0.1:1/v1beta/"),
+    )
+    .unwrap()
+}
+
+fn body(request: &ModelRequest) -> (Value, Vec<String>) {
+    gemini().request_body(request)
+}
+
+#[test]
+fn endpoints() {
+    let model = gemini();
+    assert_eq!(
+        model.endpoint(),
+        "http://127.0.0.1:1/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(
+        model.clone().with_streaming(false).endpoint(),
+        "http://127.0.0.1:1/v1beta/models/gemini-2.5-flash:generateContent"
+    );
+    let tuned = GoogleGemini::new("tunedModels/mine", Some("k"), Some("http://h/v1")).unwrap();
+    assert_eq!(
+        tuned.endpoint(),
+        "http://h/v1/tunedModels/mine:streamGenerateContent?alt=sse"
+    );
+    use toolsmith_core::LanguageModel;
+    assert_eq!(
+        (model.provider(), model.model_id()),
+        ("google", "gemini-2.5-flash")
+    );
+}
+
+#[test]
+fn tools_provider_tools_and_settings() {
+    let declarations = vec![
+        declaration("search", search_schema(), ToolKind::Function),
+        declaration("now", json!({"type": "object"}), ToolKind::Function),
+        declaration("google_search", json!({}), provider("google.google_search")),
+        declaration("web_search", json!({}), provider("openai.web_search")),
+        declaration(
+            "web_search_a",
+            json!({}),
+            provider("anthropic.web_search_20260318"),
+        ),
+    ];
+    let request = ModelRequest {
+        messages: vec![
+            Message::system("Be brief."),
+            Message::system("Cite sources."),
+            Message::user("Find cats."),
+        ],
+        tools: Arc::new(ToolDeclarations::new(declarations)),
+        settings: CallSettings {
+            max_output_tokens: Some(256),
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            top_k: Some(40),
+            seed: Some(7),
+            stop_sequences: vec!["END".into()],
+        },
+        ..Default::default()
+    };
+    let (body, warnings) = body(&request);
+    assert_eq!(
+        warnings,
+        [
+            "Dropped 2 provider-executed tool(s) (web_search, web_search_a): they belong to another provider, so google/gemini-2.5-flash will answer without them."
+        ]
+    );
+    // Google Search is its own entry beside the function declarations.
+    assert_eq!(body["tools"][1], json!({"google_search": {}}));
+    assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    // A tool without parameters has no `parameters`.
+    assert!(
+        body["tools"][0]["functionDeclarations"][1]
+            .get("parameters")
+            .is_none()
+    );
+    insta::assert_json_snapshot!("tools_provider_tools_and_settings", body);
+}
+
+#[test]
+fn google_search_alone_sends_no_tool_config() {
+    let search = toolsmith_providers::provider_tools::google_search_with(
+        json!({"timeRangeFilter": {"startTime": "2026-01-01T00:00:00Z"}}),
+    );
+    use toolsmith_core::Tool;
+    let request = ModelRequest {
+        messages: vec![Message::user("News?")],
+        tools: Arc::new(ToolDeclarations::new(vec![ToolDeclaration {
+            name: search.spec().shared_name().clone(),
+            description: String::new(),
+            input_schema: Arc::new(json!({})),
+            strict: false,
+            kind: search.kind().clone(),
+        }])),
+        tool_choice: ToolChoice::Required,
+        parallel_tool_calls: Some(false),
+        ..Default::default()
+    };
+    let (body, warnings) = body(&request);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        body["tools"],
+        json!([{"google_search": {"timeRangeFilter": {"startTime": "2026-01-01T00:00:00Z"}}}])
+    );
+    assert!(body.get("toolConfig").is_none());
+    assert!(body.get("generationConfig").is_none());
+    assert!(body.get("systemInstruction").is_none());
+}
+
+#[test]
+fn every_tool_choice_variant() {
+    let choices = [
+        ToolChoice::Auto,
+        ToolChoice::None,
+        ToolChoice::Required,
+        ToolChoice::Tool {
+            tool_name: "search".into(),
+        },
+    ];
+    let rendered: Vec<Value> = choices
+        .into_iter()
+        .map(|tool_choice| {
+            let request = ModelRequest {
+                messages: vec![Message::user("hi")],
+                tools: tools(),
+                tool_choice,
+                ..Default::default()
+            };
+            body(&request).0["toolConfig"].clone()
+        })
+        .collect();
+    insta::assert_json_snapshot!("tool_choice_variants", rendered);
+
+    // No tools: no tools, no toolConfig.
+    let (plain, warnings) = body(&ModelRequest {
+        messages: vec![Message::user("hi")],
+        tool_choice: ToolChoice::Required,
+        parallel_tool_calls: Some(false),
+        ..Default::default()
+    });
+    assert!(warnings.is_empty());
+    assert!(plain.get("tools").is_none());
+    assert!(plain.get("toolConfig").is_none());
+
+    // Gemini cannot turn parallel calls off: warned, never silently.
+    let (_, warnings) = body(&ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools(),
+        parallel_tool_calls: Some(false),
+        ..Default::default()
+    });
+    assert_eq!(
+        warnings,
+        ["parallel_tool_calls=false is not supported by google/gemini-2.5-flash; ignored."]
+    );
+    let (_, warnings) = body(&ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools(),
+        parallel_tool_calls: Some(true),
+        ..Default::default()
+    });
+    assert!(warnings.is_empty());
+}
+
+fn google(metadata: Value) -> ProviderMetadata {
+    let mut m = ProviderMetadata::default();
+    m.insert("google", metadata);
+    m
+}
+
+fn call(id: &str, input: Value, metadata: ProviderMetadata) -> Part {
+    Part::ToolCall(ToolCallPart {
+        tool_call_id: id.into(),
+        tool_name: "search".into(),
+        input,
+        provider_executed: false,
+        provider_metadata: metadata,
+    })
+}
+
+fn result(id: &str, output: ModelOutput) -> ToolResultPart {
+    ToolResultPart {
+        tool_call_id: id.into(),
+        tool_name: "search".into(),
+        output,
+        provider_executed: false,
+        provider_metadata: ProviderMetadata::default(),
+    }
+}
+
+fn history() -> Vec<Message> {
+    vec![
+        Message::system("You search."),
+        Message::user("Find cats and dogs."),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::Reasoning {
+                    text: "Two searches.".into(),
+                    provider_metadata: google(json!({"thoughtSignature": "sig-thought"})),
+                },
+                Part::text("Searching."),
+                call(
+                    "fc_1",
+                    json!({"q": "cats"}),
+                    google(json!({"thoughtSignature": "sig-call-1", "id": "fc_1"})),
+                ),
+                call(
+                    "call_x_2",
+                    json!({"q": "dogs", "limit": 2}),
+                    ProviderMetadata::default(),
+                ),
+                // Another provider's metadata is not Gemini's to echo.
+                Part::Source(toolsmith_core::Source {
+                    source_type: "url".into(),
+                    id: "s1".into(),
+                    url: Some("https://example.com".into()),
+                    title: None,
+                }),
+            ],
+        ),
+        // Results arrive out of order: sent in call order, in one content.
+        Message::tool_results(vec![
+            result(
+                "call_x_2",
+                ModelOutput::error_text("Search backend is down."),
+            ),
+            result("fc_1", ModelOutput::json(json!({"hits": ["Tom"]}))),
+        ]),
+        Message::new(
+            Role::Assistant,
+            vec![call(
+                "call_x_3",
+                json!({"q": "dogs"}),
+                google(json!({"thoughtSignature": "sig-call-3"})),
+            )],
+        ),
+        Message::tool_results(vec![result(
+            "call_x_3",
+            ModelOutput::Content {
+                value: vec![
+                    ContentPart::Text { text: "Rex".into() },
+                    ContentPart::Image {
+                        data: "iVBORw0KGgo=".into(),
+                        media_type: "image/png".into(),
+                    },
+                ],
+            },
+        )]),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::Text {
+                    text: "Tom the cat and Rex the dog.".into(),
+                    provider_metadata: google(json!({"thoughtSignature": "sig-text"})),
+                },
+                Part::Text {
+                    text: String::new(),
+                    provider_metadata: ProviderMetadata::default(),
+                },
+            ],
+        ),
+        Message::new(
+            Role::User,
+            vec![
+                Part::text("And these?"),
+                Part::File {
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                    filename: None,
+                },
+                Part::File {
+                    media_type: "application/pdf".into(),
+                    data: "https://example.com/a.pdf".into(),
+                    filename: Some("a.pdf".into()),
+                },
+                Part::File {
+                    media_type: "image/jpeg".into(),
+                    data: "data:image/webp;base64,UklGRg==".into(),
+                    filename: None,
+                },
+            ],
+        ),
+        Message::user("Thanks."),
+    ]
+}
+
+#[test]
+fn multi_turn_history_with_signatures_and_results() {
+    let request = ModelRequest {
+        messages: history(),
+        tools: tools(),
+        ..Default::default()
+    };
+    let (body, warnings) = body(&request);
+    assert!(warnings.is_empty());
+    insta::assert_json_snapshot!("multi_turn_history", body["contents"]);
+    assert_eq!(
+        body["systemInstruction"],
+        json!({"parts": [{"text": "You search."}]})
+    );
+    let contents = body["contents"].as_array().unwrap();
+    // user, model, user (results), model, user (result + image), model, user (merged).
+    let roles: Vec<&str> = contents
+        .iter()
+        .map(|c| c["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "model", "user", "model", "user", "model", "user"]
+    );
+    // The signature rides on the very part it came with, verbatim.
+    assert_eq!(
+        contents[1]["parts"][2],
+        json!({"functionCall": {"name": "search", "args": {"q": "cats"}, "id": "fc_1"},
+            "thoughtSignature": "sig-call-1"})
+    );
+    assert_eq!(
+        contents[2]["parts"],
+        json!([
+            {"functionResponse": {"name": "search", "response": {"output": {"hits": ["Tom"]}}, "id": "fc_1"}},
+            {"functionResponse": {"name": "search", "response": {"error": "Search backend is down."}}}
+        ])
+    );
+}
+
+#[test]
+fn provider_options_are_merged_where_they_belong() {
+    let mut provider_options = Map::new();
+    provider_options.insert(
+        "google".into(),
+        json!({
+            "thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": true},
+            "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+            "generationConfig": {"responseMimeType": "text/plain", "temperature": 0.1},
+            "toolConfig": {"functionCallingConfig": {"streamFunctionCallArguments": true}},
+            "cachedContent": "cachedContents/abc"
+        }),
+    );
+    provider_options.insert("openai".into(), json!({"reasoning_effort": "high"}));
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools(),
+        tool_choice: ToolChoice::Required,
+        settings: CallSettings {
+            temperature: Some(0.7),
+            max_output_tokens: Some(100),
+            ..Default::default()
+        },
+        provider_options,
+        ..Default::default()
+    };
+    let (body, warnings) = body(&request);
+    assert!(warnings.is_empty());
+    assert_eq!(
+        body["generationConfig"],
+        json!({
+            "maxOutputTokens": 100,
+            "temperature": 0.1,
+            "thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": true},
+            "responseMimeType": "text/plain"
+        })
+    );
+    assert_eq!(
+        body["toolConfig"],
+        json!({"functionCallingConfig": {"mode": "ANY", "streamFunctionCallArguments": true}})
+    );
+    assert_eq!(body["cachedContent"], "cachedContents/abc");
+    assert_eq!(body["safetySettings"][0]["threshold"], "BLOCK_NONE");
+    assert!(body.get("reasoning_effort").is_none());
+    insta::assert_json_snapshot!("provider_options", body);
+}
+
+#[test]
+fn tools_render_once_per_toolset() {
+    let tools = tools();
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools.clone(),
+        ..Default::default()
+    };
+    let first = body(&request).0["tools"].clone();
+    let cached = tools.rendered(google::DIALECT, google::render_tools);
+    assert_eq!(Value::Array(cached.tools.clone()), first);
+    assert!(cached.has_functions);
+    assert_eq!(body(&request).0["tools"], first);
+}
+
+/// A YAML reader for the subset vcrpy writes (block maps and lists, plain and single-quoted
+/// scalars, folded plain lines), enough to read the cassettes' `parsed_body`s.
+mod yaml {
+    use serde_json::{Map, Value, json};
+
+    struct Line {
+        indent: usize,
+        text: String,
+    }
+
+    pub fn parse(source: &str) -> Value {
+        let mut lines: Vec<Line> = source
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map(|l| Line {
+                indent: l.len() - l.trim_start().len(),
+                text: l.trim().to_string(),
+            })
+            .collect();
+        let mut i = 0;
+        block(&mut lines, &mut i, 0)
+    }
+
+    fn is_item(text: &str) -> bool {
+        text == "-" || text.starts_with("- ")
+    }
+
+    fn block(lines: &mut Vec<Line>, i: &mut usize, indent: usize) -> Value {
+        if *i < lines.len() && is_item(&lines[*i].text) {
+            let mut items = Vec::new();
+            while *i < lines.len() && lines[*i].indent == indent && is_item(&lines[*i].text) {
+                let rest = lines[*i].text[1..].trim_start().to_string();
+                if rest.is_empty() {
+                    *i += 1;
+                    let inner = lines.get(*i).map_or(indent + 2, |l| l.indent);
+                    items.push(block(lines, i, inner));
+                } else {
+                    // The item's first line, as if it stood on its own, indented.
+                    lines[*i] = Line {
+                        indent: indent + 2,
+                        text: rest,
+                    };
+                    items.push(block(lines, i, indent + 2));
+                }
+            }
+            return Value::Array(items);
+        }
+        let first = &lines[*i].text;
+        if !first.contains(": ") && !first.ends_with(':') {
+            let value = scalar_with_folds(lines, i, indent);
+            return value;
+        }
+        let mut map = Map::new();
+        while *i < lines.len() && lines[*i].indent == indent && !is_item(&lines[*i].text) {
+            let text = lines[*i].text.clone();
+            let (key, value) = match text.split_once(": ") {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (text.trim_end_matches(':').to_string(), String::new()),
+            };
+            let key = key.trim_matches('\'').to_string();
+            *i += 1;
+            let value = if !value.is_empty() {
+                let mut text = value;
+                while *i < lines.len() && lines[*i].indent > indent {
+                    text.push(' ');
+                    text.push_str(&lines[*i].text);
+                    *i += 1;
+                }
+                scalar(&text)
+            } else if *i < lines.len()
+                && (lines[*i].indent > indent
+                    || (lines[*i].indent == indent && is_item(&lines[*i].text)))
+            {
+                let inner = lines[*i].indent;
+                block(lines, i, inner)
+            } else {
+                Value::Null
+            };
+            map.insert(key, value);
+        }
+        Value::Object(map)
+    }
+
+    fn scalar_with_folds(lines: &[Line], i: &mut usize, indent: usize) -> Value {
+        let mut text = lines[*i].text.clone();
+        *i += 1;
+        while *i < lines.len() && lines[*i].indent > indent {
+            text.push(' ');
+            text.push_str(&lines[*i].text);
+            *i += 1;
+        }
+        scalar(&text)
+    }
+
+    fn scalar(text: &str) -> Value {
+        if let Some(inner) = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+            return json!(inner.replace("''", "'"));
+        }
+        match text {
+            "true" => return json!(true),
+            "false" => return json!(false),
+            "null" | "~" => return Value::Null,
+            _ => {}
+        }
+        if let Ok(n) = text.parse::<i64>() {
+            return json!(n);
+        }
+        if let Ok(n) = text.parse::<f64>() {
+            return json!(n);
+        }
+        json!(text)
+    }
+}
+
+fn cassette(name: &str) -> Vec<(Value, Value)> {
+    let path = common::fixtures_dir()
+        .join("pydantic-ai-cassettes")
+        .join(format!("test_tool_choice_matrix[{name}-google].yaml"));
+    let doc = yaml::parse(&std::fs::read_to_string(&path).unwrap());
+    doc["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["request"]["parsed_body"].clone(),
+                i["response"]["parsed_body"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The cassette's tools as declarations (their `parameters_json_schema` is plain JSON Schema).
+fn cassette_tools(request: &Value) -> Arc<ToolDeclarations> {
+    let declarations = request["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| ToolDeclaration {
+            name: d["name"].as_str().unwrap().into(),
+            description: d["description"].as_str().unwrap().into(),
+            input_schema: Arc::new(d["parameters_json_schema"].clone()),
+            strict: false,
+            kind: ToolKind::Function,
+        })
+        .collect();
+    Arc::new(ToolDeclarations::new(declarations))
+}
+
+#[test]
+fn the_pydantic_ai_cassettes_request_the_same_shapes() {
+    for (name, choice) in [
+        ("auto", ToolChoice::Auto),
+        ("required", ToolChoice::Required),
+        (
+            "list_single",
+            ToolChoice::Tool {
+                tool_name: "get_weather".into(),
+            },
+        ),
+    ] {
+        let interactions = cassette(name);
+        let (recorded, response) = &interactions[0];
+        let tools = cassette_tools(recorded);
+        let prompt = recorded["contents"][0]["parts"][0]["text"]
+            .as_str()
+            .unwrap();
+        let mut request = ModelRequest {
+            messages: vec![Message::user(prompt)],
+            tools,
+            tool_choice: choice,
+            ..Default::default()
+        };
+        let (ours, _) = body(&request);
+        assert_eq!(ours["contents"], recorded["contents"], "{name}");
+        assert_eq!(ours["toolConfig"], recorded["toolConfig"], "{name}");
+        let declared = |body: &Value, key: &str| -> Vec<(Value, Value, Value)> {
+            body["tools"][0]["functionDeclarations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| (d["name"].clone(), d["description"].clone(), d[key].clone()))
+                .collect()
+        };
+        // Same declarations; the schema in the Gemini dialect (`additionalProperties` dropped).
+        let mut theirs = declared(recorded, "parameters_json_schema");
+        for (_, _, schema) in &mut theirs {
+            schema
+                .as_object_mut()
+                .unwrap()
+                .remove("additionalProperties");
+        }
+        assert_eq!(declared(&ours, "parameters"), theirs, "{name}");
+
+        // The recorded (non-streamed) response decodes to a call carrying its signature.
+        let parts = google::decode_response(response).unwrap();
+        let call = parts
+            .iter()
+            .find_map(|p| match p {
+                ModelPart::ToolCall(call) => Some(call.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(call.tool_name, "get_weather");
+        assert_eq!(call.input, r#"{"city":"Paris"}"#);
+        let signature =
+            response["candidates"][0]["content"]["parts"][0]["thoughtSignature"].clone();
+        assert_eq!(
+            call.provider_metadata.get("google").unwrap()["thoughtSignature"],
+            signature
+        );
+
+        // The follow-up request (auto's second interaction) has the same shape, with our own
+        // signature (pydantic re-encodes it as URL-safe base64; we echo it byte for byte) and
+        // the documented `output` key instead of pydantic's `return_value`.
+        if let Some((second, _)) = interactions.get(1) {
+            request.messages.push(Message::new(
+                Role::Assistant,
+                vec![Part::ToolCall(ToolCallPart {
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    input: serde_json::from_str(&call.input).unwrap(),
+                    provider_executed: false,
+                    provider_metadata: call.provider_metadata.clone(),
+                })],
+            ));
+            let output =
+                second["contents"][2]["parts"][0]["functionResponse"]["response"]["return_value"]
+                    .as_str()
+                    .unwrap();
+            request
+                .messages
+                .push(Message::tool_results(vec![ToolResultPart {
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    output: ModelOutput::text(output),
+                    provider_executed: false,
+                    provider_metadata: ProviderMetadata::default(),
+                }]));
+            let (ours, _) = body(&request);
+            let roles = |b: &Value| -> Vec<Value> {
+                b["contents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["role"].clone())
+                    .collect()
+            };
+            assert_eq!(roles(&ours), roles(second));
+            let our_call = &ours["contents"][1]["parts"][0];
+            let their_call = &second["contents"][1]["parts"][0];
+            assert_eq!(
+                our_call["functionCall"]["name"],
+                their_call["functionCall"]["name"]
+            );
+            assert_eq!(
+                our_call["functionCall"]["args"],
+                their_call["functionCall"]["args"]
+            );
+            assert_eq!(our_call["thoughtSignature"], signature);
+            let ours_response = &ours["contents"][2]["parts"][0]["functionResponse"];
+            let their_response = &second["contents"][2]["parts"][0]["functionResponse"];
+            assert_eq!(ours_response["name"], their_response["name"]);
+            assert_eq!(ours_response["response"], json!({"output": output}));
+        }
+    }
+}
