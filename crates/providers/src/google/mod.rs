@@ -62,7 +62,7 @@ pub const BASE_URL_VAR: &str = "GOOGLE_GENERATIVE_AI_BASE_URL";
 /// assert!(whole.endpoint().ends_with(":generateContent"));
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GoogleGemini {
     model: String,
     base_url: String,
@@ -70,6 +70,18 @@ pub struct GoogleGemini {
     streaming: bool,
     http: HttpSettings,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for GoogleGemini {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("GoogleGemini")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("streaming", &self.streaming)
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GoogleGemini {
@@ -170,13 +182,19 @@ impl LanguageModel for GoogleGemini {
         post.secret = Some(self.api_key.clone());
         if self.streaming {
             post = post.header("accept", "text/event-stream")?;
-            let response = post.send(&self.client, &self.http).await?;
+            let response = post
+                .send(&self.client, &self.http)
+                .await
+                .map_err(refine_error)?;
             return Ok(decode_events(
                 response_events(response, self.http.idle_timeout),
                 warnings,
             ));
         }
-        let response = post.send(&self.client, &self.http).await?;
+        let response = post
+            .send(&self.client, &self.http)
+            .await
+            .map_err(refine_error)?;
         let bytes = read_body(response, self.http.idle_timeout, &self.api_key).await?;
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             ModelError::new(
@@ -193,6 +211,15 @@ impl LanguageModel for GoogleGemini {
         }
         Ok(Box::pin(futures::stream::iter(parts.into_iter().map(Ok))))
     }
+}
+
+/// Gemini answers a missing, invalid or expired key with a 400 (`API key not valid…`,
+/// `API_KEY_INVALID`): that is an authentication failure, not a bad request.
+fn refine_error(mut error: ModelError) -> ModelError {
+    if error.status == Some(400) && error.message.contains("API key") {
+        error.kind = ModelErrorKind::Auth;
+    }
+    error
 }
 
 /// Reads a whole response body, failing after `timeout`.
