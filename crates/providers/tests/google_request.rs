@@ -725,3 +725,73 @@ fn the_pydantic_ai_cassettes_request_the_same_shapes() {
         }
     }
 }
+
+#[test]
+fn gemini_3_gets_the_documented_signature_for_unsigned_history_calls() {
+    // A history written by another model: no Gemini signatures at all.
+    let messages = vec![
+        Message::user("Find cats and dogs."),
+        Message::new(
+            Role::Assistant,
+            vec![
+                call("a", json!({"q": "cats"}), ProviderMetadata::default()),
+                call("b", json!({"q": "dogs"}), ProviderMetadata::default()),
+            ],
+        ),
+        Message::tool_results(vec![
+            result("a", ModelOutput::text("Tom")),
+            result("b", ModelOutput::text("Rex")),
+        ]),
+        // A signed step is left alone.
+        Message::new(
+            Role::Assistant,
+            vec![call(
+                "c",
+                json!({"q": "birds"}),
+                google(json!({"thoughtSignature": "real"})),
+            )],
+        ),
+        Message::tool_results(vec![result("c", ModelOutput::text("Tweety"))]),
+    ];
+    let request = ModelRequest {
+        messages,
+        tools: tools(),
+        ..Default::default()
+    };
+    let gemini3 = GoogleGemini::new("gemini-3-pro-preview", Some("k"), None).unwrap();
+    let (body, warnings) = gemini3.request_body(&request);
+    assert_eq!(
+        warnings,
+        [
+            "1 tool call(s) in the history (search) have no Gemini thought signature (history from another model, or metadata lost): sent with skip_thought_signature_validator so google/gemini-3-pro-preview accepts them."
+        ]
+    );
+    let contents = &body["contents"];
+    assert_eq!(
+        contents[1]["parts"][0]["thoughtSignature"],
+        google::SKIP_SIGNATURE_VALIDATOR
+    );
+    assert!(contents[1]["parts"][1].get("thoughtSignature").is_none());
+    assert_eq!(contents[3]["parts"][0]["thoughtSignature"], "real");
+
+    // Earlier models accept unsigned calls: nothing added.
+    for model in [
+        "gemini-2.5-flash",
+        "models/gemini-2.0-flash",
+        "gemma-3-27b-it",
+    ] {
+        let (body, warnings) = GoogleGemini::new(model, Some("k"), None)
+            .unwrap()
+            .request_body(&request);
+        assert!(warnings.is_empty(), "{model}");
+        assert!(
+            body["contents"][1]["parts"][0]
+                .get("thoughtSignature")
+                .is_none()
+        );
+    }
+    let (_, warnings) = GoogleGemini::new("models/gemini-3.1-flash-lite", Some("k"), None)
+        .unwrap()
+        .request_body(&request);
+    assert_eq!(warnings.len(), 1);
+}

@@ -30,7 +30,10 @@ use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
 use crate::sse::response_events;
 
-pub use request::{DIALECT, GENERATION_CONFIG_KEYS, RenderedTools, build_body, render_tools};
+pub use request::{
+    DIALECT, GENERATION_CONFIG_KEYS, RenderedTools, SKIP_SIGNATURE_VALIDATOR, build_body,
+    render_tools,
+};
 pub use response::decode_response;
 pub use stream::{GeminiStreamDecoder, PROVIDER, decode_events};
 

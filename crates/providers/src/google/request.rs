@@ -41,6 +41,48 @@ pub const GENERATION_CONFIG_KEYS: &[&str] = &[
     "topP",
 ];
 
+/// The signature Google documents for function calls whose real signature is unknown (a
+/// history written by another model): Gemini 3 rejects an unsigned call with HTTP 400.
+pub const SKIP_SIGNATURE_VALIDATOR: &str = "skip_thought_signature_validator";
+
+/// Whether `model` rejects function calls replayed without a thought signature (Gemini 3 and
+/// later).
+fn requires_signatures(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let Some(version) = name.strip_prefix("gemini-") else {
+        return false;
+    };
+    let major: String = version.chars().take_while(char::is_ascii_digit).collect();
+    major.parse::<u32>().is_ok_and(|major| major >= 3)
+}
+
+/// In each model content with function calls but no signature at all, gives the first call
+/// [`SKIP_SIGNATURE_VALIDATOR`] (Gemini signs only the first call of a step); returns the names
+/// of the calls signed so.
+fn sign_unsigned_calls(contents: &mut [Value]) -> Vec<String> {
+    let mut signed = Vec::new();
+    for content in contents.iter_mut().filter(|c| c["role"] == "model") {
+        let Some(parts) = content.get_mut("parts").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        if parts.iter().any(|p| p.get("thoughtSignature").is_some()) {
+            continue;
+        }
+        if let Some(Value::Object(part)) =
+            parts.iter_mut().find(|p| p.get("functionCall").is_some())
+        {
+            signed.push(
+                part["functionCall"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            part.insert("thoughtSignature".into(), json!(SKIP_SIGNATURE_VALIDATOR));
+        }
+    }
+    signed
+}
+
 /// A toolset rendered for Gemini, computed once per toolset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedTools {
@@ -117,10 +159,25 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 ///   merged key by key), [`GENERATION_CONFIG_KEYS`] (such as `thinkingConfig`) into
 ///   `generationConfig`, anything else (`safetySettings`, `cachedContent`…) at the top.
 /// - Other providers' tools are dropped with one warning.
+/// - For Gemini 3 and later, a step of the history whose calls carry no signature at all (a
+///   history from another model) has its first call signed [`SKIP_SIGNATURE_VALIDATOR`], with
+///   one warning naming the calls: otherwise Gemini rejects the request.
 pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
     let mut warnings = Vec::new();
     let mut body = Map::new();
-    let (contents, system) = contents(&request.messages);
+    let (mut contents, system) = contents(&request.messages);
+    if requires_signatures(model) {
+        let unsigned = sign_unsigned_calls(&mut contents);
+        if !unsigned.is_empty() {
+            warnings.push(format!(
+                "{} tool call(s) in the history ({}) have no Gemini thought signature (history \
+                 from another model, or metadata lost): sent with {SKIP_SIGNATURE_VALIDATOR} so \
+                 {PROVIDER}/{model} accepts them.",
+                unsigned.len(),
+                unsigned.join(", ")
+            ));
+        }
+    }
     body.insert("contents".into(), Value::Array(contents));
     if !system.is_empty() {
         body.insert("systemInstruction".into(), json!({"parts": system}));
