@@ -804,3 +804,41 @@ async fn broken_streams_over_http() {
             .starts_with("The Gemini response is not valid JSON")
     );
 }
+
+#[test]
+fn mangled_fixtures_never_panic_and_keep_the_invariants() {
+    let files: Vec<Vec<String>> = FIXTURES.iter().map(|e| lines(e.file)).collect();
+    let mut rng = Rng::new(7);
+    for round in 0..400 {
+        let mut payloads = files[round % files.len()].clone();
+        // Drop some lines, cut one, duplicate one.
+        let drops = rng.below(3);
+        for _ in 0..drops {
+            if !payloads.is_empty() {
+                let at = rng.below(payloads.len());
+                payloads.remove(at);
+            }
+        }
+        if !payloads.is_empty() {
+            let at = rng.below(payloads.len());
+            let line = payloads[at].clone();
+            let mut cut = rng.below(line.len() + 1);
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            if rng.below(2) == 0 {
+                payloads[at] = line[..cut].to_string();
+            } else {
+                payloads.insert(at, line);
+            }
+        }
+        let s = decode_payloads(&payloads);
+        for call in &s.calls {
+            assert!(
+                serde_json::from_str::<Value>(&call.input).is_ok(),
+                "round {round}: {}",
+                call.input
+            );
+        }
+    }
+}

@@ -415,4 +415,56 @@ mod tests {
         assert_eq!(number_literal(&json!("NaN")), "null");
         assert_eq!(number_literal(&json!("1e400")), "null");
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn segment() -> impl Strategy<Value = Segment> {
+            prop_oneof![
+                prop::sample::select(vec!["a", "b", "c d", "é\"q"])
+                    .prop_map(|k| Segment::Key(k.to_string())),
+                (0usize..4).prop_map(Segment::Index),
+            ]
+        }
+
+        fn op() -> impl Strategy<Value = (Vec<Segment>, Option<String>, bool)> {
+            (
+                prop::collection::vec(segment(), 0..4),
+                prop::option::of("[a-z\"\\\n🌍]{0,4}"),
+                any::<bool>(),
+            )
+        }
+
+        proptest! {
+            /// Whatever order and shape the pieces come in, the text is JSON and the deltas add
+            /// up to it.
+            #[test]
+            fn always_json_and_deltas_add_up(ops in prop::collection::vec(op(), 0..24)) {
+                let mut w = ArgsWriter::default();
+                let mut deltas = String::new();
+                for (path, text, more) in &ops {
+                    let piece = match text {
+                        Some(s) => Piece::Str(s),
+                        None => Piece::Literal("1.5".into()),
+                    };
+                    w.write(path, piece, *more);
+                    deltas.push_str(&w.take_delta().unwrap_or_default());
+                }
+                w.close();
+                deltas.push_str(&w.take_delta().unwrap_or_default());
+                prop_assert_eq!(&deltas, w.text());
+                prop_assert!(
+                    serde_json::from_str::<Value>(w.text()).is_ok(),
+                    "not JSON: {}",
+                    w.text()
+                );
+            }
+
+            #[test]
+            fn paths_never_panic(path in "[$.\\[\\]'\"a-z0-9 é]{0,16}") {
+                let _ = parse_path(&path);
+            }
+        }
+    }
 }
