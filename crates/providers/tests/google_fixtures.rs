@@ -842,3 +842,67 @@ fn mangled_fixtures_never_panic_and_keep_the_invariants() {
         }
     }
 }
+
+#[test]
+fn code_execution_is_a_provider_executed_call_with_its_result() {
+    let s = decode_payloads(&[
+        chunk(json!([{"text": "Computing."}])),
+        chunk(
+            json!([{"executableCode": {"language": "PYTHON", "code": "print(2**10)"},
+            "thoughtSignature": "sig-code"}]),
+        ),
+        chunk(json!([{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1024\n"}}])),
+        chunk(json!([{"executableCode": {"language": "PYTHON", "code": "1/0"}}])),
+        chunk(
+            json!([{"codeExecutionResult": {"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError"}}]),
+        ),
+        last(json!([{"text": "2^10 = 1024."}]), "STOP"),
+    ]);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.text, "Computing.2^10 = 1024.");
+    assert_eq!(s.calls.len(), 2);
+    assert!(
+        s.calls
+            .iter()
+            .all(|c| c.provider_executed && c.tool_name == "code_execution")
+    );
+    assert_eq!(
+        s.calls[0].input,
+        r#"{"language":"PYTHON","code":"print(2**10)"}"#
+    );
+    assert_eq!(
+        signature_of(&s.calls[0].provider_metadata),
+        Some("sig-code")
+    );
+    let results: Vec<(String, Value, bool)> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ToolResult {
+                tool_call_id,
+                result,
+                is_error,
+                ..
+            } => Some((tool_call_id.clone(), result.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (
+                s.calls[0].tool_call_id.clone(),
+                json!({"outcome": "OUTCOME_OK", "output": "1024\n"}),
+                false
+            ),
+            (
+                s.calls[1].tool_call_id.clone(),
+                json!({"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError"}),
+                true
+            ),
+        ]
+    );
+    // Provider-executed calls are not client tool calls: the step just stops.
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
+    assert_eq!(s.usage.server_tool_uses, 2);
+}

@@ -795,3 +795,80 @@ fn gemini_3_gets_the_documented_signature_for_unsigned_history_calls() {
         .request_body(&request);
     assert_eq!(warnings.len(), 1);
 }
+
+#[test]
+fn code_execution_history_is_replayed_as_gemini_parts() {
+    let executed = |id: &str, input: Value, metadata: ProviderMetadata| {
+        Part::ToolCall(ToolCallPart {
+            tool_call_id: id.into(),
+            tool_name: "code_execution".into(),
+            input,
+            provider_executed: true,
+            provider_metadata: metadata,
+        })
+    };
+    let outcome = |id: &str, output: ModelOutput| {
+        Part::ToolResult(ToolResultPart {
+            tool_call_id: id.into(),
+            tool_name: "code_execution".into(),
+            output,
+            provider_executed: true,
+            provider_metadata: ProviderMetadata::default(),
+        })
+    };
+    let request = ModelRequest {
+        messages: vec![
+            Message::user("2^10?"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    executed(
+                        "c1",
+                        json!({"language": "PYTHON", "code": "print(2**10)"}),
+                        google(json!({"thoughtSignature": "sig-code"})),
+                    ),
+                    outcome(
+                        "c1",
+                        ModelOutput::json(json!({"outcome": "OUTCOME_OK", "output": "1024\n"})),
+                    ),
+                    executed(
+                        "c2",
+                        json!({"language": "PYTHON", "code": "1/0"}),
+                        ProviderMetadata::default(),
+                    ),
+                    outcome(
+                        "c2",
+                        ModelOutput::ErrorJson {
+                            value: json!({"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError"}),
+                        },
+                    ),
+                    Part::text("1024."),
+                    // Another provider's hosted tool is not replayed.
+                    Part::ToolCall(ToolCallPart {
+                        tool_call_id: "ws".into(),
+                        tool_name: "web_search".into(),
+                        input: json!({"query": "x"}),
+                        provider_executed: true,
+                        provider_metadata: ProviderMetadata::default(),
+                    }),
+                ],
+            ),
+            Message::user("Thanks."),
+        ],
+        ..Default::default()
+    };
+    let (body, warnings) = GoogleGemini::new("gemini-3-flash-preview", Some("k"), None)
+        .unwrap()
+        .request_body(&request);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        body["contents"][1],
+        json!({"role": "model", "parts": [
+            {"executableCode": {"language": "PYTHON", "code": "print(2**10)"}, "thoughtSignature": "sig-code"},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1024\n"}},
+            {"executableCode": {"language": "PYTHON", "code": "1/0"}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError"}},
+            {"text": "1024."}
+        ]})
+    );
+}

@@ -35,7 +35,7 @@ pub use request::{
     render_tools,
 };
 pub use response::decode_response;
-pub use stream::{GeminiStreamDecoder, PROVIDER, decode_events};
+pub use stream::{CODE_EXECUTION, GeminiStreamDecoder, PROVIDER, decode_events};
 
 /// The Gemini API, the default base URL of `google:`.
 pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";

@@ -8,7 +8,7 @@ use toolsmith_core::{
     ToolDeclaration, ToolResultPart,
 };
 
-use super::stream::PROVIDER;
+use super::stream::{CODE_EXECUTION, PROVIDER};
 use crate::dialect::gemini::is_empty_object;
 use crate::dialect::{self, SchemaDialect};
 use crate::provider_tools;
@@ -158,6 +158,9 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 /// - `generationConfig` from the settings; `provider_options["google"]` merged in last (objects
 ///   merged key by key), [`GENERATION_CONFIG_KEYS`] (such as `thinkingConfig`) into
 ///   `generationConfig`, anything else (`safetySettings`, `cachedContent`…) at the top.
+/// - Gemini's code execution (provider-executed `code_execution` calls and results in the
+///   history) is replayed as `executableCode` / `codeExecutionResult` model parts; other
+///   provider-executed calls and results (Google Search has none) are not sent.
 /// - Other providers' tools are dropped with one warning.
 /// - For Gemini 3 and later, a step of the history whose calls carry no signature at all (a
 ///   history from another model) has its first call signed [`SKIP_SIGNATURE_VALIDATOR`], with
@@ -385,6 +388,31 @@ fn contents(thread: &[Message]) -> (Vec<Value>, Vec<Value>) {
                             out.push("model", Value::Object(part));
                             calls.insert(&call.tool_call_id, CallInfo { position, wire_id });
                             position += 1;
+                        }
+                        // Gemini's own code execution, replayed as it came.
+                        Part::ToolCall(call) if call.tool_name == CODE_EXECUTION => {
+                            let mut part = Map::new();
+                            part.insert("executableCode".into(), call.input.clone());
+                            if let Some(signature) = signature(&call.provider_metadata) {
+                                part.insert("thoughtSignature".into(), signature.clone());
+                            }
+                            out.push("model", Value::Object(part));
+                        }
+                        Part::ToolResult(result)
+                            if result.provider_executed && result.tool_name == CODE_EXECUTION =>
+                        {
+                            let value = match &result.output {
+                                ModelOutput::Json { value } | ModelOutput::ErrorJson { value } => {
+                                    value.clone()
+                                }
+                                other => json!({"output": other.to_text()}),
+                            };
+                            let mut part = Map::new();
+                            part.insert("codeExecutionResult".into(), value);
+                            if let Some(signature) = signature(&result.provider_metadata) {
+                                part.insert("thoughtSignature".into(), signature.clone());
+                            }
+                            out.push("model", Value::Object(part));
                         }
                         _ => {}
                     }

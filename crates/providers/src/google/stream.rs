@@ -17,6 +17,10 @@ use crate::sse::SseStream;
 /// The key under which Gemini data rides in [`ProviderMetadata`].
 pub const PROVIDER: &str = "google";
 
+/// The tool name of Gemini's code execution tool (`google.code_execution`): its `executableCode`
+/// and `codeExecutionResult` parts are a provider-executed call and its result.
+pub const CODE_EXECUTION: &str = "code_execution";
+
 /// Turns Gemini stream payloads (each SSE `data:` is one `GenerateContentResponse`) into
 /// [`ModelPart`]s.
 ///
@@ -35,6 +39,10 @@ pub const PROVIDER: &str = "google";
 ///   named call, the next text, or the finish reason. A call's `thoughtSignature` rides in its
 ///   [`ModelToolCall::provider_metadata`]; the wire `id`, when there is one, is the call id
 ///   (also kept there, to be echoed), else a stable id is generated.
+/// - **Code execution.** An `executableCode` part is a provider-executed `code_execution` call
+///   (input `{language, code}`), the next `codeExecutionResult` its [`ModelPart::ToolResult`]
+///   (`{outcome, output}`, an error unless `OUTCOME_OK`); each run counts in
+///   [`Usage::server_tool_uses`].
 /// - **Grounding.** `groundingMetadata.groundingChunks[].web` become URL [`Source`]s (and
 ///   `citationMetadata.citationSources` too), each URL once per response; the distinct
 ///   `webSearchQueries` are counted in [`Usage::server_tool_uses`].
@@ -78,6 +86,9 @@ pub struct GeminiStreamDecoder {
     call_ids: HashSet<String>,
     generated_ids: usize,
     calls: usize,
+    /// The code execution call waiting for its result.
+    pending_code: Option<String>,
+    code_runs: u64,
     finish_reason: Option<String>,
     block_reason: Option<String>,
     usage: Option<Usage>,
@@ -121,6 +132,8 @@ impl GeminiStreamDecoder {
             call_ids: HashSet::new(),
             generated_ids: 0,
             calls: 0,
+            pending_code: None,
+            code_runs: 0,
             finish_reason: None,
             block_reason: None,
             usage: None,
@@ -257,6 +270,14 @@ impl GeminiStreamDecoder {
         if let Some(call) = part.function_call {
             return self.function_call(call, signature, out);
         }
+        if let Some(code) = part.executable_code {
+            self.executable_code(code, signature, out);
+            return Ok(());
+        }
+        if let Some(result) = part.code_execution_result {
+            self.code_result(result, signature, out);
+            return Ok(());
+        }
         if let Some(data) = part.inline_data {
             self.end_call(out);
             self.close_blocks(out);
@@ -293,14 +314,7 @@ impl GeminiStreamDecoder {
             self.end_call(out);
             self.close_blocks(out);
             let wire_id = call.id.clone().filter(|id| !id.is_empty());
-            let id = match &wire_id {
-                Some(id) if !self.call_ids.contains(id) => id.clone(),
-                _ => {
-                    self.generated_ids += 1;
-                    format!("call_{}_{}", self.id_prefix, self.generated_ids)
-                }
-            };
-            self.call_ids.insert(id.clone());
+            let id = self.call_id(wire_id.as_deref());
             out.push(ModelPart::ToolInputStart {
                 id: id.clone(),
                 tool_name: name.clone(),
@@ -351,6 +365,83 @@ impl GeminiStreamDecoder {
         Ok(())
     }
 
+    /// A call id: the wire's when it has a new one, else a generated one.
+    fn call_id(&mut self, wire_id: Option<&str>) -> String {
+        let id = match wire_id {
+            Some(id) if !id.is_empty() && !self.call_ids.contains(id) => id.to_string(),
+            _ => {
+                self.generated_ids += 1;
+                format!("call_{}_{}", self.id_prefix, self.generated_ids)
+            }
+        };
+        self.call_ids.insert(id.clone());
+        id
+    }
+
+    /// `executableCode`: a provider-executed `code_execution` call, input `{language, code}`.
+    fn executable_code(
+        &mut self,
+        mut code: Value,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) {
+        self.end_call(out);
+        self.close_blocks(out);
+        let wire_id = code
+            .as_object_mut()
+            .and_then(|c| c.shift_remove("id"))
+            .and_then(|id| id.as_str().map(str::to_string));
+        let id = self.call_id(wire_id.as_deref());
+        let input = match code {
+            Value::Object(_) => code.to_string(),
+            _ => "{}".to_string(),
+        };
+        out.push(ModelPart::ToolInputStart {
+            id: id.clone(),
+            tool_name: CODE_EXECUTION.into(),
+            provider_executed: true,
+        });
+        out.push(ModelPart::ToolInputDelta {
+            id: id.clone(),
+            delta: input.clone(),
+        });
+        out.push(ModelPart::ToolInputEnd { id: id.clone() });
+        let mut call = ModelToolCall::new(id.clone(), CODE_EXECUTION, input);
+        call.provider_executed = true;
+        call.provider_metadata = google_metadata(signature, wire_id);
+        out.push(ModelPart::ToolCall(call));
+        self.code_runs += 1;
+        self.pending_code = Some(id);
+    }
+
+    /// `codeExecutionResult`: the result of the last `executableCode`, an error unless its
+    /// outcome is `OUTCOME_OK`.
+    fn code_result(
+        &mut self,
+        mut result: Value,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) {
+        self.end_call(out);
+        self.close_blocks(out);
+        let wire_id = result
+            .as_object_mut()
+            .and_then(|r| r.shift_remove("id"))
+            .and_then(|id| id.as_str().map(str::to_string));
+        let tool_call_id = match self.pending_code.take() {
+            Some(id) => id,
+            None => self.call_id(wire_id.as_deref()),
+        };
+        let is_error = result.get("outcome").and_then(Value::as_str) != Some("OUTCOME_OK");
+        out.push(ModelPart::ToolResult {
+            tool_call_id,
+            tool_name: CODE_EXECUTION.into(),
+            result,
+            is_error,
+            provider_metadata: google_metadata(signature, wire_id),
+        });
+    }
+
     /// Completes the open call, if any: closes its arguments, ends its input, emits the call.
     fn end_call(&mut self, out: &mut Vec<ModelPart>) {
         let Some(mut call) = self.call.take() else {
@@ -366,19 +457,8 @@ impl GeminiStreamDecoder {
         out.push(ModelPart::ToolInputEnd {
             id: call.id.clone(),
         });
-        let mut google = serde_json::Map::new();
-        if let Some(signature) = call.signature {
-            google.insert("thoughtSignature".into(), json!(signature));
-        }
-        if let Some(wire_id) = call.wire_id {
-            google.insert("id".into(), json!(wire_id));
-        }
         let mut tool_call = ModelToolCall::new(call.id, call.name, call.args.text().to_string());
-        if !google.is_empty() {
-            tool_call
-                .provider_metadata
-                .insert(PROVIDER, Value::Object(google));
-        }
+        tool_call.provider_metadata = google_metadata(call.signature, call.wire_id);
         self.calls += 1;
         out.push(ModelPart::ToolCall(tool_call));
     }
@@ -512,7 +592,7 @@ impl GeminiStreamDecoder {
         let mut finish_reason = FinishReason::new(unified);
         finish_reason.raw = self.finish_reason.clone().or(self.block_reason.clone());
         let mut usage = self.usage.unwrap_or_default();
-        usage.server_tool_uses = self.queries.len() as u64;
+        usage.server_tool_uses = self.queries.len() as u64 + self.code_runs;
         out.push(ModelPart::Finish {
             usage,
             finish_reason,
@@ -531,6 +611,22 @@ impl GeminiStreamDecoder {
         }
         self.done = true;
     }
+}
+
+/// `{"google": {"thoughtSignature": …, "id": …}}` with what is known, or nothing.
+fn google_metadata(signature: Option<String>, wire_id: Option<String>) -> ProviderMetadata {
+    let mut google = serde_json::Map::new();
+    if let Some(signature) = signature {
+        google.insert("thoughtSignature".into(), json!(signature));
+    }
+    if let Some(wire_id) = wire_id {
+        google.insert("id".into(), json!(wire_id));
+    }
+    let mut metadata = ProviderMetadata::default();
+    if !google.is_empty() {
+        metadata.insert(PROVIDER, Value::Object(google));
+    }
+    metadata
 }
 
 /// Ends a text (`reasoning: false`) or reasoning block, its signature in the metadata.

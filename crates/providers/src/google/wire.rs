@@ -41,6 +41,10 @@ pub(crate) struct WirePart {
     pub thought_signature: Option<String>,
     pub function_call: Option<FunctionCall>,
     pub inline_data: Option<InlineData>,
+    /// Code the model ran with the code execution tool: `{language, code}`.
+    pub executable_code: Option<Value>,
+    /// Its result: `{outcome, output}`.
+    pub code_execution_result: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
