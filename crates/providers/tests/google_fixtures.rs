@@ -525,7 +525,7 @@ fn missing_terminators_wire_ids_and_unusual_values() {
         chunk(json!([{"functionCall": {"name": "c", "willContinue": true}}])),
         chunk(json!([{"functionCall": {"partialArgs": [
             {"jsonPath": "$.s", "stringValue": "par", "willContinue": true}], "willContinue": true}}])),
-        chunk(json!([{"text": "Done."}, {"executableCode": {"code": "1"}}, {"videoMetadata": {}}])),
+        chunk(json!([{"text": "Done."}, {"somethingNew": {"code": "1"}}, {"videoMetadata": {}}])),
         // Streamed, cut by the finish reason.
         chunk(json!([{"functionCall": {"name": "d", "willContinue": true}}])),
         last(
