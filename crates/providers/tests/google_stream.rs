@@ -381,3 +381,30 @@ fn code_execution_is_a_provider_executed_call_with_its_result() {
     assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
     assert_eq!(s.usage.server_tool_uses, 2);
 }
+
+#[test]
+fn a_call_cut_by_the_token_limit_keeps_malformed_arguments() {
+    let s = decode_payloads(&[
+        chunk(json!([{"functionCall": {"name": "write", "args": {"path": "a.txt"}}}])),
+        chunk(json!([{"functionCall": {"name": "write", "willContinue": true}}])),
+        chunk(json!([{"functionCall": {"partialArgs": [
+            {"jsonPath": "$.path", "stringValue": "b.txt"},
+            {"jsonPath": "$.text", "stringValue": "The first half of", "willContinue": true}],
+            "willContinue": true}}])),
+        last(json!([]), "MAX_TOKENS"),
+    ]);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    let inputs: Vec<&str> = s.calls.iter().map(|c| c.input.as_str()).collect();
+    // The complete call is intact; the cut one is not passed off as complete JSON.
+    assert_eq!(
+        inputs,
+        [
+            r#"{"path":"a.txt"}"#,
+            r#"{"path":"b.txt","text":"The first half of"#
+        ]
+    );
+    assert!(serde_json::from_str::<Value>(inputs[1]).is_err());
+    let finish = s.finish.unwrap();
+    assert_eq!(finish.unified, UnifiedFinishReason::Length);
+    assert_eq!(finish.raw.as_deref(), Some("MAX_TOKENS"));
+}

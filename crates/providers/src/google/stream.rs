@@ -36,7 +36,9 @@ pub const CODE_EXECUTION: &str = "code_execution";
 ///   argument JSON as it is built, the deltas concatenating exactly to the final input. The call
 ///   ends at a `functionCall` whose `willContinue` is not true (the `functionCall: {}`
 ///   terminator, or a last `partialArgs` chunk when the terminator is missing), else at the next
-///   named call, the next text, or the finish reason. A call's `thoughtSignature` rides in its
+///   named call, the next text, or a `STOP` finish reason. A call still streaming when another
+///   finish reason (`MAX_TOKENS`, `SAFETY`…) stops the output keeps its arguments unclosed: the
+///   malformed input becomes an error result instead of a call run with a truncated value. A call's `thoughtSignature` rides in its
 ///   [`ModelToolCall::provider_metadata`]; the wire `id`, when there is one, is the call id
 ///   (also kept there, to be echoed), else a stable id is generated.
 /// - **Code execution.** An `executableCode` part is a provider-executed `code_execution` call
@@ -258,9 +260,17 @@ impl GeminiStreamDecoder {
             .finish_reason
             .filter(|r| !r.is_empty() && r != "FINISH_REASON_UNSPECIFIED")
         {
+            // A call still streaming when the output stops for any reason but STOP (the token
+            // limit, a filter) is cut short: its arguments are left unclosed, so the loop sees
+            // malformed input instead of running a call whose last value was truncated.
+            let cut_short = reason != "STOP";
             self.finish_reason = Some(reason);
             self.close_blocks(out);
-            self.end_call(out);
+            if cut_short {
+                self.end_cut_call(out);
+            } else {
+                self.end_call(out);
+            }
         }
         Ok(())
     }
@@ -444,10 +454,21 @@ impl GeminiStreamDecoder {
 
     /// Completes the open call, if any: closes its arguments, ends its input, emits the call.
     fn end_call(&mut self, out: &mut Vec<ModelPart>) {
+        if let Some(call) = &mut self.call {
+            call.args.close();
+        }
+        self.emit_call(out);
+    }
+
+    /// Emits the open call, if any, with its arguments as they are (possibly unclosed JSON).
+    fn end_cut_call(&mut self, out: &mut Vec<ModelPart>) {
+        self.emit_call(out);
+    }
+
+    fn emit_call(&mut self, out: &mut Vec<ModelPart>) {
         let Some(mut call) = self.call.take() else {
             return;
         };
-        call.args.close();
         if let Some(delta) = call.args.take_delta() {
             out.push(ModelPart::ToolInputDelta {
                 id: call.id.clone(),
