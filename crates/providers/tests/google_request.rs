@@ -602,3 +602,33 @@ fn code_execution_history_is_replayed_as_gemini_parts() {
         ]})
     );
 }
+
+#[test]
+fn google_search_is_left_out_with_a_warning_on_gemini_1() {
+    let request = ModelRequest {
+        messages: vec![Message::user("News?")],
+        tools: Arc::new(ToolDeclarations::new(vec![
+            declaration("search", search_schema(), ToolKind::Function),
+            declaration("google_search", json!({}), provider("google.google_search")),
+        ])),
+        ..Default::default()
+    };
+    let old = GoogleGemini::new("gemini-1.5-pro", Some("k"), None).unwrap();
+    let (body, warnings) = old.request_body(&request);
+    assert_eq!(
+        warnings,
+        [
+            "google_search is not supported by google/gemini-1.5-pro (it needs Gemini 2.0 or later); the model will answer without it."
+        ]
+    );
+    assert_eq!(body["tools"].as_array().unwrap().len(), 1);
+    assert!(body["tools"][0].get("functionDeclarations").is_some());
+    // Gemini 2 and later, and models that are not named gemini-N, keep it.
+    for model in ["gemini-2.0-flash", "gemini-3-pro-preview", "my-proxy-model"] {
+        let (body, warnings) = GoogleGemini::new(model, Some("k"), None)
+            .unwrap()
+            .request_body(&request);
+        assert!(warnings.is_empty(), "{model}");
+        assert_eq!(body["tools"][1], json!({"google_search": {}}), "{model}");
+    }
+}

@@ -45,15 +45,19 @@ pub const GENERATION_CONFIG_KEYS: &[&str] = &[
 /// history written by another model): Gemini 3 rejects an unsigned call with HTTP 400.
 pub const SKIP_SIGNATURE_VALIDATOR: &str = "skip_thought_signature_validator";
 
+/// The major version of a Gemini model name (`gemini-3-pro-preview`, `models/gemini-2.5-flash`);
+/// `None` for other models (Gemma, tuned models…).
+fn gemini_major(model: &str) -> Option<u32> {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let version = name.strip_prefix("gemini-")?;
+    let major: String = version.chars().take_while(char::is_ascii_digit).collect();
+    major.parse().ok()
+}
+
 /// Whether `model` rejects function calls replayed without a thought signature (Gemini 3 and
 /// later).
 fn requires_signatures(model: &str) -> bool {
-    let name = model.rsplit('/').next().unwrap_or(model);
-    let Some(version) = name.strip_prefix("gemini-") else {
-        return false;
-    };
-    let major: String = version.chars().take_while(char::is_ascii_digit).collect();
-    major.parse::<u32>().is_ok_and(|major| major >= 3)
+    gemini_major(model).is_some_and(|major| major >= 3)
 }
 
 /// In each model content with function calls but no signature at all, gives the first call
@@ -161,7 +165,8 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 /// - Gemini's code execution (provider-executed `code_execution` calls and results in the
 ///   history) is replayed as `executableCode` / `codeExecutionResult` model parts; other
 ///   provider-executed calls and results (Google Search has none) are not sent.
-/// - Other providers' tools are dropped with one warning.
+/// - Other providers' tools are dropped with one warning; so is `google_search` for a Gemini 1.x
+///   model, which has no such tool.
 /// - For Gemini 3 and later, a step of the history whose calls carry no signature at all (a
 ///   history from another model) has its first call signed [`SKIP_SIGNATURE_VALIDATOR`], with
 ///   one warning naming the calls: otherwise Gemini rejects the request.
@@ -194,8 +199,20 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
             model,
         ));
     }
-    if !rendered.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(rendered.tools.clone()));
+    let mut tools = rendered.tools.clone();
+    if gemini_major(model).is_some_and(|major| major < 2) {
+        // Gemini 1.x has no `google_search` tool (seed 000: an "unsupported" warning).
+        let before = tools.len();
+        tools.retain(|t| t.get("google_search").is_none());
+        if tools.len() < before {
+            warnings.push(format!(
+                "google_search is not supported by {PROVIDER}/{model} (it needs Gemini 2.0 or \
+                 later); the model will answer without it."
+            ));
+        }
+    }
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
     }
     if rendered.has_functions {
         let mut config = Map::new();
