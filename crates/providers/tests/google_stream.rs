@@ -291,6 +291,19 @@ fn broken_streams_end_in_clean_errors() {
     );
     assert!(s.calls.is_empty());
 
+    // The same, wrapped in an array.
+    let s = decode_payloads(
+        &[json!([{"error": {"code": 500, "message": "Internal error.",
+        "status": "INTERNAL"}}])
+        .to_string()],
+    );
+    let error = s.error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert_eq!(
+        error.message,
+        "google reported an error (500 INTERNAL): Internal error."
+    );
+
     // Arguments with no call, and an unsupported path.
     let s = decode_payloads(&[chunk(
         json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}]}}]),

@@ -178,6 +178,12 @@ impl GeminiStreamDecoder {
             Ok(chunk) => chunk,
             Err(error) => {
                 self.abort(out);
+                // An error may come wrapped in an array, as Google's JSON streams send it.
+                if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(data)
+                    && let Some(inner) = items.first().and_then(|i| i.get("error"))
+                {
+                    return Err(stream_error(inner));
+                }
                 return Err(ModelError::new(
                     ModelErrorKind::InvalidResponse,
                     format!(
