@@ -50,9 +50,56 @@ pub fn provider_message(body: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The delay a Google API error body asks for: the `retryDelay` of its
+/// `type.googleapis.com/google.rpc.RetryInfo` detail (`{"error":{"details":[{"@type":…,
+/// "retryDelay":"20s"}]}}`, also inside a one-element array), in the protobuf JSON duration
+/// form (`"20s"`, `"34.4s"`) or as `{"seconds":…,"nanos":…}`.
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use toolsmith_providers::errors::retry_info_delay;
+///
+/// let body = json!({"error": {"code": 429, "details": [
+///     {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}
+/// ]}});
+/// assert_eq!(retry_info_delay(&body), Some(Duration::from_millis(34_400)));
+/// assert_eq!(retry_info_delay(&json!({"error": {"message": "no"}})), None);
+/// ```
+pub fn retry_info_delay(body: &Value) -> Option<Duration> {
+    let body = match body {
+        Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let details = body
+        .get("error")
+        .unwrap_or(body)
+        .get("details")?
+        .as_array()?;
+    let info = details.iter().find(|d| {
+        d.get("@type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+    })?;
+    let seconds = match info.get("retryDelay")? {
+        Value::String(text) => text.trim().strip_suffix('s')?.trim().parse::<f64>().ok()?,
+        Value::Object(parts) => {
+            let whole = match parts.get("seconds") {
+                Some(Value::String(s)) => s.parse::<f64>().ok()?,
+                Some(n) => n.as_f64()?,
+                None => 0.0,
+            };
+            whole + parts.get("nanos").and_then(Value::as_f64).unwrap_or(0.0) / 1e9
+        }
+        _ => return None,
+    };
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
 /// The error for a non-success response: its kind from the status, its message from the body
 /// (the provider's message when it has one, else a short excerpt), with any occurrence of
-/// `secret` removed.
+/// `secret` removed. Without a `retry_after` (from the headers), a Google `RetryInfo` in the
+/// body sets it (see [`retry_info_delay`]).
 pub fn status_error(
     provider: &str,
     status: u16,
@@ -68,6 +115,11 @@ pub fn status_error(
     };
     let mut error =
         ModelError::new(status_kind(status), redact(&message, secret)).with_status(status);
+    let retry_after = retry_after.or_else(|| {
+        serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| retry_info_delay(&v))
+    });
     if let Some(delay) = retry_after {
         error = error.with_retry_after(delay);
     }
@@ -138,5 +190,34 @@ mod tests {
         let e = status_error("openai", 502, "<html>bad gateway</html>", None, None);
         assert_eq!(e.kind, ModelErrorKind::Server);
         assert!(e.message.ends_with("<html>bad gateway</html>"));
+    }
+
+    #[test]
+    fn google_retry_info_sets_the_delay_when_no_header_did() {
+        let body = r#"{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"20s"}]}}"#;
+        let e = status_error("google", 429, body, None, None);
+        assert_eq!(e.kind, ModelErrorKind::RateLimited);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(20)));
+        assert_eq!(
+            e.message,
+            "google returned HTTP 429: You exceeded your current quota."
+        );
+        // A retry-after header wins.
+        let e = status_error("google", 503, body, Some(Duration::from_secs(1)), None);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(1)));
+        // In an array, as a {seconds, nanos} object, fractional; bad values ignored.
+        let array = format!("[{body}]").replace(r#""20s""#, r#"{"seconds":"2","nanos":500000000}"#);
+        let e = status_error("google", 503, &array, None, None);
+        assert_eq!(e.retry_after, Some(Duration::from_millis(2500)));
+        for delay in [r#""0.25s""#, r#""-1s""#, r#""soon""#, "3"] {
+            let body = body.replace(r#""20s""#, delay);
+            let got = status_error("google", 429, &body, None, None).retry_after;
+            let want = (delay == r#""0.25s""#).then(|| Duration::from_millis(250));
+            assert_eq!(got, want, "{delay}");
+        }
+        assert_eq!(
+            status_error("openai", 429, "{}", None, None).retry_after,
+            None
+        );
     }
 }

@@ -1,1 +1,246 @@
-//! (in progress)
+//! Google Gemini's native API (`generateContent`, `streamGenerateContent?alt=sse`): `google:`.
+//!
+//! - Requests ([`build_body`], [`render_tools`]): contents with thought signatures echoed
+//!   verbatim, `functionDeclarations` in the [`Gemini`](crate::dialect::Gemini) schema dialect
+//!   (rendered once per toolset), Google Search as its own `tools` entry, `toolConfig`,
+//!   `generationConfig`, provider options.
+//! - Streams ([`GeminiStreamDecoder`], [`decode_events`]): text and thoughts, whole and streamed
+//!   (`partialArgs`) function calls, grounding sources, usage with thoughts tokens, finish
+//!   reasons.
+//! - Whole bodies ([`decode_response`]) for `with_streaming(false)`.
+//!
+//! Errors: HTTP failures go through [`JsonPost`] (retries for 429 and 5xx, honouring
+//! `retry-after` and the `RetryInfo` of Google's error bodies); the key travels in the
+//! `x-goog-api-key` header and never appears in an error.
+
+mod args;
+mod request;
+mod response;
+mod stream;
+mod wire;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use toolsmith_core::{
+    LanguageModel, ModelError, ModelErrorKind, ModelPart, ModelRequest, ModelStream,
+};
+
+use crate::http::{HttpSettings, JsonPost, shared_client};
+use crate::keys;
+use crate::sse::response_events;
+
+pub use request::{
+    DIALECT, GENERATION_CONFIG_KEYS, RenderedTools, SKIP_SIGNATURE_VALIDATOR, build_body,
+    render_tools,
+};
+pub use response::decode_response;
+pub use stream::{CODE_EXECUTION, GeminiStreamDecoder, PROVIDER, decode_events};
+
+/// The Gemini API, the default base URL of `google:`.
+pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// The variable holding the API key.
+pub const API_KEY_VAR: &str = "GEMINI_API_KEY";
+
+/// A second variable accepted for the key when [`API_KEY_VAR`] is not set (the AI SDK's name).
+pub const FALLBACK_API_KEY_VAR: &str = "GOOGLE_GENERATIVE_AI_API_KEY";
+
+/// The variable overriding the base URL.
+pub const BASE_URL_VAR: &str = "GOOGLE_GENERATIVE_AI_BASE_URL";
+
+/// A Gemini model behind the native API.
+///
+/// Named `GoogleGemini` (provider and wire, like [`OpenAiChat`](crate::openai_chat::OpenAiChat))
+/// so it never clashes with the schema dialect [`dialect::Gemini`](crate::dialect::Gemini).
+///
+/// ```no_run
+/// use toolsmith_providers::google::GoogleGemini;
+///
+/// // Key from GEMINI_API_KEY, base URL from GOOGLE_GENERATIVE_AI_BASE_URL or Google's.
+/// let flash = GoogleGemini::new("gemini-2.5-flash", None, None)?;
+/// assert!(flash.endpoint().ends_with("/models/gemini-2.5-flash:streamGenerateContent?alt=sse"));
+/// // One JSON body per call instead of a stream.
+/// let whole = GoogleGemini::new("gemini-2.5-flash", Some("key"), None)?.with_streaming(false);
+/// assert!(whole.endpoint().ends_with(":generateContent"));
+/// # Ok::<(), toolsmith_core::ModelError>(())
+/// ```
+#[derive(Clone)]
+pub struct GoogleGemini {
+    model: String,
+    base_url: String,
+    api_key: String,
+    streaming: bool,
+    http: HttpSettings,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for GoogleGemini {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("GoogleGemini")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("streaming", &self.streaming)
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GoogleGemini {
+    /// `google:MODEL`: the key is `api_key`, else `GEMINI_API_KEY`, else
+    /// `GOOGLE_GENERATIVE_AI_API_KEY`; the base URL is `base_url`, else
+    /// `GOOGLE_GENERATIVE_AI_BASE_URL`, else [`GEMINI_BASE_URL`]. Streams by default.
+    ///
+    /// # Errors
+    ///
+    /// A `Config` error when there is no key:
+    /// `GEMINI_API_KEY is not set: pass --api-key or set GEMINI_API_KEY`.
+    pub fn new(
+        model: impl Into<String>,
+        api_key: Option<&str>,
+        base_url: Option<&str>,
+    ) -> Result<Self, ModelError> {
+        let key = match keys::optional_key(api_key, API_KEY_VAR) {
+            Some(key) => key,
+            None => match keys::optional_key(None, FALLBACK_API_KEY_VAR) {
+                Some(key) => key,
+                None => keys::require_key(None, API_KEY_VAR)?,
+            },
+        };
+        let base_url = keys::base_url(base_url, BASE_URL_VAR, GEMINI_BASE_URL);
+        Ok(GoogleGemini {
+            model: model.into(),
+            base_url,
+            api_key: key,
+            streaming: true,
+            http: HttpSettings::default(),
+            client: shared_client().clone(),
+        })
+    }
+
+    /// Replaces the timeouts and retry policy.
+    pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
+        self.http = settings;
+        self
+    }
+
+    /// Streams (`streamGenerateContent?alt=sse`, the default) or asks for one JSON body
+    /// (`generateContent`); both yield the same parts.
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// The base URL requests go to (`…/v1beta`, without the trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The endpoint: `{base_url}/models/{model}:streamGenerateContent?alt=sse`, or
+    /// `…:generateContent` without streaming. A model already named `models/…` or
+    /// `tunedModels/…` keeps its prefix.
+    pub fn endpoint(&self) -> String {
+        let model = if self.model.starts_with("models/") || self.model.starts_with("tunedModels/") {
+            self.model.clone()
+        } else {
+            format!("models/{}", self.model)
+        };
+        if self.streaming {
+            format!("{}/{model}:streamGenerateContent?alt=sse", self.base_url)
+        } else {
+            format!("{}/{model}:generateContent", self.base_url)
+        }
+    }
+
+    /// The JSON body this model would send for `request`, and the warnings it would report.
+    pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
+        build_body(request, &self.model)
+    }
+}
+
+#[async_trait]
+impl LanguageModel for GoogleGemini {
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let (body, warnings) = self.request_body(request);
+        for warning in &warnings {
+            tracing::warn!(provider = PROVIDER, model = %self.model, "{warning}");
+        }
+        let body = serde_json::to_vec(&body).map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::Other,
+                format!("The request could not be serialised: {e}"),
+            )
+        })?;
+        let mut post = JsonPost::new(PROVIDER, self.endpoint(), body.into())
+            .header("x-goog-api-key", &self.api_key)?;
+        post.secret = Some(self.api_key.clone());
+        if self.streaming {
+            post = post.header("accept", "text/event-stream")?;
+            let response = post
+                .send(&self.client, &self.http)
+                .await
+                .map_err(refine_error)?;
+            return Ok(decode_events(
+                response_events(response, self.http.idle_timeout),
+                warnings,
+            ));
+        }
+        let response = post
+            .send(&self.client, &self.http)
+            .await
+            .map_err(refine_error)?;
+        let bytes = read_body(response, self.http.idle_timeout, &self.api_key).await?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "The Gemini response is not valid JSON ({e}): {}",
+                    crate::errors::excerpt(&String::from_utf8_lossy(&bytes), 200)
+                ),
+            )
+        })?;
+        let mut parts = decode_response(&value)?;
+        if let Some(ModelPart::StreamStart { warnings: slot }) = parts.first_mut() {
+            *slot = warnings;
+        }
+        Ok(Box::pin(futures::stream::iter(parts.into_iter().map(Ok))))
+    }
+}
+
+/// Gemini answers a missing, invalid or expired key with a 400 (`API key not valid…`,
+/// `API_KEY_INVALID`): that is an authentication failure, not a bad request.
+fn refine_error(mut error: ModelError) -> ModelError {
+    if error.status == Some(400) && error.message.contains("API key") {
+        error.kind = ModelErrorKind::Auth;
+    }
+    error
+}
+
+/// Reads a whole response body, failing after `timeout`.
+async fn read_body(
+    response: reqwest::Response,
+    timeout: Duration,
+    secret: &str,
+) -> Result<bytes::Bytes, ModelError> {
+    match tokio::time::timeout(timeout, response.bytes()).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(error)) => Err(crate::errors::transport_error(
+            PROVIDER,
+            &error,
+            Some(secret),
+        )),
+        Err(_) => Err(ModelError::new(
+            ModelErrorKind::Timeout,
+            format!("The {PROVIDER} response body did not arrive within {timeout:?}."),
+        )),
+    }
+}

@@ -1,0 +1,470 @@
+//! Streamed function-call arguments (`partialArgs`: a value at a JSON path, strings possibly in
+//! several pieces) turned into the argument JSON text incrementally, so every piece can go out
+//! as a tool-input delta the moment it arrives and the deltas concatenate to the final input.
+
+use serde_json::Value;
+
+/// One step of a JSON path: an object member or an array element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Parses the JSON paths Gemini sends: `$`, `$.a.b`, `$.items[2].price`, `$['odd key']`,
+/// `$["x"][0]`. `None` for anything else.
+pub(crate) fn parse_path(path: &str) -> Option<Vec<Segment>> {
+    let rest = path.trim().strip_prefix('$')?;
+    let bytes = rest.as_bytes();
+    let mut segments = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'.' => {
+                let start = i + 1;
+                let mut end = start;
+                while end < bytes.len() && bytes[end] != b'.' && bytes[end] != b'[' {
+                    end += 1;
+                }
+                if end == start {
+                    return None;
+                }
+                segments.push(Segment::Key(rest[start..end].to_string()));
+                i = end;
+            }
+            b'[' => {
+                let inner = &rest[i + 1..];
+                let trimmed = inner.trim_start();
+                let offset = i + 1 + (inner.len() - trimmed.len());
+                match trimmed.chars().next()? {
+                    quote @ ('\'' | '"') => {
+                        // A quoted key may contain `]` or `.`: it ends at its closing quote.
+                        let key_start = offset + 1;
+                        let key_end = key_start + rest[key_start..].find(quote)?;
+                        let after = &rest[key_end + 1..];
+                        let close = key_end + 1 + after.find(']')?;
+                        if !rest[key_end + 1..close].trim().is_empty() {
+                            return None;
+                        }
+                        segments.push(Segment::Key(rest[key_start..key_end].to_string()));
+                        i = close + 1;
+                    }
+                    _ => {
+                        let close = i + 1 + inner.find(']')?;
+                        let index = rest[i + 1..close].trim();
+                        if !index.bytes().all(|b| b.is_ascii_digit()) {
+                            return None;
+                        }
+                        segments.push(Segment::Index(index.parse().ok()?));
+                        i = close + 1;
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(segments)
+}
+
+/// The value of one partial argument.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Piece<'a> {
+    /// (A piece of) a string.
+    Str(&'a str),
+    /// A complete JSON value, already serialised.
+    Literal(String),
+}
+
+/// A JSON number from Gemini's `numberValue` (a double): integral values are written without a
+/// fraction (`2`, not `2.0`, so integer parameters deserialise), non-finite ones as `null`.
+pub(crate) fn number_literal(value: &Value) -> String {
+    let number = match value {
+        Value::Number(n) if n.is_i64() || n.is_u64() => return n.to_string(),
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match number {
+        Some(n) if n.is_finite() && n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 => {
+            format!("{}", n as i64)
+        }
+        Some(n) if n.is_finite() => serde_json::Number::from_f64(n)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "null".into()),
+        _ => "null".into(),
+    }
+}
+
+#[derive(Debug)]
+struct Frame {
+    /// How the parent reaches this container (`None` for the root).
+    segment: Option<Segment>,
+    array: bool,
+    count: usize,
+}
+
+/// Builds one call's argument JSON text from partial arguments.
+///
+/// Gemini sends arguments depth-first in document order; each value goes where its path says,
+/// containers are opened and closed as the path moves on, and a string sent in pieces
+/// (`willContinue`) stays open until its last piece. Array elements skipped by an index are
+/// `null`. A path going back into a member already closed cannot be merged into text already
+/// sent: it is written again (a repeated key, or a further array element).
+#[derive(Debug, Default)]
+pub(crate) struct ArgsWriter {
+    text: String,
+    sent: usize,
+    frames: Vec<Frame>,
+    open_string: Option<Vec<Segment>>,
+    closed: bool,
+}
+
+impl ArgsWriter {
+    /// The text so far.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text written since the last call, if any.
+    pub(crate) fn take_delta(&mut self) -> Option<String> {
+        (self.sent < self.text.len()).then(|| {
+            let delta = self.text[self.sent..].to_string();
+            self.sent = self.text.len();
+            delta
+        })
+    }
+
+    /// The arguments as one whole value (a non-streamed `args`); ignored once anything was
+    /// written.
+    pub(crate) fn whole(&mut self, args: &Value) {
+        if !self.text.is_empty() || self.closed {
+            return;
+        }
+        match args {
+            Value::Null => {}
+            other => {
+                self.text = other.to_string();
+                self.closed = true;
+            }
+        }
+    }
+
+    /// Writes `piece` at `path`; `more` (the argument's `willContinue`) keeps a string open for
+    /// further pieces at the same path.
+    pub(crate) fn write(&mut self, path: &[Segment], piece: Piece<'_>, more: bool) {
+        if let Some(open) = &self.open_string {
+            if let (true, Piece::Str(s)) = (open.as_slice() == path, &piece) {
+                escape_into(&mut self.text, s);
+                if !more {
+                    self.text.push('"');
+                    self.open_string = None;
+                }
+                return;
+            }
+            self.text.push('"');
+            self.open_string = None;
+        }
+        if self.closed {
+            return;
+        }
+        let Some((_, parents)) = path.split_last() else {
+            // `$`: the whole value at once.
+            if self.text.is_empty() {
+                self.value(path, piece, more);
+                self.closed = self.open_string.is_none();
+            }
+            return;
+        };
+        if self.frames.is_empty() {
+            if !self.text.is_empty() {
+                return;
+            }
+            let array = matches!(path[0], Segment::Index(_));
+            self.text.push(if array { '[' } else { '{' });
+            self.frames.push(Frame {
+                segment: None,
+                array,
+                count: 0,
+            });
+        }
+        // frames[d] is the container at path[..d]: keep the ones on this path.
+        let mut depth = 1;
+        while depth < self.frames.len()
+            && depth <= parents.len()
+            && self.frames[depth].segment.as_ref() == Some(&parents[depth - 1])
+        {
+            depth += 1;
+        }
+        while self.frames.len() > depth {
+            self.pop();
+        }
+        for (i, segment) in path.iter().enumerate().skip(depth - 1) {
+            if !self.member(segment) {
+                return;
+            }
+            if i + 1 == path.len() {
+                self.value(path, piece, more);
+                return;
+            }
+            let array = matches!(path[i + 1], Segment::Index(_));
+            self.text.push(if array { '[' } else { '{' });
+            self.frames.push(Frame {
+                segment: Some(segment.clone()),
+                array,
+                count: 0,
+            });
+        }
+    }
+
+    /// Ends the arguments: closes what is open; no arguments at all are `{}`.
+    pub(crate) fn close(&mut self) {
+        if self.open_string.take().is_some() {
+            self.text.push('"');
+        }
+        while !self.frames.is_empty() {
+            self.pop();
+        }
+        if self.text.is_empty() {
+            self.text.push_str("{}");
+        }
+        self.closed = true;
+    }
+
+    fn pop(&mut self) {
+        if let Some(frame) = self.frames.pop() {
+            self.text.push(if frame.array { ']' } else { '}' });
+        }
+    }
+
+    /// Starts a member of the innermost container; `false` (nothing written) when the segment
+    /// does not fit it (an index into an object, a key into an array).
+    fn member(&mut self, segment: &Segment) -> bool {
+        let Some(frame) = self.frames.last_mut() else {
+            return false;
+        };
+        match (segment, frame.array) {
+            (Segment::Key(key), false) => {
+                if frame.count > 0 {
+                    self.text.push(',');
+                }
+                frame.count += 1;
+                self.text.push('"');
+                escape_into(&mut self.text, key);
+                self.text.push_str("\":");
+                true
+            }
+            (Segment::Index(index), true) => {
+                while frame.count < *index {
+                    if frame.count > 0 {
+                        self.text.push(',');
+                    }
+                    self.text.push_str("null");
+                    frame.count += 1;
+                }
+                if frame.count > 0 {
+                    self.text.push(',');
+                }
+                frame.count += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn value(&mut self, path: &[Segment], piece: Piece<'_>, more: bool) {
+        match piece {
+            Piece::Str(s) => {
+                self.text.push('"');
+                escape_into(&mut self.text, s);
+                if more {
+                    self.open_string = Some(path.to_vec());
+                } else {
+                    self.text.push('"');
+                }
+            }
+            Piece::Literal(literal) => self.text.push_str(&literal),
+        }
+    }
+}
+
+/// Appends `s` escaped as the inside of a JSON string (as `serde_json` writes it).
+fn escape_into(out: &mut String, s: &str) {
+    let mut start = 0;
+    for (i, byte) in s.bytes().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escaped.is_empty() {
+            out.push_str(&format!("\\u{byte:04x}"));
+        } else {
+            out.push_str(escaped);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn path(p: &str) -> Vec<Segment> {
+        parse_path(p).unwrap_or_else(|| panic!("{p}"))
+    }
+
+    #[test]
+    fn paths() {
+        use Segment::{Index, Key};
+        assert_eq!(path("$"), []);
+        assert_eq!(
+            path("$.operations[1].price"),
+            [Key("operations".into()), Index(1), Key("price".into())]
+        );
+        assert_eq!(
+            path("$['a b'][\"c]d\"][0]"),
+            [Key("a b".into()), Key("c]d".into()), Index(0)]
+        );
+        for bad in ["", "a.b", "$.", "$..a", "$[x]", "$[1", "$['a'x]", "$.a[-1]"] {
+            assert_eq!(parse_path(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn pieces_build_nested_json_and_deltas_add_up() {
+        let mut w = ArgsWriter::default();
+        let mut deltas = String::new();
+        let steps: &[(&str, Piece<'_>, bool)] = &[
+            ("$.recipe.ingredients[0].amount", Piece::Str("16 "), true),
+            (
+                "$.recipe.ingredients[0].amount",
+                Piece::Str("oz \"x\"\n"),
+                true,
+            ),
+            ("$.recipe.ingredients[0].amount", Piece::Str(""), false),
+            ("$.recipe.ingredients[0].name", Piece::Str("Noodles"), false),
+            (
+                "$.recipe.ingredients[2].n",
+                Piece::Literal("2".into()),
+                false,
+            ),
+            ("$.recipe.name", Piece::Str("Lasagna 🍝"), true),
+            ("$.recipe.steps[0]", Piece::Str("Bake."), false),
+            ("$.done", Piece::Literal("true".into()), false),
+        ];
+        for (p, piece, more) in steps {
+            w.write(&path(p), piece.clone(), *more);
+            deltas.push_str(&w.take_delta().unwrap_or_default());
+        }
+        w.close();
+        deltas.push_str(&w.take_delta().unwrap_or_default());
+        assert_eq!(deltas, w.text());
+        let value: Value = serde_json::from_str(w.text()).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "recipe": {
+                    "ingredients": [
+                        {"amount": "16 oz \"x\"\n", "name": "Noodles"},
+                        null,
+                        {"n": 2}
+                    ],
+                    "name": "Lasagna 🍝",
+                    "steps": ["Bake."]
+                },
+                "done": true
+            })
+        );
+    }
+
+    #[test]
+    fn empty_whole_and_odd_inputs() {
+        let mut w = ArgsWriter::default();
+        w.close();
+        assert_eq!(w.text(), "{}");
+
+        let mut w = ArgsWriter::default();
+        w.whole(&json!({"a": 1}));
+        w.write(&path("$.b"), Piece::Str("ignored"), false);
+        w.close();
+        assert_eq!(w.text(), r#"{"a":1}"#);
+
+        // Mismatched kinds are dropped; control characters escaped; the result stays JSON.
+        let mut w = ArgsWriter::default();
+        w.write(&path("$.a"), Piece::Str("\u{1}"), false);
+        w.write(&path("$[0]"), Piece::Str("dropped"), false);
+        w.write(&path("$.a[0]"), Piece::Literal("null".into()), false);
+        w.write(&path("$.s"), Piece::Str("open"), true);
+        w.close();
+        let value: Value = serde_json::from_str(w.text()).unwrap();
+        assert_eq!(value, json!({"a": [null], "s": "open"}));
+        assert!(w.text().starts_with(r#"{"a":"\u0001""#), "{}", w.text());
+
+        assert_eq!(number_literal(&json!(0.5)), "0.5");
+        assert_eq!(number_literal(&json!(2.0)), "2");
+        assert_eq!(number_literal(&json!(-7)), "-7");
+        assert_eq!(number_literal(&json!("NaN")), "null");
+        assert_eq!(number_literal(&json!("1e400")), "null");
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn segment() -> impl Strategy<Value = Segment> {
+            prop_oneof![
+                prop::sample::select(vec!["a", "b", "c d", "é\"q"])
+                    .prop_map(|k| Segment::Key(k.to_string())),
+                (0usize..4).prop_map(Segment::Index),
+            ]
+        }
+
+        fn op() -> impl Strategy<Value = (Vec<Segment>, Option<String>, bool)> {
+            (
+                prop::collection::vec(segment(), 0..4),
+                prop::option::of("[a-z\"\\\n🌍]{0,4}"),
+                any::<bool>(),
+            )
+        }
+
+        proptest! {
+            /// Whatever order and shape the pieces come in, the text is JSON and the deltas add
+            /// up to it.
+            #[test]
+            fn always_json_and_deltas_add_up(ops in prop::collection::vec(op(), 0..24)) {
+                let mut w = ArgsWriter::default();
+                let mut deltas = String::new();
+                for (path, text, more) in &ops {
+                    let piece = match text {
+                        Some(s) => Piece::Str(s),
+                        None => Piece::Literal("1.5".into()),
+                    };
+                    w.write(path, piece, *more);
+                    deltas.push_str(&w.take_delta().unwrap_or_default());
+                }
+                w.close();
+                deltas.push_str(&w.take_delta().unwrap_or_default());
+                prop_assert_eq!(&deltas, w.text());
+                prop_assert!(
+                    serde_json::from_str::<Value>(w.text()).is_ok(),
+                    "not JSON: {}",
+                    w.text()
+                );
+            }
+
+            #[test]
+            fn paths_never_panic(path in "[$.\\[\\]'\"a-z0-9 é]{0,16}") {
+                let _ = parse_path(&path);
+            }
+        }
+    }
+}

@@ -1,0 +1,799 @@
+//! Gemini stream decoding: `GenerateContentResponse` chunks in, [`ModelPart`]s out.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+use toolsmith_core::{
+    FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
+    OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
+};
+
+use super::args::{ArgsWriter, Piece, number_literal, parse_path};
+use super::wire::{Candidate, Chunk, FunctionCall, PartialArg, UsageMetadata, WirePart};
+use crate::decode::StreamDecoder;
+use crate::errors::{excerpt, retry_info_delay, status_kind};
+use crate::sse::SseStream;
+
+/// The key under which Gemini data rides in [`ProviderMetadata`].
+pub const PROVIDER: &str = "google";
+
+/// The tool name of Gemini's code execution tool (`google.code_execution`): its `executableCode`
+/// and `codeExecutionResult` parts are a provider-executed call and its result.
+pub const CODE_EXECUTION: &str = "code_execution";
+
+/// Turns Gemini stream payloads (each SSE `data:` is one `GenerateContentResponse`) into
+/// [`ModelPart`]s.
+///
+/// - **Text and thoughts.** `text` parts stream as a text block, `thought: true` parts as a
+///   reasoning block. A part's `thoughtSignature` ends its block: the block's end carries
+///   `{"google": {"thoughtSignature": …}}` so the request builder can echo it on the same part,
+///   and later text opens a new block. An empty text part carrying only a signature still makes
+///   a (textless) block, so the signature is not lost.
+/// - **Function calls.** A whole `functionCall {name, args}` becomes a tool input start, one
+///   delta, an end and a [`ModelPart::ToolCall`] at once. A streamed one (`functionCall {name,
+///   willContinue: true}`, then `partialArgs` by `jsonPath` with `stringValue` pieces,
+///   `numberValue`, `boolValue`, `nullValue`, `structValue` or `listValue`) streams its
+///   argument JSON as it is built, the deltas concatenating exactly to the final input. The call
+///   ends at a `functionCall` whose `willContinue` is not true (the `functionCall: {}`
+///   terminator, or a last `partialArgs` chunk when the terminator is missing), else at the next
+///   named call, the next text, or a `STOP` finish reason. A call still streaming when another
+///   finish reason (`MAX_TOKENS`, `SAFETY`…) stops the output keeps its arguments unclosed: the
+///   malformed input becomes an error result instead of a call run with a truncated value. A call's `thoughtSignature` rides in its
+///   [`ModelToolCall::provider_metadata`]; the wire `id`, when there is one, is the call id
+///   (also kept there, to be echoed), else a stable id is generated.
+/// - **Code execution.** An `executableCode` part is a provider-executed `code_execution` call
+///   (input `{language, code}`), the next `codeExecutionResult` its [`ModelPart::ToolResult`]
+///   (`{outcome, output}`, an error unless `OUTCOME_OK`); each run counts in
+///   [`Usage::server_tool_uses`].
+/// - **Grounding.** `groundingMetadata.groundingChunks[].web` become URL [`Source`]s (and
+///   `citationMetadata.citationSources` too), each URL once per response; the distinct
+///   `webSearchQueries` are counted in [`Usage::server_tool_uses`].
+/// - **Finish.** Gemini has no end marker: the [`Finish`](ModelPart::Finish) part comes from
+///   [`finish`](Self::finish) at the end of the body, after a `finishReason` (or a
+///   `promptFeedback.blockReason`) was seen, with the last chunk's usage: input
+///   `promptTokenCount` (of which `cachedContentTokenCount` read from cache), output
+///   `candidatesTokenCount + thoughtsTokenCount` (text and reasoning). `STOP` with function
+///   calls is `tool-calls`; `MAX_TOKENS` `length`; `SAFETY`, `RECITATION`, `BLOCKLIST`,
+///   `PROHIBITED_CONTENT`, `SPII` and a prompt block reason `content-filter`;
+///   `MALFORMED_FUNCTION_CALL` and the other tool failures `error`; anything else `other`.
+///
+/// Only the first candidate is read. Unknown part kinds and fields are ignored.
+///
+/// ```
+/// use toolsmith_core::{ModelPart, UnifiedFinishReason};
+/// use toolsmith_providers::google::GeminiStreamDecoder;
+///
+/// let mut decoder = GeminiStreamDecoder::new();
+/// let mut parts = Vec::new();
+/// for data in [
+///     r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]}}]}"#,
+///     r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"now"}}]},
+///        "finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":2}}"#,
+/// ] {
+///     decoder.push(data, &mut parts).unwrap();
+/// }
+/// decoder.finish(&mut parts).unwrap();
+/// let Some(ModelPart::Finish { finish_reason, usage, .. }) = parts.last() else { panic!() };
+/// assert_eq!(finish_reason.unified, UnifiedFinishReason::ToolCalls);
+/// assert_eq!(usage.output.total, Some(2));
+/// ```
+#[derive(Debug)]
+pub struct GeminiStreamDecoder {
+    id_prefix: String,
+    metadata_sent: bool,
+    text: Option<Block>,
+    reasoning: Option<Block>,
+    blocks: usize,
+    call: Option<OpenCall>,
+    call_ids: HashSet<String>,
+    generated_ids: usize,
+    calls: usize,
+    /// The code execution call waiting for its result.
+    pending_code: Option<String>,
+    code_runs: u64,
+    finish_reason: Option<String>,
+    block_reason: Option<String>,
+    usage: Option<Usage>,
+    queries: HashSet<String>,
+    source_urls: HashSet<String>,
+    complete_body: bool,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct Block {
+    id: String,
+    signature: Option<String>,
+}
+
+#[derive(Debug)]
+struct OpenCall {
+    id: String,
+    wire_id: Option<String>,
+    name: String,
+    signature: Option<String>,
+    args: ArgsWriter,
+}
+
+impl Default for GeminiStreamDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GeminiStreamDecoder {
+    /// A decoder for one response.
+    pub fn new() -> Self {
+        GeminiStreamDecoder {
+            id_prefix: format!("{:012x}", fastrand::u64(..) >> 16),
+            metadata_sent: false,
+            text: None,
+            reasoning: None,
+            blocks: 0,
+            call: None,
+            call_ids: HashSet::new(),
+            generated_ids: 0,
+            calls: 0,
+            pending_code: None,
+            code_runs: 0,
+            finish_reason: None,
+            block_reason: None,
+            usage: None,
+            queries: HashSet::new(),
+            source_urls: HashSet::new(),
+            complete_body: false,
+            done: false,
+        }
+    }
+
+    /// A decoder for a whole non-streamed body: a missing finish reason is not a truncation.
+    pub(crate) fn for_body() -> Self {
+        GeminiStreamDecoder {
+            complete_body: true,
+            ..Self::new()
+        }
+    }
+
+    /// Whether the response is over (finished or failed): later payloads are ignored.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not a JSON object, or for function-call arguments
+    /// that cannot be placed (no open call, a malformed `jsonPath`); the provider's error (kind
+    /// from its `code` / `status`, `retry_after` from a `RetryInfo`) for an in-stream `error`.
+    /// What was open is closed first (no incomplete tool call is emitted) and the stream should
+    /// end there.
+    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        let data = data.trim();
+        // Gemini never sends `[DONE]`; a proxy might.
+        if self.done || data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                self.abort(out);
+                // An error may come wrapped in an array, as Google's JSON streams send it.
+                if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(data)
+                    && let Some(inner) = items.first().and_then(|i| i.get("error"))
+                {
+                    return Err(stream_error(inner));
+                }
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "Malformed chunk in the Gemini stream ({error}): {}",
+                        excerpt(data, 200)
+                    ),
+                ));
+            }
+        };
+        self.push_chunk(chunk, out)
+    }
+
+    /// Decodes one parsed chunk.
+    pub(crate) fn push_chunk(
+        &mut self,
+        chunk: Chunk,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        if let Some(error) = chunk.error {
+            self.abort(out);
+            return Err(stream_error(&error));
+        }
+        if !self.metadata_sent && (chunk.response_id.is_some() || chunk.model_version.is_some()) {
+            self.metadata_sent = true;
+            out.push(ModelPart::ResponseMetadata {
+                id: chunk.response_id,
+                model_id: chunk.model_version,
+            });
+        }
+        if let Some(usage) = chunk.usage_metadata.as_ref().and_then(map_usage) {
+            self.usage = Some(usage);
+        }
+        if let Some(reason) = chunk
+            .prompt_feedback
+            .and_then(|f| f.block_reason)
+            .filter(|r| !r.is_empty() && r != "BLOCK_REASON_UNSPECIFIED")
+        {
+            self.block_reason = Some(reason);
+        }
+        // candidateCount > 1 is not supported: only the first candidate is read.
+        if let Some(candidate) = chunk
+            .candidates
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+        {
+            self.candidate(candidate, out)?;
+        }
+        Ok(())
+    }
+
+    fn candidate(
+        &mut self,
+        candidate: Candidate,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+            self.part(part, out)?;
+        }
+        if let Some(grounding) = candidate.grounding_metadata {
+            for query in grounding.web_search_queries {
+                if let Value::String(query) = query {
+                    self.queries.insert(query);
+                }
+            }
+            for chunk in grounding.grounding_chunks {
+                if let Some(web) = chunk.web {
+                    self.source(web.uri, web.title, out);
+                }
+            }
+        }
+        if let Some(citations) = candidate.citation_metadata {
+            for citation in citations.citation_sources {
+                self.source(citation.uri, citation.title, out);
+            }
+        }
+        if let Some(reason) = candidate
+            .finish_reason
+            .filter(|r| !r.is_empty() && r != "FINISH_REASON_UNSPECIFIED")
+        {
+            // A call still streaming when the output stops for any reason but STOP (the token
+            // limit, a filter) is cut short: its arguments are left unclosed, so the loop sees
+            // malformed input instead of running a call whose last value was truncated.
+            let cut_short = reason != "STOP";
+            self.finish_reason = Some(reason);
+            self.close_blocks(out);
+            if cut_short {
+                self.end_cut_call(out);
+            } else {
+                self.end_call(out);
+            }
+        }
+        Ok(())
+    }
+
+    fn part(&mut self, part: WirePart, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        let signature = part.thought_signature.filter(|s| !s.is_empty());
+        if let Some(call) = part.function_call {
+            return self.function_call(call, signature, out);
+        }
+        if let Some(code) = part.executable_code {
+            self.executable_code(code, signature, out);
+            return Ok(());
+        }
+        if let Some(result) = part.code_execution_result {
+            self.code_result(result, signature, out);
+            return Ok(());
+        }
+        if let Some(data) = part.inline_data {
+            self.end_call(out);
+            self.close_blocks(out);
+            out.push(ModelPart::File {
+                media_type: data
+                    .mime_type
+                    .unwrap_or_else(|| "application/octet-stream".into()),
+                data: data.data.unwrap_or_default(),
+            });
+            return Ok(());
+        }
+        let text = part.text.unwrap_or_default();
+        if text.is_empty() && signature.is_none() {
+            return Ok(());
+        }
+        self.end_call(out);
+        if part.thought == Some(true) {
+            self.reasoning_delta(text, signature, out);
+        } else {
+            self.text_delta(text, signature, out);
+        }
+        Ok(())
+    }
+
+    fn function_call(
+        &mut self,
+        call: FunctionCall,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        let terminator = call.is_empty();
+        if let Some(name) = call.name.clone().filter(|n| !n.is_empty()) {
+            // A new call: the previous one (if its terminator is missing) is over.
+            self.end_call(out);
+            self.close_blocks(out);
+            let wire_id = call.id.clone().filter(|id| !id.is_empty());
+            let id = self.call_id(wire_id.as_deref());
+            out.push(ModelPart::ToolInputStart {
+                id: id.clone(),
+                tool_name: name.clone(),
+                provider_executed: false,
+            });
+            self.call = Some(OpenCall {
+                id,
+                wire_id,
+                name,
+                signature: None,
+                args: ArgsWriter::default(),
+            });
+        } else if self.call.is_none() {
+            if terminator || (call.args.is_none() && call.partial_args.is_none()) {
+                // A stray terminator or continuation marker.
+                return Ok(());
+            }
+            self.abort(out);
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                "The Gemini stream sent function-call arguments without a function name.",
+            ));
+        }
+        let Some(open) = self.call.as_mut() else {
+            return Ok(());
+        };
+        if open.signature.is_none() {
+            open.signature = signature;
+        }
+        if let Some(args) = &call.args {
+            open.args.whole(args);
+        }
+        for arg in call.partial_args.unwrap_or_default() {
+            if let Err(error) = apply(&mut open.args, &arg) {
+                self.abort(out);
+                return Err(error);
+            }
+        }
+        if let Some(delta) = open.args.take_delta() {
+            out.push(ModelPart::ToolInputDelta {
+                id: open.id.clone(),
+                delta,
+            });
+        }
+        if call.will_continue != Some(true) {
+            self.end_call(out);
+        }
+        Ok(())
+    }
+
+    /// A call id: the wire's when it has a new one, else a generated one.
+    fn call_id(&mut self, wire_id: Option<&str>) -> String {
+        let id = match wire_id {
+            Some(id) if !id.is_empty() && !self.call_ids.contains(id) => id.to_string(),
+            _ => {
+                self.generated_ids += 1;
+                format!("call_{}_{}", self.id_prefix, self.generated_ids)
+            }
+        };
+        self.call_ids.insert(id.clone());
+        id
+    }
+
+    /// `executableCode`: a provider-executed `code_execution` call, input `{language, code}`.
+    fn executable_code(
+        &mut self,
+        mut code: Value,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) {
+        self.end_call(out);
+        self.close_blocks(out);
+        let wire_id = code
+            .as_object_mut()
+            .and_then(|c| c.shift_remove("id"))
+            .and_then(|id| id.as_str().map(str::to_string));
+        let id = self.call_id(wire_id.as_deref());
+        let input = match code {
+            Value::Object(_) => code.to_string(),
+            _ => "{}".to_string(),
+        };
+        out.push(ModelPart::ToolInputStart {
+            id: id.clone(),
+            tool_name: CODE_EXECUTION.into(),
+            provider_executed: true,
+        });
+        out.push(ModelPart::ToolInputDelta {
+            id: id.clone(),
+            delta: input.clone(),
+        });
+        out.push(ModelPart::ToolInputEnd { id: id.clone() });
+        let mut call = ModelToolCall::new(id.clone(), CODE_EXECUTION, input);
+        call.provider_executed = true;
+        call.provider_metadata = google_metadata(signature, wire_id);
+        out.push(ModelPart::ToolCall(call));
+        self.code_runs += 1;
+        self.pending_code = Some(id);
+    }
+
+    /// `codeExecutionResult`: the result of the last `executableCode`, an error unless its
+    /// outcome is `OUTCOME_OK`.
+    fn code_result(
+        &mut self,
+        mut result: Value,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) {
+        self.end_call(out);
+        self.close_blocks(out);
+        let wire_id = result
+            .as_object_mut()
+            .and_then(|r| r.shift_remove("id"))
+            .and_then(|id| id.as_str().map(str::to_string));
+        let tool_call_id = match self.pending_code.take() {
+            Some(id) => id,
+            None => self.call_id(wire_id.as_deref()),
+        };
+        let is_error = result.get("outcome").and_then(Value::as_str) != Some("OUTCOME_OK");
+        out.push(ModelPart::ToolResult {
+            tool_call_id,
+            tool_name: CODE_EXECUTION.into(),
+            result,
+            is_error,
+            provider_metadata: google_metadata(signature, wire_id),
+        });
+    }
+
+    /// Completes the open call, if any: closes its arguments, ends its input, emits the call.
+    fn end_call(&mut self, out: &mut Vec<ModelPart>) {
+        if let Some(call) = &mut self.call {
+            call.args.close();
+        }
+        self.emit_call(out);
+    }
+
+    /// Emits the open call, if any, with its arguments as they are (possibly unclosed JSON).
+    fn end_cut_call(&mut self, out: &mut Vec<ModelPart>) {
+        self.emit_call(out);
+    }
+
+    fn emit_call(&mut self, out: &mut Vec<ModelPart>) {
+        let Some(mut call) = self.call.take() else {
+            return;
+        };
+        if let Some(delta) = call.args.take_delta() {
+            out.push(ModelPart::ToolInputDelta {
+                id: call.id.clone(),
+                delta,
+            });
+        }
+        out.push(ModelPart::ToolInputEnd {
+            id: call.id.clone(),
+        });
+        let mut tool_call = ModelToolCall::new(call.id, call.name, call.args.text().to_string());
+        tool_call.provider_metadata = google_metadata(call.signature, call.wire_id);
+        self.calls += 1;
+        out.push(ModelPart::ToolCall(tool_call));
+    }
+
+    fn next_block_id(&mut self, kind: &str) -> String {
+        let id = format!("{kind}_{}_{}", self.id_prefix, self.blocks);
+        self.blocks += 1;
+        id
+    }
+
+    fn reasoning_delta(
+        &mut self,
+        delta: String,
+        signature: Option<String>,
+        out: &mut Vec<ModelPart>,
+    ) {
+        close(&mut self.text, out, false);
+        if self.reasoning.is_none() {
+            let id = self.next_block_id("reasoning");
+            out.push(ModelPart::ReasoningStart { id: id.clone() });
+            self.reasoning = Some(Block {
+                id,
+                signature: None,
+            });
+        }
+        if let Some(block) = &mut self.reasoning {
+            if !delta.is_empty() {
+                out.push(ModelPart::ReasoningDelta {
+                    id: block.id.clone(),
+                    delta,
+                });
+            }
+            if signature.is_some() {
+                block.signature = signature;
+                close(&mut self.reasoning, out, true);
+            }
+        }
+    }
+
+    fn text_delta(&mut self, delta: String, signature: Option<String>, out: &mut Vec<ModelPart>) {
+        close(&mut self.reasoning, out, true);
+        if self.text.is_none() {
+            let id = self.next_block_id("text");
+            out.push(ModelPart::TextStart { id: id.clone() });
+            self.text = Some(Block {
+                id,
+                signature: None,
+            });
+        }
+        if let Some(block) = &mut self.text {
+            if !delta.is_empty() {
+                out.push(ModelPart::TextDelta {
+                    id: block.id.clone(),
+                    delta,
+                });
+            }
+            if signature.is_some() {
+                block.signature = signature;
+                close(&mut self.text, out, false);
+            }
+        }
+    }
+
+    fn close_blocks(&mut self, out: &mut Vec<ModelPart>) {
+        close(&mut self.reasoning, out, true);
+        close(&mut self.text, out, false);
+    }
+
+    fn source(&mut self, url: Option<String>, title: Option<String>, out: &mut Vec<ModelPart>) {
+        let Some(url) = url.filter(|u| !u.is_empty()) else {
+            return;
+        };
+        if !self.source_urls.insert(url.clone()) {
+            return;
+        }
+        out.push(ModelPart::Source(Source {
+            source_type: "url".into(),
+            id: format!("src_{}_{}", self.id_prefix, self.source_urls.len()),
+            url: Some(url),
+            title: title.filter(|t| !t.is_empty()),
+        }));
+    }
+
+    /// Ends the response after the last payload, appending the closing parts.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` — `The Gemini stream ended without a finish reason (truncated
+    /// response).` — when no `finishReason` (nor prompt block reason) was seen: open text and
+    /// reasoning blocks are closed and an open tool input ended, but the incomplete call is not
+    /// emitted and there is no `Finish` part.
+    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_none() && self.block_reason.is_none() && !self.complete_body {
+            self.abort(out);
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                "The Gemini stream ended without a finish reason (truncated response).",
+            ));
+        }
+        self.close_blocks(out);
+        self.end_call(out);
+        let unified = match self.finish_reason.as_deref() {
+            Some("STOP") if self.calls > 0 => UnifiedFinishReason::ToolCalls,
+            Some("STOP") => UnifiedFinishReason::Stop,
+            Some("MAX_TOKENS") => UnifiedFinishReason::Length,
+            Some(
+                "SAFETY"
+                | "RECITATION"
+                | "BLOCKLIST"
+                | "PROHIBITED_CONTENT"
+                | "SPII"
+                | "IMAGE_SAFETY"
+                | "IMAGE_PROHIBITED_CONTENT"
+                | "IMAGE_RECITATION",
+            ) => UnifiedFinishReason::ContentFilter,
+            Some(
+                "MALFORMED_FUNCTION_CALL"
+                | "UNEXPECTED_TOOL_CALL"
+                | "TOO_MANY_TOOL_CALLS"
+                | "MISSING_THOUGHT_SIGNATURE"
+                | "MALFORMED_RESPONSE",
+            ) => UnifiedFinishReason::Error,
+            Some(_) => UnifiedFinishReason::Other,
+            None if self.block_reason.is_some() => UnifiedFinishReason::ContentFilter,
+            None if self.calls > 0 => UnifiedFinishReason::ToolCalls,
+            None => UnifiedFinishReason::Stop,
+        };
+        let mut finish_reason = FinishReason::new(unified);
+        finish_reason.raw = self.finish_reason.clone().or(self.block_reason.clone());
+        let mut usage = self.usage.unwrap_or_default();
+        usage.server_tool_uses = self.queries.len() as u64 + self.code_runs;
+        out.push(ModelPart::Finish {
+            usage,
+            finish_reason,
+            provider_metadata: ProviderMetadata::default(),
+        });
+        self.done = true;
+        Ok(())
+    }
+
+    /// Closes what is open after a failure (no tool call: its input is incomplete) and ignores
+    /// anything later.
+    fn abort(&mut self, out: &mut Vec<ModelPart>) {
+        self.close_blocks(out);
+        if let Some(call) = self.call.take() {
+            out.push(ModelPart::ToolInputEnd { id: call.id });
+        }
+        self.done = true;
+    }
+}
+
+/// `{"google": {"thoughtSignature": …, "id": …}}` with what is known, or nothing.
+fn google_metadata(signature: Option<String>, wire_id: Option<String>) -> ProviderMetadata {
+    let mut google = serde_json::Map::new();
+    if let Some(signature) = signature {
+        google.insert("thoughtSignature".into(), json!(signature));
+    }
+    if let Some(wire_id) = wire_id {
+        google.insert("id".into(), json!(wire_id));
+    }
+    let mut metadata = ProviderMetadata::default();
+    if !google.is_empty() {
+        metadata.insert(PROVIDER, Value::Object(google));
+    }
+    metadata
+}
+
+/// Ends a text (`reasoning: false`) or reasoning block, its signature in the metadata.
+fn close(block: &mut Option<Block>, out: &mut Vec<ModelPart>, reasoning: bool) {
+    let Some(block) = block.take() else {
+        return;
+    };
+    let mut provider_metadata = ProviderMetadata::default();
+    if let Some(signature) = block.signature {
+        provider_metadata.insert(PROVIDER, json!({"thoughtSignature": signature}));
+    }
+    out.push(if reasoning {
+        ModelPart::ReasoningEnd {
+            id: block.id,
+            provider_metadata,
+        }
+    } else {
+        ModelPart::TextEnd {
+            id: block.id,
+            provider_metadata,
+        }
+    });
+}
+
+/// Writes one partial argument into the call's arguments.
+fn apply(args: &mut ArgsWriter, arg: &PartialArg) -> Result<(), ModelError> {
+    let raw_path = arg.json_path.as_deref().unwrap_or("$");
+    let Some(path) = parse_path(raw_path) else {
+        return Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!(
+                "The Gemini stream sent a function-call argument at an unsupported jsonPath: {}",
+                excerpt(raw_path, 100)
+            ),
+        ));
+    };
+    let more = arg.will_continue == Some(true);
+    let piece = if let Some(s) = &arg.string_value {
+        Piece::Str(s)
+    } else if let Some(n) = &arg.number_value {
+        Piece::Literal(number_literal(n))
+    } else if let Some(b) = arg.bool_value {
+        Piece::Literal(b.to_string())
+    } else if let Some(v) = arg.struct_value.as_ref().or(arg.list_value.as_ref()) {
+        Piece::Literal(v.to_string())
+    } else if arg.null_value {
+        Piece::Literal("null".into())
+    } else {
+        // No value (a bare continuation marker).
+        return Ok(());
+    };
+    args.write(&path, piece, more);
+    Ok(())
+}
+
+fn map_usage(usage: &UsageMetadata) -> Option<Usage> {
+    let UsageMetadata {
+        prompt_token_count: prompt,
+        cached_content_token_count: cached,
+        candidates_token_count: candidates,
+        thoughts_token_count: thoughts,
+    } = *usage;
+    if prompt.is_none() && candidates.is_none() && thoughts.is_none() {
+        return None;
+    }
+    Some(Usage {
+        input: InputTokens {
+            total: prompt,
+            no_cache: prompt.map(|p| p.saturating_sub(cached.unwrap_or(0))),
+            cache_read: cached,
+            cache_write: None,
+        },
+        output: OutputTokens {
+            total: match (candidates, thoughts) {
+                (None, None) => None,
+                (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
+            },
+            text: candidates,
+            reasoning: thoughts,
+        },
+        server_tool_uses: 0,
+    })
+}
+
+/// The error for an in-stream (or in-body) `error` object.
+pub(crate) fn stream_error(error: &Value) -> ModelError {
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .unwrap_or("The provider reported an error.");
+    let status = error.get("status").and_then(Value::as_str).unwrap_or("");
+    let code = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..=599).contains(c));
+    let kind = match (code, status) {
+        (Some(code), _) => status_kind(code),
+        (None, "RESOURCE_EXHAUSTED") => ModelErrorKind::RateLimited,
+        (None, "UNAVAILABLE" | "INTERNAL") => ModelErrorKind::Server,
+        (None, "DEADLINE_EXCEEDED") => ModelErrorKind::Timeout,
+        (None, "UNAUTHENTICATED" | "PERMISSION_DENIED") => ModelErrorKind::Auth,
+        (None, "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "NOT_FOUND" | "OUT_OF_RANGE") => {
+            ModelErrorKind::InvalidRequest
+        }
+        _ => ModelErrorKind::Other,
+    };
+    let label = match (code, status) {
+        (Some(code), "") => format!(" ({code})"),
+        (Some(code), status) => format!(" ({code} {status})"),
+        (None, "") => String::new(),
+        (None, status) => format!(" ({status})"),
+    };
+    let mut model_error =
+        ModelError::new(kind, format!("google reported an error{label}: {message}"));
+    if let Some(code) = code {
+        model_error = model_error.with_status(code);
+    }
+    if let Some(delay) = retry_info_delay(error) {
+        model_error = model_error.with_retry_after(delay);
+    }
+    model_error
+}
+
+impl StreamDecoder for GeminiStreamDecoder {
+    fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        GeminiStreamDecoder::push(self, data, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        GeminiStreamDecoder::finish(self, out)
+    }
+
+    fn is_done(&self) -> bool {
+        GeminiStreamDecoder::is_done(self)
+    }
+}
+
+/// Decodes an event stream into the model's parts, prefixed by a `StreamStart` with `warnings`.
+pub fn decode_events(events: SseStream, warnings: Vec<String>) -> ModelStream {
+    crate::decode::decode_events(events, GeminiStreamDecoder::new(), warnings)
+}
