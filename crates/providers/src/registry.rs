@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind};
 
+use crate::google::GoogleGemini;
 use crate::openai_chat::OpenAiChat;
 use crate::{ScriptedModel, keys};
 
 /// The providers this build knows, in the order error messages list them.
-pub const PROVIDERS: &[&str] = &["openai", "openai-compatible", "scripted"];
+pub const PROVIDERS: &[&str] = &["google", "openai", "openai-compatible", "scripted"];
 
 /// Settings that come from flags rather than the model string.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +22,9 @@ pub struct ProviderOptions {
 
 /// Builds the model named by a `PROVIDER:MODEL` string.
 ///
+/// - `google:MODEL`: Gemini's native `streamGenerateContent`. The key is `options.api_key`, else
+///   `GEMINI_API_KEY` (or `GOOGLE_GENERATIVE_AI_API_KEY`); the base URL `options.base_url`, else
+///   `GOOGLE_GENERATIVE_AI_BASE_URL`, else `https://generativelanguage.googleapis.com/v1beta`.
 /// - `openai:MODEL`: Chat Completions. The key is `options.api_key`, else `OPENAI_API_KEY`; the
 ///   base URL `options.base_url`, else `OPENAI_BASE_URL`, else `https://api.openai.com/v1`.
 /// - `openai-compatible:MODEL`: the same wire at any base URL (Ollama, llama.cpp server, vLLM,
@@ -43,7 +47,7 @@ pub struct ProviderOptions {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "Unknown provider \"nope\" in model \"nope:x\". \
-///      Known providers: openai, openai-compatible, scripted."
+///      Known providers: google, openai, openai-compatible, scripted."
 /// );
 ///
 /// let options = ProviderOptions {
@@ -75,6 +79,7 @@ pub fn resolve(
     let api_key = options.api_key.as_deref();
     let base_url = options.base_url.as_deref();
     match provider {
+        "google" => Ok(Arc::new(GoogleGemini::new(name, api_key, base_url)?)),
         "openai" => Ok(Arc::new(OpenAiChat::openai(name, api_key, base_url)?)),
         "openai-compatible" => {
             let explicit_url = base_url.map(str::trim).filter(|u| !u.is_empty());

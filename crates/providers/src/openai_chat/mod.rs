@@ -35,7 +35,7 @@ pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// let local = OpenAiChat::compatible("qwen3:8b", "http://localhost:11434/v1", None);
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiChat {
     provider: String,
     model: String,
@@ -45,6 +45,19 @@ pub struct OpenAiChat {
     http: HttpSettings,
     streaming: bool,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("OpenAiChat")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("flavor", &self.flavor)
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiChat {
