@@ -8,6 +8,10 @@
 //! resulting stream. Throughput is in SSE body bytes; the fixtures and the wire table are the
 //! bench's (`benches/support`).
 //!
+//! Each line also gives `decoder_only_mib_per_s`: the same fixtures' payloads pushed straight
+//! into the decoder (no SSE parsing, no stream), over the same body bytes, to show how the time
+//! splits between the decoder and the SSE layer.
+//!
 //! Run: `cargo run --release -p toolsmith-providers --example decode_throughput -- [SECONDS]
 //! [DIR...]` (default 3 s per directory, every enabled wire).
 
@@ -19,7 +23,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Outcome, WIRES, decode_body, load};
+use support::{Outcome, WIRES, decode_body, decode_payloads, load};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -58,6 +62,20 @@ fn main() {
             }
             (iterations, start.elapsed().as_secs_f64())
         });
+        // The decoder alone on the same fixtures (payloads pushed directly, no SSE parsing or
+        // stream), over the same body bytes: how much of the time is the decoder's.
+        let mut out = Vec::new();
+        let start = Instant::now();
+        let mut payload_iterations = 0u64;
+        while start.elapsed() < Duration::from_secs_f64(seconds / 2.0) {
+            for fixture in &fixtures {
+                std::hint::black_box(decode_payloads(wire, &fixture.payloads, &mut out));
+            }
+            payload_iterations += 1;
+        }
+        let decoder_only = (bytes * payload_iterations) as f64
+            / start.elapsed().as_secs_f64()
+            / (1024.0 * 1024.0);
         let line = json!({
             "impl": "toolsmith",
             "dir": wire.dir,
@@ -69,6 +87,7 @@ fn main() {
             "seconds": elapsed,
             "mib_per_s": (bytes * iterations) as f64 / elapsed / (1024.0 * 1024.0),
             "parts_per_s": (total.parts * iterations) as f64 / elapsed,
+            "decoder_only_mib_per_s": decoder_only,
         });
         println!("{line}");
     }
