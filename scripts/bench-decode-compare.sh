@@ -52,12 +52,12 @@ const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const k = (x) => (x === undefined ? '—' : `${(x / 1000).toFixed(0)} k`);
 console.log(`AI SDK: ${Object.entries(sdk[0]?.versions ?? {}).map(([p, v]) => `${p}@${v}`).join(', ')}`);
 console.log('');
-console.log('| provider dir | toolsmith MiB/s | toolsmith parts/s | toolsmith decoder alone MiB/s | AI SDK MiB/s | AI SDK parts/s | ratio (MiB/s) |');
-console.log('|---|---:|---:|---:|---:|---:|---:|');
+console.log('| provider dir | toolsmith MiB/s | toolsmith parts/s | toolsmith decoder alone MiB/s | toolsmith SSE alone MiB/s | AI SDK MiB/s | AI SDK parts/s | ratio (MiB/s) |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const dir of [...new Set([...rust, ...sdk].map((x) => x.dir))]) {
   const a = r[dir], b = s[dir];
   const ratio = a && b ? `${(a.mib_per_s / b.mib_per_s).toFixed(1)}×` : '—';
-  console.log(`| ${dir} | ${f(a?.mib_per_s)} | ${k(a?.parts_per_s)} | ${f(a?.decoder_only_mib_per_s)} | ${f(b?.mib_per_s, 2)} | ${k(b?.parts_per_s)} | ${ratio} |`);
+  console.log(`| ${dir} | ${f(a?.mib_per_s)} | ${k(a?.parts_per_s)} | ${f(a?.decoder_only_mib_per_s)} | ${f(a?.sse_only_mib_per_s)} | ${f(b?.mib_per_s, 2)} | ${k(b?.parts_per_s)} | ${ratio} |`);
 }
 console.log('');
 console.log('Raw (every round):');

@@ -10,7 +10,8 @@
 //!
 //! Each line also gives `decoder_only_mib_per_s`: the same fixtures' payloads pushed straight
 //! into the decoder (no SSE parsing, no stream), over the same body bytes, to show how the time
-//! splits between the decoder and the SSE layer.
+//! splits between the decoder and the SSE layer, and `sse_only_mib_per_s`: the bodies through
+//! `sse_events` alone, nothing decoded.
 //!
 //! Run: `cargo run --release -p toolsmith-providers --example decode_throughput -- [SECONDS]
 //! [DIR...]` (default 3 s per directory, every enabled wire).
@@ -23,7 +24,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Outcome, WIRES, decode_body, decode_payloads, load};
+use support::{Outcome, WIRES, decode_body, decode_payloads, load, parse_body};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -73,9 +74,21 @@ fn main() {
             }
             payload_iterations += 1;
         }
-        let decoder_only = (bytes * payload_iterations) as f64
-            / start.elapsed().as_secs_f64()
-            / (1024.0 * 1024.0);
+        let decoder_only =
+            (bytes * payload_iterations) as f64 / start.elapsed().as_secs_f64() / (1024.0 * 1024.0);
+        // The SSE layer alone: the bodies parsed into events, nothing decoded.
+        let (sse_iterations, sse_elapsed) = runtime.block_on(async {
+            let start = Instant::now();
+            let mut iterations = 0u64;
+            while start.elapsed() < Duration::from_secs_f64(seconds / 2.0) {
+                for fixture in &fixtures {
+                    std::hint::black_box(parse_body(&fixture.body).await);
+                }
+                iterations += 1;
+            }
+            (iterations, start.elapsed().as_secs_f64())
+        });
+        let sse_only = (bytes * sse_iterations) as f64 / sse_elapsed / (1024.0 * 1024.0);
         let line = json!({
             "impl": "toolsmith",
             "dir": wire.dir,
@@ -88,6 +101,7 @@ fn main() {
             "mib_per_s": (bytes * iterations) as f64 / elapsed / (1024.0 * 1024.0),
             "parts_per_s": (total.parts * iterations) as f64 / elapsed,
             "decoder_only_mib_per_s": decoder_only,
+            "sse_only_mib_per_s": sse_only,
         });
         println!("{line}");
     }

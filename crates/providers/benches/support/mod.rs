@@ -255,6 +255,28 @@ impl StreamDecoder for Boxed {
     }
 }
 
+/// The events of an in-memory body, through [`sse_events`] with no idle timeout.
+fn sse_body(body: &[Bytes]) -> toolsmith_providers::sse::SseStream {
+    // `sse_events` wants an owned stream: the chunks are `Bytes`, so this copies no data.
+    let chunks: Vec<Bytes> = body.to_vec();
+    sse_events(
+        futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
+        None,
+    )
+}
+
+/// Parses one response's SSE body into events and drops them, decoding nothing: the SSE
+/// layer's share of [`decode_body`]. Returns the number of events.
+pub async fn parse_body(body: &[Bytes]) -> u64 {
+    let mut events = sse_body(body);
+    let mut count = 0;
+    while let Some(event) = events.next().await {
+        std::hint::black_box(&event);
+        count += 1;
+    }
+    count
+}
+
 /// Decodes one response's SSE body the way a live response is decoded: the chunks through
 /// [`sse_events`] (no idle timeout) and [`decode_events`], every part pulled from the stream
 /// (the `StreamStart` included, as the AI SDK's `stream-start` is counted on its side).
