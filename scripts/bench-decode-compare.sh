@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stream-decoding throughput, toolsmith against the Vercel AI SDK, on the same fixtures in the
-# same run (docs/benchmarks.md, "Stream decoding"). Needs Node (>= 20) and npm: not part of
-# scripts/test.sh.
+# same run (docs/benchmarks.md, "Stream decoding"). Needs Node and npm: not part of
+# scripts/test.sh. The SDK runs on the Node pinned in bench/ai-sdk (the `node` package, 22.x:
+# the SDK requires Node >= 22), whatever the system's Node is.
 #
 # Usage: scripts/bench-decode-compare.sh [SECONDS] [DIR...]
 #   SECONDS  measured time per directory and side (default 3)
@@ -34,7 +35,7 @@ for round in $(seq "$rounds"); do
   echo "== round $round/$rounds: toolsmith (examples/decode_throughput.rs)" >&2
   "$target/release/examples/decode_throughput" "$seconds" "${dirs[@]}" >>"$out/toolsmith.jsonl"
   echo "== round $round/$rounds: Vercel AI SDK (bench/ai-sdk/decode.mjs)" >&2
-  node bench/ai-sdk/decode.mjs "$seconds" "${dirs[@]}" >>"$out/ai-sdk.jsonl"
+  bench/ai-sdk/node_modules/.bin/node bench/ai-sdk/decode.mjs "$seconds" "${dirs[@]}" >>"$out/ai-sdk.jsonl"
 done
 
 node - "$out/toolsmith.jsonl" "$out/ai-sdk.jsonl" <<'JS'
@@ -50,7 +51,7 @@ const by = (rows) => {
 const r = by(rust), s = by(sdk);
 const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const k = (x) => (x === undefined ? '—' : `${(x / 1000).toFixed(0)} k`);
-console.log(`AI SDK: ${Object.entries(sdk[0]?.versions ?? {}).map(([p, v]) => `${p}@${v}`).join(', ')}`);
+console.log(`AI SDK on Node ${sdk[0]?.node}: ${Object.entries(sdk[0]?.versions ?? {}).map(([p, v]) => `${p}@${v}`).join(', ')}`);
 console.log('');
 console.log('| provider dir | toolsmith MiB/s | toolsmith parts/s | toolsmith decoder alone MiB/s | toolsmith SSE alone MiB/s | AI SDK MiB/s | AI SDK parts/s | ratio (MiB/s) |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');

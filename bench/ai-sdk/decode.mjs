@@ -1,7 +1,9 @@
 // The Vercel AI SDK decoding the same fixtures as toolsmith's `decode_throughput` example, for
 // scripts/bench-decode-compare.sh. Prints one JSON line per provider directory.
 //
-// Usage: node decode.mjs [SECONDS] [DIR...]   (default 3 s per directory, every directory)
+// Usage: node_modules/.bin/node decode.mjs [SECONDS] [DIR...]
+//   (default 3 s per directory, every directory; node_modules/.bin/node is the Node 22 that
+//   package.json pins, since the SDK requires Node >= 22)
 //
 // What is measured: for each fixture, the SDK's real provider model is called through
 // `doStream` (the LanguageModelV4 API of these versions) with a custom `fetch` that answers
@@ -166,6 +168,7 @@ for (const dir of dirs) {
       mib_per_s: (bytes * iterations) / elapsed / (1024 * 1024),
       parts_per_s: (total.parts * iterations) / elapsed,
       versions,
+      node: process.versions.node,
     }),
   );
 }
