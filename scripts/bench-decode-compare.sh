@@ -10,6 +10,9 @@
 #   ROUNDS   (environment) rounds, alternating the two sides (default 3); the table keeps each
 #            side's best round, so a burst of load from elsewhere on the machine does not decide
 #            the ratio
+#   CHUNK    (environment) how the bodies are cut, on both sides: `event` (default), one chunk
+#            per event as a live stream arrives, or a size in bytes (e.g. 16384, a connection's
+#            read size), splitting lines and UTF-8 sequences anywhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +54,7 @@ const by = (rows) => {
 const r = by(rust), s = by(sdk);
 const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const k = (x) => (x === undefined ? '—' : `${(x / 1000).toFixed(0)} k`);
-console.log(`AI SDK on Node ${sdk[0]?.node}: ${Object.entries(sdk[0]?.versions ?? {}).map(([p, v]) => `${p}@${v}`).join(', ')}`);
+console.log(`Chunks: ${rust[0]?.chunk ?? sdk[0]?.chunk}. AI SDK on Node ${sdk[0]?.node}: ${Object.entries(sdk[0]?.versions ?? {}).map(([p, v]) => `${p}@${v}`).join(', ')}`);
 console.log('');
 console.log('| provider dir | toolsmith MiB/s | toolsmith parts/s | toolsmith decoder alone MiB/s | toolsmith SSE alone MiB/s | AI SDK MiB/s | AI SDK parts/s | ratio (MiB/s) |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');

@@ -1,7 +1,7 @@
 // The Vercel AI SDK decoding the same fixtures as toolsmith's `decode_throughput` example, for
 // scripts/bench-decode-compare.sh. Prints one JSON line per provider directory.
 //
-// Usage: node_modules/.bin/node decode.mjs [SECONDS] [DIR...]
+// Usage: [CHUNK=event|BYTES] node_modules/.bin/node decode.mjs [SECONDS] [DIR...]
 //   (default 3 s per directory, every directory; node_modules/.bin/node is the Node 22 that
 //   package.json pins, since the SDK requires Node >= 22)
 //
@@ -84,6 +84,23 @@ function splitEvents(text) {
   return chunks;
 }
 
+// CHUNK: `event` (default) or a size in bytes: the body cut into fixed-size chunks instead,
+// splitting lines and UTF-8 sequences anywhere (the same variable the Rust side reads).
+const CHUNK = process.env.CHUNK && process.env.CHUNK !== 'event' ? Number(process.env.CHUNK) : null;
+
+function rechunk(chunks) {
+  if (!CHUNK) return chunks;
+  const whole = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    whole.set(c, at);
+    at += c.length;
+  }
+  const out = [];
+  for (let i = 0; i < whole.length; i += CHUNK) out.push(whole.subarray(i, i + CHUNK));
+  return out;
+}
+
 function load(dir, wire) {
   return readdirSync(join(FIXTURES, dir))
     .filter((n) => n.endsWith('.chunks.txt') || n.endsWith('.sse'))
@@ -94,7 +111,7 @@ function load(dir, wire) {
       const body = name.endsWith('.sse')
         ? text
         : frame(text.split('\n').filter((l) => l.trim() !== ''), wire);
-      return { name, chunks: splitEvents(body) };
+      return { name, chunks: rechunk(splitEvents(body)) };
     });
 }
 
@@ -159,6 +176,7 @@ for (const dir of dirs) {
     JSON.stringify({
       impl: 'ai-sdk',
       dir,
+      chunk: CHUNK ? String(CHUNK) : 'event',
       fixtures: fixtures.length,
       bytes,
       parts: total.parts,

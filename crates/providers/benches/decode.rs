@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolsmith_core::ModelPart;
 
-use support::{Outcome, WIRES, Wire, decode_payloads, load, synth};
+use futures::StreamExt;
+use support::{Chunking, Outcome, WIRES, Wire, body_parts, decode_payloads, frame, load, synth};
 
 /// Delta counts for the linearity bench.
 const SIZES: [usize; 2] = [10_000, 20_000];
@@ -85,6 +86,22 @@ fn read_along(wire: &Wire, payloads: &[String]) -> usize {
     text.len()
 }
 
+/// [`read_along`] through the SSE layer: the stream's body framed as the wire sends it, cut
+/// into `chunking`, parsed by `sse_events` and decoded by `decode_events`.
+fn read_along_sse(runtime: &tokio::runtime::Runtime, wire: &Wire, body: &[bytes::Bytes]) -> usize {
+    runtime.block_on(async {
+        let mut parts = body_parts(wire, body);
+        let mut text = String::new();
+        while let Some(part) = parts.next().await {
+            if let ModelPart::TextDelta { delta, .. } = part.expect("synthetic stream decodes") {
+                text.push_str(&delta);
+            }
+            black_box((text.len(), text.chars().next_back()));
+        }
+        text.len()
+    })
+}
+
 /// The generator of every wire (including those whose decoder has not landed) must produce
 /// JSON, so a generator is right before its entry in the table is enabled.
 fn check_generators() {
@@ -123,37 +140,63 @@ fn linearity(c: &mut Criterion) {
     group.finish();
 }
 
-/// time(20 000) ÷ time(10 000) per wire: the median of several alternating runs of each.
-fn linearity_ratio(_: &mut Criterion) {
+/// The median time of `RUNS` runs of `run` on each size, alternating, after one warm-up.
+fn median_times(mut run: impl FnMut(usize)) -> [Duration; 2] {
     const RUNS: usize = 9;
+    let mut times = [[Duration::ZERO; RUNS]; 2];
+    for round in 0..=RUNS {
+        for (i, t) in times.iter_mut().enumerate() {
+            let start = Instant::now();
+            run(i);
+            if round > 0 {
+                t[round - 1] = start.elapsed();
+            }
+        }
+    }
+    times.map(|mut t| {
+        t.sort();
+        t[RUNS / 2]
+    })
+}
+
+fn report(what: &str, [small, large]: [Duration; 2]) {
+    eprintln!(
+        "LINEARITY {what}: {} deltas {:.2} ms, {} deltas {:.2} ms, ratio {:.2} (target <= 2.2)",
+        SIZES[0],
+        small.as_secs_f64() * 1e3,
+        SIZES[1],
+        large.as_secs_f64() * 1e3,
+        large.as_secs_f64() / small.as_secs_f64()
+    );
+}
+
+/// time(20 000) ÷ time(10 000) per wire: the median of several alternating runs of each. Once
+/// for the decoder (the target), and once through the SSE layer with the body in 16 KiB
+/// chunks (a connection's read size), since a cost that grows with the chunk shows only there.
+fn linearity_ratio(_: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     for wire in WIRES {
         let Some(generate) = wire.text_stream else {
             continue;
         };
         let streams = SIZES.map(generate);
-        let mut times = [[Duration::ZERO; RUNS]; 2];
-        for run in 0..=RUNS {
-            for (i, payloads) in streams.iter().enumerate() {
-                let start = Instant::now();
-                black_box(read_along(wire, payloads));
-                // Run 0 warms up.
-                if run > 0 {
-                    times[i][run - 1] = start.elapsed();
-                }
-            }
-        }
-        let [small, large] = times.map(|mut t| {
-            t.sort();
-            t[RUNS / 2]
-        });
-        eprintln!(
-            "LINEARITY {}: {} deltas {:.2} ms, {} deltas {:.2} ms, ratio {:.2} (target <= 2.2)",
+        report(
             wire.dir,
-            SIZES[0],
-            small.as_secs_f64() * 1e3,
-            SIZES[1],
-            large.as_secs_f64() * 1e3,
-            large.as_secs_f64() / small.as_secs_f64()
+            median_times(|i| {
+                black_box(read_along(wire, &streams[i]));
+            }),
+        );
+        let bodies = streams.each_ref().map(|payloads| {
+            let body = bytes::Bytes::from(frame(payloads, wire.framing));
+            Chunking::Bytes(16 * 1024).apply(&[body])
+        });
+        report(
+            &format!("{} through SSE, 16 KiB chunks", wire.dir),
+            median_times(|i| {
+                black_box(read_along_sse(&runtime, wire, &bodies[i]));
+            }),
         );
     }
 }

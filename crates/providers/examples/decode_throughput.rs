@@ -13,6 +13,9 @@
 //! splits between the decoder and the SSE layer, and `sse_only_mib_per_s`: the bodies through
 //! `sse_events` alone, nothing decoded.
 //!
+//! The body is cut one chunk per event, or into `CHUNK` bytes when that environment variable
+//! is a size (both sides read it).
+//!
 //! Run: `cargo run --release -p toolsmith-providers --example decode_throughput -- [SECONDS]
 //! [DIR...]` (default 3 s per directory, every enabled wire).
 
@@ -24,12 +27,13 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Outcome, WIRES, decode_body, decode_payloads, load, parse_body};
+use support::{Chunking, Outcome, WIRES, decode_body, decode_payloads, load, parse_body};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let seconds: f64 = args.next().map_or(3.0, |s| s.parse().expect("SECONDS"));
     let dirs: Vec<String> = args.collect();
+    let chunking = Chunking::from_env();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -37,7 +41,10 @@ fn main() {
         if !dirs.is_empty() && !dirs.iter().any(|d| d == wire.dir) {
             continue;
         }
-        let fixtures = load(wire);
+        let mut fixtures = load(wire);
+        for fixture in &mut fixtures {
+            fixture.body = chunking.apply(&fixture.body);
+        }
         let bytes: u64 = fixtures.iter().map(|f| f.body_bytes()).sum();
         let once = || async {
             let mut total = Outcome::default();
@@ -92,6 +99,7 @@ fn main() {
         let line = json!({
             "impl": "toolsmith",
             "dir": wire.dir,
+            "chunk": chunking.label(),
             "fixtures": fixtures.len(),
             "bytes": bytes,
             "parts": total.parts,

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use toolsmith_core::{ModelError, ModelPart};
+use toolsmith_core::{ModelError, ModelPart, ModelStream};
 use toolsmith_providers::decode::{StreamDecoder, decode_events};
 use toolsmith_providers::openai_chat::ChatStreamDecoder;
 use toolsmith_providers::sse::sse_events;
@@ -87,7 +87,7 @@ pub struct Fixture {
     /// The `data:` payloads in order, `[DONE]` included where the wire sends it.
     pub payloads: Vec<String>,
     /// The SSE body, one chunk per event (as a live stream arrives: the model produces events
-    /// slower than the network carries them).
+    /// slower than the network carries them); [`Chunking`] cuts it otherwise.
     pub body: Vec<Bytes>,
 }
 
@@ -277,18 +277,16 @@ pub async fn parse_body(body: &[Bytes]) -> u64 {
     count
 }
 
-/// Decodes one response's SSE body the way a live response is decoded: the chunks through
-/// [`sse_events`] (no idle timeout) and [`decode_events`], every part pulled from the stream
+/// The parts of one response's SSE body, decoded the way a live response is: the chunks
+/// through [`sse_events`] (no idle timeout) and [`decode_events`] with a fresh decoder.
+pub fn body_parts(wire: &Wire, body: &[Bytes]) -> ModelStream {
+    decode_events(sse_body(body), Boxed((wire.decoder)()), Vec::new())
+}
+
+/// Decodes one response's SSE body through [`body_parts`], every part pulled from the stream
 /// (the `StreamStart` included, as the AI SDK's `stream-start` is counted on its side).
 pub async fn decode_body(wire: &Wire, body: &[Bytes]) -> Outcome {
-    // `sse_events` wants an owned stream: the chunks are `Bytes`, so this copies no data.
-    let chunks: Vec<Bytes> = body.to_vec();
-    let chunks = futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
-    let mut parts = decode_events(
-        sse_events(chunks, None),
-        Boxed((wire.decoder)()),
-        Vec::new(),
-    );
+    let mut parts = body_parts(wire, body);
     let mut outcome = Outcome::default();
     while let Some(part) = parts.next().await {
         match part {
@@ -300,4 +298,49 @@ pub async fn decode_body(wire: &Wire, body: &[Bytes]) -> Outcome {
         }
     }
     outcome
+}
+
+/// How a body is cut into the chunks the SSE layer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunking {
+    /// One chunk per event, as a live stream arrives when the model is slower than the network.
+    Event,
+    /// Fixed-size chunks that split lines and UTF-8 sequences anywhere, as a buffered or fast
+    /// connection delivers them.
+    Bytes(usize),
+}
+
+impl Chunking {
+    /// From the `CHUNK` environment variable: `event` (the default) or a size in bytes, the
+    /// same variable `bench/ai-sdk/decode.mjs` reads.
+    pub fn from_env() -> Self {
+        match std::env::var("CHUNK") {
+            Ok(size) if size != "event" => {
+                Chunking::Bytes(size.parse().expect("CHUNK is `event` or a size in bytes"))
+            }
+            _ => Chunking::Event,
+        }
+    }
+
+    /// `body` (cut per event) cut this way.
+    pub fn apply(self, body: &[Bytes]) -> Vec<Bytes> {
+        match self {
+            Chunking::Event => body.to_vec(),
+            Chunking::Bytes(size) => {
+                let whole = Bytes::from(body.concat());
+                (0..whole.len())
+                    .step_by(size.max(1))
+                    .map(|at| whole.slice(at..(at + size).min(whole.len())))
+                    .collect()
+            }
+        }
+    }
+
+    /// For reports: `event` or the size.
+    pub fn label(self) -> String {
+        match self {
+            Chunking::Event => "event".into(),
+            Chunking::Bytes(size) => size.to_string(),
+        }
+    }
 }
