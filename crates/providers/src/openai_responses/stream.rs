@@ -1,0 +1,917 @@
+//! Responses stream decoding: `response.*` events in, [`ModelPart`]s out.
+
+use serde_json::{Map, Value, json};
+use toolsmith_core::{
+    FinishReason, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
+    ProviderMetadata, Source, UnifiedFinishReason,
+};
+
+use super::items::{self, Kind};
+use crate::decode::StreamDecoder;
+use crate::errors::excerpt;
+use crate::sse::SseStream;
+
+/// The message of the error reported when the body ends before `response.completed`.
+pub const TRUNCATED: &str =
+    "The Responses stream ended before response.completed (truncated response).";
+
+/// Turns Responses API stream payloads (the `data:` of each server-sent event) into
+/// [`ModelPart`]s.
+///
+/// One output item at a time, keyed by `output_index` (or `item_id`):
+///
+/// - `message`: a text block whose id is the item id; `output_text.delta`s stream, the
+///   `TextEnd` carries `{"openai":{"itemId":…}}`. `url_citation` annotations become
+///   [`Source`]s of type `url`, `file_citation`s sources of type `document` (title = file name).
+/// - `reasoning`: one block per summary part (`{itemId}:{summaryIndex}`) and per raw
+///   `reasoning_text` part (`{itemId}:text:{contentIndex}`, LM Studio). All stay open until the
+///   item is done, so every `ReasoningEnd` carries `{"openai":{"itemId", "reasoningEncryptedContent"}}`
+///   for the round trip (`"reasoningText": true` marks raw text blocks). A reasoning item with
+///   no text still yields one empty block, so its id and encrypted content reach the thread.
+/// - `function_call`: `ToolInputStart` (id = `call_id`), the argument deltas, `ToolInputEnd` and
+///   a [`ModelPart::ToolCall`] with `{"openai":{"itemId":…}}`. A `function_call_arguments.done`
+///   (or `output_item.done`) without deltas yields one delta with the whole arguments; when the
+///   final arguments extend what was streamed, the rest is sent as one more delta.
+/// - `custom_tool_call` (free-form input): a local call whose input is the JSON object
+///   `{"input":"<text>"}`, streamed as escaped pieces so the deltas still concatenate to it.
+/// - `shell_call`, `local_shell_call`, `apply_patch_call`, client `tool_search_call`,
+///   `computer_call`: tools OpenAI expects the *client* to run. They become local calls named
+///   `shell`, `local_shell`, `apply_patch`, `tool_search`, `computer`, whose input is the item's
+///   `action` / `operation` / `arguments` object, with `{"openai":{"itemId","type"}}` so the
+///   request builder can echo the native item and answer with the matching `*_output` item.
+/// - Hosted tools (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+///   `image_generation_call`, `mcp_call`, `mcp_list_tools`, `mcp_approval_request`, server
+///   `tool_search_call`): a provider-executed call (id = item id, input = what the item says it
+///   did) and, when the item is done, its [`ModelPart::ToolResult`] holding the item verbatim
+///   (`isError` when its status is `failed` or it has an `error`). Each `web_search_call` adds one
+///   to `usage.server_tool_uses` (seed 002).
+/// - A leaked `parallel` / `multi_tool_use.parallel` wrapper call whose arguments are
+///   `{"tool_uses":[{"recipient_name":"functions.NAME","parameters":{…}}]}` is expanded into one
+///   call per entry (ids `{call_id}_{i}`, no item id); any other call of that name passes as is.
+///
+/// `response.completed` / `response.incomplete` end the response with a `Finish` (usage with
+/// cached and reasoning tokens; `tool-calls` when a local call was made, else `stop`;
+/// `length` for `max_output_tokens`, `content-filter` for `content_filter`). An `error` event or
+/// `response.failed` ends it with the provider's error. The decoder stops at the first finished
+/// response ([`is_done`](Self::is_done)); events of a second response in the same body are
+/// ignored. Unknown events and item types are ignored.
+///
+/// ```
+/// use toolsmith_core::ModelPart;
+/// use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
+///
+/// let mut decoder = ResponsesStreamDecoder::new();
+/// let mut parts = Vec::new();
+/// for data in [
+///     r#"{"type":"response.created","response":{"id":"resp_1","model":"gpt-5"}}"#,
+///     r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_1"}}"#,
+///     r#"{"type":"response.output_text.delta","output_index":0,"item_id":"msg_1","delta":"Hi"}"#,
+///     r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_1"}}"#,
+///     r#"{"type":"response.completed","response":{"usage":{"input_tokens":3,"output_tokens":1}}}"#,
+/// ] {
+///     decoder.push(data, &mut parts).unwrap();
+/// }
+/// assert!(decoder.is_done());
+/// assert!(matches!(parts.last(), Some(ModelPart::Finish { .. })));
+/// ```
+#[derive(Debug)]
+pub struct ResponsesStreamDecoder {
+    id_prefix: String,
+    generated: usize,
+    metadata_sent: bool,
+    items: Vec<ItemState>,
+    local_calls: usize,
+    server_tool_uses: u64,
+    sources: usize,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct ItemState {
+    output_index: Option<u64>,
+    item_id: String,
+    kind: Kind,
+    finished: bool,
+    /// Message: the open text block.
+    text_open: bool,
+    text_len: usize,
+    /// Reasoning: open blocks (block id, whether it is raw text, text so far).
+    blocks: Vec<(String, bool, String)>,
+    /// Calls.
+    call_id: String,
+    name: String,
+    input: String,
+    started: bool,
+    ended: bool,
+}
+
+impl Default for ResponsesStreamDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn openai_metadata(fields: Map<String, Value>) -> ProviderMetadata {
+    let mut metadata = ProviderMetadata::default();
+    metadata.insert("openai", Value::Object(fields));
+    metadata
+}
+
+/// A JSON string's content, without the quotes: escaping is per character, so escaped pieces
+/// concatenate to the escaped whole.
+fn escape(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+impl ResponsesStreamDecoder {
+    /// A decoder for one response.
+    pub fn new() -> Self {
+        ResponsesStreamDecoder {
+            id_prefix: format!("{:012x}", fastrand::u64(..) >> 16),
+            generated: 0,
+            metadata_sent: false,
+            items: Vec::new(),
+            local_calls: 0,
+            server_tool_uses: 0,
+            sources: 0,
+            done: false,
+        }
+    }
+
+    /// Whether the response finished (completed, incomplete, failed or errored): later payloads
+    /// are ignored.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not a JSON object; the provider's error (its
+    /// message and code, the kind mapped from the code) for an `error` event or
+    /// `response.failed`. Open blocks are closed first and the decoder is done.
+    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        let data = data.trim();
+        if self.done || data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let event: Value = match serde_json::from_str(data) {
+            Ok(value @ Value::Object(_)) => value,
+            Ok(_) => {
+                self.abort(out);
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "Malformed Responses event (not a JSON object): {}",
+                        excerpt(data, 200)
+                    ),
+                ));
+            }
+            Err(error) => {
+                self.abort(out);
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "Malformed Responses event ({error}): {}",
+                        excerpt(data, 200)
+                    ),
+                ));
+            }
+        };
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.created" | "response.in_progress" | "response.queued" => {
+                self.metadata(&event, out);
+            }
+            "response.output_item.added" => {
+                if let Some(item) = event.get("item") {
+                    let index = event.get("output_index").and_then(Value::as_u64);
+                    self.item_added(index, item, out);
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = event.get("item") {
+                    let index = event.get("output_index").and_then(Value::as_u64);
+                    self.item_done(index, item, out);
+                }
+            }
+            "response.output_text.delta" => {
+                let delta = str_of(&event, "delta").unwrap_or_default().to_string();
+                let slot = self.slot_or_create(&event, Kind::Message, out);
+                self.text_delta(slot, delta, out);
+            }
+            "response.output_text.annotation.added" => {
+                if let Some(annotation) = event.get("annotation") {
+                    self.annotation(annotation, out);
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                let index = event.get("summary_index").and_then(Value::as_u64);
+                let slot = self.slot_or_create(&event, Kind::Reasoning, out);
+                self.reasoning_block(slot, false, index.unwrap_or(0), out);
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let raw = kind == "response.reasoning_text.delta";
+                let index_key = if raw {
+                    "content_index"
+                } else {
+                    "summary_index"
+                };
+                let index = event.get(index_key).and_then(Value::as_u64).unwrap_or(0);
+                let delta = str_of(&event, "delta").unwrap_or_default().to_string();
+                let slot = self.slot_or_create(&event, Kind::Reasoning, out);
+                let block = self.reasoning_block(slot, raw, index, out);
+                if !delta.is_empty() {
+                    let (id, _, text) = &mut self.items[slot].blocks[block];
+                    text.push_str(&delta);
+                    out.push(ModelPart::ReasoningDelta {
+                        id: id.clone(),
+                        delta,
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some(slot) = self.find(&event) {
+                    let delta = str_of(&event, "delta").unwrap_or_default().to_string();
+                    self.input_delta(slot, &delta, out);
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let Some(slot) = self.find(&event)
+                    && let Some(arguments) = event.get("arguments").and_then(Value::as_str)
+                {
+                    self.input_complete(slot, arguments, out);
+                }
+            }
+            "response.custom_tool_call_input.delta" => {
+                if let Some(slot) = self.find(&event) {
+                    let delta = escape(str_of(&event, "delta").unwrap_or_default());
+                    self.input_delta(slot, &delta, out);
+                }
+            }
+            "response.custom_tool_call_input.done" => {
+                if let Some(slot) = self.find(&event)
+                    && let Some(input) = event.get("input").and_then(Value::as_str)
+                {
+                    let full = format!("{{\"input\":\"{}", escape(input));
+                    self.input_complete(slot, &full, out);
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                self.metadata(&event, out);
+                self.complete(&event, out);
+            }
+            "response.failed" => {
+                self.abort(out);
+                let error = event
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null());
+                return Err(match error {
+                    Some(error) => provider_error(error),
+                    None => ModelError::new(
+                        ModelErrorKind::Other,
+                        "The provider reported that the response failed.",
+                    ),
+                });
+            }
+            "error" => {
+                self.abort(out);
+                let error = event.get("error").unwrap_or(&event);
+                return Err(provider_error(error));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the response after the last payload.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` ([`TRUNCATED`]) when no `response.completed` (or `incomplete`) arrived:
+    /// open text and reasoning blocks and tool inputs are closed, no tool call is emitted for an
+    /// unfinished call, and there is no `Finish`.
+    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        self.abort(out);
+        Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED))
+    }
+
+    fn metadata(&mut self, event: &Value, out: &mut Vec<ModelPart>) {
+        if self.metadata_sent {
+            return;
+        }
+        let Some(response) = event.get("response") else {
+            return;
+        };
+        let id = str_of(response, "id").map(str::to_string);
+        let model_id = str_of(response, "model").map(str::to_string);
+        if id.is_some() || model_id.is_some() {
+            self.metadata_sent = true;
+            out.push(ModelPart::ResponseMetadata { id, model_id });
+        }
+    }
+
+    fn generate(&mut self, kind: &str) -> String {
+        self.generated += 1;
+        format!("{kind}_{}_{}", self.id_prefix, self.generated)
+    }
+
+    /// The item an event refers to, by `output_index`, else by `item_id`.
+    fn find(&self, event: &Value) -> Option<usize> {
+        if let Some(index) = event.get("output_index").and_then(Value::as_u64)
+            && let Some(slot) = self
+                .items
+                .iter()
+                .rposition(|i| i.output_index == Some(index))
+        {
+            return Some(slot);
+        }
+        let id = str_of(event, "item_id")?;
+        self.items.iter().rposition(|i| i.item_id == id)
+    }
+
+    /// The item an event refers to, created (as if `output_item.added` had been sent) when a
+    /// server skipped the `added` event.
+    fn slot_or_create(&mut self, event: &Value, kind: Kind, out: &mut Vec<ModelPart>) -> usize {
+        if let Some(slot) = self.find(event) {
+            return slot;
+        }
+        let index = event.get("output_index").and_then(Value::as_u64);
+        let mut item = Map::new();
+        item.insert("type".into(), json!(kind.item_type()));
+        if let Some(id) = str_of(event, "item_id") {
+            item.insert("id".into(), json!(id));
+        }
+        self.item_added(index, &Value::Object(item), out);
+        self.items.len() - 1
+    }
+
+    fn item_added(&mut self, index: Option<u64>, item: &Value, out: &mut Vec<ModelPart>) {
+        let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let Some(kind) = Kind::of(item_type, item) else {
+            return;
+        };
+        // A repeated `added` for a known item is ignored.
+        if let Some(id) = str_of(item, "id")
+            && self.items.iter().any(|i| i.item_id == id)
+        {
+            return;
+        }
+        let item_id = match str_of(item, "id") {
+            Some(id) => id.to_string(),
+            None => self.generate("item"),
+        };
+        let mut state = ItemState {
+            output_index: index,
+            item_id: item_id.clone(),
+            kind,
+            finished: false,
+            text_open: false,
+            text_len: 0,
+            blocks: Vec::new(),
+            call_id: String::new(),
+            name: String::new(),
+            input: String::new(),
+            started: false,
+            ended: false,
+        };
+        match kind {
+            Kind::Message => {
+                state.text_open = true;
+                out.push(ModelPart::TextStart { id: item_id });
+            }
+            Kind::Reasoning => {}
+            Kind::Function | Kind::Custom | Kind::Client(_) => {
+                state.call_id = match str_of(item, "call_id") {
+                    Some(id) => id.to_string(),
+                    None => item_id.clone(),
+                };
+                state.name = items::call_name(kind, item);
+                if kind == Kind::Function && items::is_parallel_wrapper(&state.name) {
+                    // Buffered until done: it may be expanded into several calls.
+                    state.started = false;
+                } else {
+                    state.started = true;
+                    out.push(ModelPart::ToolInputStart {
+                        id: state.call_id.clone(),
+                        tool_name: state.name.clone(),
+                        provider_executed: false,
+                    });
+                }
+                if kind == Kind::Custom {
+                    state.input.push_str("{\"input\":\"");
+                    out.push(ModelPart::ToolInputDelta {
+                        id: state.call_id.clone(),
+                        delta: state.input.clone(),
+                    });
+                    if let Some(text) = str_of(item, "input") {
+                        let delta = escape(text);
+                        state.input.push_str(&delta);
+                        out.push(ModelPart::ToolInputDelta {
+                            id: state.call_id.clone(),
+                            delta,
+                        });
+                    }
+                }
+                if kind == Kind::Function
+                    && let Some(arguments) = str_of(item, "arguments")
+                {
+                    state.input.push_str(arguments);
+                    if state.started {
+                        out.push(ModelPart::ToolInputDelta {
+                            id: state.call_id.clone(),
+                            delta: arguments.to_string(),
+                        });
+                    }
+                }
+            }
+            Kind::Hosted(_) => {
+                state.call_id = item_id.clone();
+                state.name = items::call_name(kind, item);
+                state.started = true;
+                out.push(ModelPart::ToolInputStart {
+                    id: state.call_id.clone(),
+                    tool_name: state.name.clone(),
+                    provider_executed: true,
+                });
+            }
+        }
+        self.items.push(state);
+    }
+
+    fn text_delta(&mut self, slot: usize, delta: String, out: &mut Vec<ModelPart>) {
+        let item = &mut self.items[slot];
+        if item.kind != Kind::Message || item.finished || delta.is_empty() {
+            return;
+        }
+        if !item.text_open {
+            item.text_open = true;
+            out.push(ModelPart::TextStart {
+                id: item.item_id.clone(),
+            });
+        }
+        item.text_len += delta.len();
+        out.push(ModelPart::TextDelta {
+            id: item.item_id.clone(),
+            delta,
+        });
+    }
+
+    /// The index (in the item's blocks) of the reasoning block for this part, opened if new.
+    fn reasoning_block(
+        &mut self,
+        slot: usize,
+        raw: bool,
+        index: u64,
+        out: &mut Vec<ModelPart>,
+    ) -> usize {
+        let item = &mut self.items[slot];
+        let id = if raw {
+            format!("{}:text:{index}", item.item_id)
+        } else {
+            format!("{}:{index}", item.item_id)
+        };
+        if let Some(pos) = item.blocks.iter().position(|(b, _, _)| *b == id) {
+            return pos;
+        }
+        out.push(ModelPart::ReasoningStart { id: id.clone() });
+        item.blocks.push((id, raw, String::new()));
+        item.blocks.len() - 1
+    }
+
+    fn input_delta(&mut self, slot: usize, delta: &str, out: &mut Vec<ModelPart>) {
+        let item = &mut self.items[slot];
+        if !item.kind.is_call() || item.ended || delta.is_empty() {
+            return;
+        }
+        item.input.push_str(delta);
+        if item.started {
+            out.push(ModelPart::ToolInputDelta {
+                id: item.call_id.clone(),
+                delta: delta.to_string(),
+            });
+        }
+    }
+
+    /// The complete input arrived: what was not streamed yet is sent as one delta. A final
+    /// input that does not extend the streamed one is ignored (the deltas already sent stand).
+    fn input_complete(&mut self, slot: usize, full: &str, out: &mut Vec<ModelPart>) {
+        let item = &self.items[slot];
+        if item.ended {
+            return;
+        }
+        if let Some(rest) = full.strip_prefix(item.input.as_str())
+            && !rest.is_empty()
+        {
+            let rest = rest.to_string();
+            self.input_delta(slot, &rest, out);
+        }
+    }
+
+    fn annotation(&mut self, annotation: &Value, out: &mut Vec<ModelPart>) {
+        let kind = annotation.get("type").and_then(Value::as_str).unwrap_or("");
+        let (source_type, url, title) = match kind {
+            "url_citation" => {
+                let Some(url) = str_of(annotation, "url") else {
+                    return;
+                };
+                ("url", Some(url.to_string()), str_of(annotation, "title"))
+            }
+            "file_citation" | "container_file_citation" | "file_path" => (
+                "document",
+                None,
+                str_of(annotation, "filename").or_else(|| str_of(annotation, "file_id")),
+            ),
+            _ => return,
+        };
+        self.sources += 1;
+        out.push(ModelPart::Source(Source {
+            source_type: source_type.into(),
+            id: format!("src_{}_{}", self.id_prefix, self.sources),
+            url,
+            title: title.map(str::to_string),
+        }));
+    }
+
+    fn item_done(&mut self, index: Option<u64>, item: &Value, out: &mut Vec<ModelPart>) {
+        let mut probe = Map::new();
+        if let Some(index) = index {
+            probe.insert("output_index".into(), json!(index));
+        }
+        if let Some(id) = str_of(item, "id") {
+            probe.insert("item_id".into(), json!(id));
+        }
+        let probe = Value::Object(probe);
+        let slot = match self.find(&probe) {
+            Some(slot) => slot,
+            None => {
+                self.item_added(index, item, out);
+                match self.find(&probe) {
+                    Some(slot) => slot,
+                    None => return,
+                }
+            }
+        };
+        if self.items[slot].finished {
+            return;
+        }
+        match self.items[slot].kind {
+            Kind::Message => {
+                if self.items[slot].text_len == 0 {
+                    let text = items::message_text(item);
+                    self.text_delta(slot, text, out);
+                }
+                self.close_item(slot, Some(item), out);
+            }
+            Kind::Reasoning => {
+                if self.items[slot].blocks.iter().all(|(_, _, t)| t.is_empty()) {
+                    for (raw, index, text) in items::reasoning_texts(item) {
+                        let block = self.reasoning_block(slot, raw, index, out);
+                        let (id, _, buffer) = &mut self.items[slot].blocks[block];
+                        buffer.push_str(&text);
+                        out.push(ModelPart::ReasoningDelta {
+                            id: id.clone(),
+                            delta: text,
+                        });
+                    }
+                }
+                if self.items[slot].blocks.is_empty() {
+                    self.reasoning_block(slot, false, 0, out);
+                }
+                self.close_item(slot, Some(item), out);
+            }
+            Kind::Function => {
+                if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
+                    self.input_complete(slot, arguments, out);
+                }
+                if let Some(name) = str_of(item, "name")
+                    && self.items[slot].name.is_empty()
+                {
+                    self.items[slot].name = name.to_string();
+                }
+                self.close_item(slot, Some(item), out);
+            }
+            Kind::Custom => {
+                if let Some(input) = item.get("input").and_then(Value::as_str) {
+                    let full = format!("{{\"input\":\"{}", escape(input));
+                    self.input_complete(slot, &full, out);
+                }
+                self.close_item(slot, Some(item), out);
+            }
+            Kind::Client(_) | Kind::Hosted(_) => {
+                let input = items::call_input(self.items[slot].kind, item).to_string();
+                self.input_delta(slot, &input, out);
+                self.close_item(slot, Some(item), out);
+            }
+        }
+    }
+
+    /// Closes an item: its blocks end, its call is emitted. `item` is the done item (`None` when
+    /// the response completed without it).
+    fn close_item(&mut self, slot: usize, item: Option<&Value>, out: &mut Vec<ModelPart>) {
+        let state = &mut self.items[slot];
+        if state.finished {
+            return;
+        }
+        state.finished = true;
+        let item_id = state.item_id.clone();
+        match state.kind {
+            Kind::Message => {
+                if state.text_open {
+                    state.text_open = false;
+                    let mut fields = Map::new();
+                    fields.insert("itemId".into(), json!(item_id));
+                    if let Some(phase) = item.and_then(|i| str_of(i, "phase")) {
+                        fields.insert("phase".into(), json!(phase));
+                    }
+                    out.push(ModelPart::TextEnd {
+                        id: item_id,
+                        provider_metadata: openai_metadata(fields),
+                    });
+                }
+            }
+            Kind::Reasoning => {
+                let encrypted = item
+                    .and_then(|i| i.get("encrypted_content"))
+                    .filter(|e| e.is_string())
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                for (id, raw, _) in std::mem::take(&mut state.blocks) {
+                    let mut fields = Map::new();
+                    fields.insert("itemId".into(), json!(item_id));
+                    fields.insert("reasoningEncryptedContent".into(), encrypted.clone());
+                    if raw {
+                        fields.insert("reasoningText".into(), json!(true));
+                    }
+                    out.push(ModelPart::ReasoningEnd {
+                        id,
+                        provider_metadata: openai_metadata(fields),
+                    });
+                }
+            }
+            Kind::Function if !state.started => {
+                // A buffered `parallel` wrapper.
+                let (call_id, name, input) = (
+                    state.call_id.clone(),
+                    state.name.clone(),
+                    std::mem::take(&mut state.input),
+                );
+                state.ended = true;
+                match items::expand_parallel(&input) {
+                    Some(calls) => {
+                        for (i, (name, arguments)) in calls.into_iter().enumerate() {
+                            let id = format!("{call_id}_{i}");
+                            self.local_calls += 1;
+                            emit_call(out, &id, &name, arguments, false, Map::new());
+                        }
+                    }
+                    None => {
+                        self.local_calls += 1;
+                        let mut fields = Map::new();
+                        fields.insert("itemId".into(), json!(item_id));
+                        emit_call(out, &call_id, &name, input, false, fields);
+                    }
+                }
+            }
+            Kind::Function | Kind::Custom | Kind::Client(_) => {
+                state.ended = true;
+                if state.kind == Kind::Custom {
+                    state.input.push_str("\"}");
+                    out.push(ModelPart::ToolInputDelta {
+                        id: state.call_id.clone(),
+                        delta: "\"}".into(),
+                    });
+                }
+                out.push(ModelPart::ToolInputEnd {
+                    id: state.call_id.clone(),
+                });
+                let mut fields = Map::new();
+                fields.insert("itemId".into(), json!(item_id));
+                if state.kind != Kind::Function {
+                    fields.insert("type".into(), json!(state.kind.item_type()));
+                }
+                let mut call = ModelToolCall::new(
+                    state.call_id.clone(),
+                    state.name.clone(),
+                    std::mem::take(&mut state.input),
+                );
+                call.provider_metadata = openai_metadata(fields);
+                out.push(ModelPart::ToolCall(call));
+                self.local_calls += 1;
+            }
+            Kind::Hosted(item_type) => {
+                state.ended = true;
+                out.push(ModelPart::ToolInputEnd {
+                    id: state.call_id.clone(),
+                });
+                let mut fields = Map::new();
+                fields.insert("itemId".into(), json!(item_id));
+                fields.insert("type".into(), json!(item_type));
+                let mut call = ModelToolCall::new(
+                    state.call_id.clone(),
+                    state.name.clone(),
+                    std::mem::take(&mut state.input),
+                );
+                call.provider_executed = true;
+                call.provider_metadata = openai_metadata(fields.clone());
+                out.push(ModelPart::ToolCall(call));
+                let result = item
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": item_type, "id": item_id}));
+                let is_error = items::is_error_item(&result);
+                out.push(ModelPart::ToolResult {
+                    tool_call_id: state.call_id.clone(),
+                    tool_name: state.name.clone(),
+                    result,
+                    is_error,
+                    provider_metadata: openai_metadata(fields),
+                });
+                if item_type == "web_search_call" {
+                    self.server_tool_uses += 1;
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, event: &Value, out: &mut Vec<ModelPart>) {
+        for slot in 0..self.items.len() {
+            if !self.items[slot].finished {
+                if self.items[slot].kind == Kind::Reasoning && self.items[slot].blocks.is_empty() {
+                    self.reasoning_block(slot, false, 0, out);
+                }
+                self.close_item(slot, None, out);
+            }
+        }
+        let response = event.get("response").cloned().unwrap_or(Value::Null);
+        let mut usage = items::usage(response.get("usage"));
+        usage.server_tool_uses = self.server_tool_uses;
+        let status = str_of(&response, "status").unwrap_or(
+            if event.get("type").and_then(Value::as_str) == Some("response.incomplete") {
+                "incomplete"
+            } else {
+                "completed"
+            },
+        );
+        let reason = response
+            .get("incomplete_details")
+            .and_then(|d| str_of(d, "reason"));
+        let (unified, raw) = match (status, reason) {
+            (_, Some("max_output_tokens")) => (UnifiedFinishReason::Length, "max_output_tokens"),
+            (_, Some("content_filter")) => (UnifiedFinishReason::ContentFilter, "content_filter"),
+            (_, Some(other)) => (UnifiedFinishReason::Other, other),
+            ("completed", None) if self.local_calls > 0 => {
+                (UnifiedFinishReason::ToolCalls, "completed")
+            }
+            ("completed", None) => (UnifiedFinishReason::Stop, "completed"),
+            (other, None) => (UnifiedFinishReason::Other, other),
+        };
+        out.push(ModelPart::Finish {
+            usage,
+            finish_reason: FinishReason::new(unified).with_raw(raw),
+            provider_metadata: ProviderMetadata::default(),
+        });
+        self.done = true;
+    }
+
+    /// Closes what is open after a failure (blocks and tool inputs, but no tool calls) and
+    /// ignores anything later.
+    fn abort(&mut self, out: &mut Vec<ModelPart>) {
+        for item in &mut self.items {
+            if item.finished {
+                continue;
+            }
+            item.finished = true;
+            if item.text_open {
+                item.text_open = false;
+                out.push(ModelPart::TextEnd {
+                    id: item.item_id.clone(),
+                    provider_metadata: ProviderMetadata::default(),
+                });
+            }
+            for (id, _, _) in std::mem::take(&mut item.blocks) {
+                out.push(ModelPart::ReasoningEnd {
+                    id,
+                    provider_metadata: ProviderMetadata::default(),
+                });
+            }
+            if item.started && !item.ended {
+                item.ended = true;
+                out.push(ModelPart::ToolInputEnd {
+                    id: item.call_id.clone(),
+                });
+            }
+        }
+        self.done = true;
+    }
+}
+
+/// A whole local call: start, one delta, end, call.
+fn emit_call(
+    out: &mut Vec<ModelPart>,
+    id: &str,
+    name: &str,
+    input: String,
+    provider_executed: bool,
+    fields: Map<String, Value>,
+) {
+    out.push(ModelPart::ToolInputStart {
+        id: id.to_string(),
+        tool_name: name.to_string(),
+        provider_executed,
+    });
+    if !input.is_empty() {
+        out.push(ModelPart::ToolInputDelta {
+            id: id.to_string(),
+            delta: input.clone(),
+        });
+    }
+    out.push(ModelPart::ToolInputEnd { id: id.to_string() });
+    let mut call = ModelToolCall::new(id, name, input);
+    call.provider_executed = provider_executed;
+    if !fields.is_empty() {
+        call.provider_metadata = openai_metadata(fields);
+    }
+    out.push(ModelPart::ToolCall(call));
+}
+
+/// The provider's in-stream error (`{"type","code","message"}`) as a [`ModelError`]: the kind
+/// from the code, the message naming the code.
+pub(crate) fn provider_error(error: &Value) -> ModelError {
+    let message = str_of(error, "message")
+        .or_else(|| error.as_str())
+        .unwrap_or("The provider reported an error in the stream.");
+    let code = str_of(error, "code")
+        .or_else(|| str_of(error, "type"))
+        .map(str::to_string)
+        .or_else(|| {
+            error
+                .get("code")
+                .filter(|c| c.is_number())
+                .map(Value::to_string)
+        });
+    let text = [str_of(error, "code"), str_of(error, "type")]
+        .iter()
+        .flatten()
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let kind = if text.contains("rate_limit") || text.contains("insufficient_quota") {
+        ModelErrorKind::RateLimited
+    } else if text.contains("server_error")
+        || text.contains("internal")
+        || text.contains("overloaded")
+        || text.contains("unavailable")
+    {
+        ModelErrorKind::Server
+    } else if text.contains("invalid_api_key")
+        || text.contains("authentication")
+        || text.contains("permission")
+    {
+        ModelErrorKind::Auth
+    } else if text.contains("invalid")
+        || text.contains("context_length")
+        || text.contains("not_found")
+        || text.contains("unsupported")
+    {
+        ModelErrorKind::InvalidRequest
+    } else {
+        ModelErrorKind::Other
+    };
+    let message = match code {
+        Some(code) => format!("The provider reported an error ({code}): {message}"),
+        None => format!("The provider reported an error: {message}"),
+    };
+    ModelError::new(kind, message)
+}
+
+impl StreamDecoder for ResponsesStreamDecoder {
+    fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        ResponsesStreamDecoder::push(self, data, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        ResponsesStreamDecoder::finish(self, out)
+    }
+
+    fn is_done(&self) -> bool {
+        ResponsesStreamDecoder::is_done(self)
+    }
+}
+
+/// Decodes an event stream into the model's parts, prefixed by a `StreamStart` with `warnings`.
+pub fn decode_events(events: SseStream, warnings: Vec<String>) -> ModelStream {
+    crate::decode::decode_events(events, ResponsesStreamDecoder::new(), warnings)
+}
