@@ -400,9 +400,10 @@ impl ResponsesStreamDecoder {
                     None => item_id.clone(),
                 };
                 state.name = items::call_name(kind, item);
-                if kind == Kind::Function && items::is_parallel_wrapper(&state.name) {
+                if let Kind::Client(_) = kind {
+                    // Started when done: OpenAI may change the `call_id` in between.
+                } else if kind == Kind::Function && items::is_parallel_wrapper(&state.name) {
                     // Buffered until done: it may be expanded into several calls.
-                    state.started = false;
                 } else {
                     state.started = true;
                     out.push(ModelPart::ToolInputStart {
@@ -612,6 +613,11 @@ impl ResponsesStreamDecoder {
                 self.close_item(slot, Some(item), out);
             }
             Kind::Client(_) | Kind::Hosted(_) => {
+                if let (Kind::Client(_), Some(call_id)) =
+                    (self.items[slot].kind, str_of(item, "call_id"))
+                {
+                    self.items[slot].call_id = call_id.to_string();
+                }
                 let input = items::call_input(self.items[slot].kind, item).to_string();
                 self.input_delta(slot, &input, out);
                 self.close_item(slot, Some(item), out);
@@ -686,7 +692,20 @@ impl ResponsesStreamDecoder {
                     }
                 }
             }
-            Kind::Function | Kind::Custom | Kind::Client(_) => {
+            Kind::Client(item_type) => {
+                state.ended = true;
+                let (call_id, name, input) = (
+                    state.call_id.clone(),
+                    state.name.clone(),
+                    std::mem::take(&mut state.input),
+                );
+                let mut fields = Map::new();
+                fields.insert("itemId".into(), json!(item_id));
+                fields.insert("type".into(), json!(item_type));
+                self.local_calls += 1;
+                emit_call(out, &call_id, &name, input, false, fields);
+            }
+            Kind::Function | Kind::Custom => {
                 state.ended = true;
                 if state.kind == Kind::Custom {
                     state.input.push_str("\"}");
