@@ -377,7 +377,8 @@ fn output_item(result: &ToolResultPart, kind: &str) -> Value {
             })
         }
         "local_shell_call" => {
-            json!({"type": "local_shell_call_output", "call_id": call_id, "output": text})
+            // This item names the call by `id` (the model's call id), not `call_id`.
+            json!({"type": "local_shell_call_output", "id": call_id, "output": text})
         }
         "apply_patch_call" => json!({
             "type": "apply_patch_call_output",

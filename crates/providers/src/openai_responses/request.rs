@@ -69,6 +69,11 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
     }
 }
 
+/// An `f32` setting as the decimal it was written as (`0.9`, not `0.8999999761581421`).
+fn decimal(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
+}
+
 /// The provider options for this call: `provider_options["openai"]`, then
 /// `provider_options[provider]` on top (when the provider is renamed).
 fn options(request: &ModelRequest, provider: &str) -> Map<String, Value> {
@@ -144,10 +149,10 @@ pub fn build_body(
         body.insert("max_output_tokens".into(), json!(max));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), json!(decimal(t)));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), json!(p));
+        body.insert("top_p".into(), json!(decimal(p)));
     }
     if settings.top_k.is_some() {
         warnings.push(format!(
