@@ -57,7 +57,7 @@ pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// assert_eq!(local.endpoint(), "http://localhost:1234/v1/responses");
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiResponses {
     provider: String,
     model: String,
@@ -66,6 +66,20 @@ pub struct OpenAiResponses {
     streaming: bool,
     http: HttpSettings,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiResponses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("OpenAiResponses")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("streaming", &self.streaming)
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiResponses {
