@@ -1092,3 +1092,39 @@ async fn non_streamed_calls_go_through_the_same_decoder() {
     assert_eq!(requests[0].body["stream"], false);
     assert_eq!(requests[0].header("accept"), Some("application/json"));
 }
+
+#[test]
+fn refusals_stream_as_text_and_generated_images_as_files() {
+    let lines = [
+        json!({"type": "response.created", "response": {"id": "r", "model": "m"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "image_generation_call", "id": "ig_1", "status": "in_progress"}}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "image_generation_call", "id": "ig_1", "status": "completed",
+                "output_format": "webp", "result": "UklGRg=="}}),
+        json!({"type": "response.output_item.added", "output_index": 1,
+            "item": {"type": "message", "id": "msg_1", "content": []}}),
+        json!({"type": "response.refusal.delta", "output_index": 1, "item_id": "msg_1",
+            "delta": "I can't help with that."}),
+        json!({"type": "response.output_item.done", "output_index": 1,
+            "item": {"type": "message", "id": "msg_1",
+                "content": [{"type": "refusal", "refusal": "I can't help with that."}]}}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    .map(|l| l.to_string());
+    let s = decode_lines(&lines);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.text, "I can't help with that.");
+    assert_eq!(s.calls.len(), 1);
+    assert!(s.calls[0].provider_executed);
+    assert_eq!(s.calls[0].tool_name, "image_generation");
+    assert!(s.parts.iter().any(|p| matches!(p,
+        ModelPart::File { media_type, data } if media_type == "image/webp" && data == "UklGRg==")));
+    // The same from a non-streamed body (no refusal delta: the done item's refusal is used).
+    let body = json!({"id": "r", "status": "completed", "output": [
+        {"type": "message", "id": "msg_1", "content": [{"type": "refusal", "refusal": "No."}]}
+    ]});
+    let s = check(decode_response(&body).unwrap(), None);
+    assert_eq!(s.text, "No.");
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
+}

@@ -1,16 +1,4 @@
-//! The thread as Responses `input` items.
-//!
-//! | thread | item |
-//! |---|---|
-//! | system message | `{"role":"system","content":"…"}` (the system role, which OpenAI treats as the developer role for reasoning models, and which compatible servers such as LM Studio accept; `instructions` is not used, so several system messages keep their place) |
-//! | user text / files | `{"role":"user","content":"…"}`, or `input_text` / `input_image` / `input_file` parts |
-//! | assistant text | `{"role":"assistant","content":[{"type":"output_text","text"}],"id"?}`: consecutive text parts of one message item are merged; the item id (from `providerMetadata.openai.itemId`) is sent when `store` is not false |
-//! | reasoning | `{"type":"reasoning","id","summary":[{"type":"summary_text","text"}…],"content"?:[{"type":"reasoning_text","text"}],"encrypted_content"?}`: the parts of one item (same `itemId`) merged; parts without an OpenAI item id (another provider's) are left out, and so are those without encrypted content when `store` is false |
-//! | function call | `{"type":"function_call","call_id","name","arguments","id"?}` |
-//! | custom / shell / local shell / apply-patch / tool-search call | the native item (`custom_tool_call` with `input` text, `shell_call` with `action`, `local_shell_call`, `apply_patch_call` with `operation`, `tool_search_call` with `arguments`) |
-//! | tool result | `function_call_output` (text, or `input_text` / `input_image` / `input_file` parts), or the native output of the call's kind (`custom_tool_call_output`, `shell_call_output` with stdout or stderr and an exit code of 0 or 1, `local_shell_call_output`, `apply_patch_call_output` with `completed` / `failed`, `tool_search_output`); errors and denials are sent as their text |
-//! | provider-executed call (web search, file search, MCP…) | `{"type":"item_reference","id"}` when `store` is not false (the API resolves the stored item, call and result together); left out when `store` is false. An `mcp_approval_request` is followed by `{"type":"mcp_approval_response","approve":false}`: the loop has no approval flow for hosted MCP tools, so a pending request is denied explicitly (configure `require_approval: "never"` to let them run) |
-//! | provider-executed result | left out (the reference covers it) |
+//! The thread as Responses `input` items (the mapping is tabled in the [module docs](super)).
 
 use std::collections::HashMap;
 

@@ -2,7 +2,7 @@
 //! hold, and usage.
 
 use serde_json::{Map, Value, json};
-use toolsmith_core::{InputTokens, OutputTokens, Usage};
+use toolsmith_core::{InputTokens, ModelPart, OutputTokens, Usage};
 
 /// What an output item is, for decoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,21 +134,43 @@ pub(crate) fn call_input(kind: Kind, item: &Value) -> Value {
     }
 }
 
+/// The image an `image_generation_call` produced (base64 in `result`), as a file part.
+pub(crate) fn generated_image(item: &Value) -> Option<ModelPart> {
+    if item.get("type").and_then(Value::as_str) != Some("image_generation_call") {
+        return None;
+    }
+    let data = item
+        .get("result")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())?;
+    let format = item
+        .get("output_format")
+        .and_then(Value::as_str)
+        .unwrap_or("png");
+    Some(ModelPart::File {
+        media_type: format!("image/{format}"),
+        data: data.to_string(),
+    })
+}
+
 /// Whether a hosted item reports a failure.
 pub(crate) fn is_error_item(item: &Value) -> bool {
     item.get("status").and_then(Value::as_str) == Some("failed")
         || item.get("error").is_some_and(|e| !e.is_null())
 }
 
-/// The text of a done message item (its `output_text` parts joined).
+/// The text of a done message item (its `output_text` and `refusal` parts joined).
 pub(crate) fn message_text(item: &Value) -> String {
     item.get("content")
         .and_then(Value::as_array)
         .map(|parts| {
             parts
                 .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str) == Some("output_text"))
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+                    Some("output_text") => p.get("text").and_then(Value::as_str),
+                    Some("refusal") => p.get("refusal").and_then(Value::as_str),
+                    _ => None,
+                })
                 .collect()
         })
         .unwrap_or_default()

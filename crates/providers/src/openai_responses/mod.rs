@@ -3,8 +3,8 @@
 //!
 //! - Requests ([`build_body`], [`render_tools`]): the thread as `input` items (reasoning items
 //!   with their encrypted content, function calls and outputs, item references for hosted tool
-//!   calls; see the table in the `input` module's source docs), function and hosted tools, tool
-//!   choice, settings, provider options.
+//!   calls; see the table below), function and hosted tools, tool choice, settings, provider
+//!   options.
 //! - Streams ([`ResponsesStreamDecoder`], [`decode_events`]) and non-streamed bodies
 //!   ([`decode_response`]): the same parts either way.
 //!
@@ -23,6 +23,33 @@
 //! - Custom (free-form) tool calls are local calls with input `{"input":"<text>"}`.
 //! - A leaked `parallel` wrapper call is expanded into the calls it holds.
 //! - A body holding several responses is read up to the first finished one.
+//!
+//! # The thread as `input` items
+//!
+//! | thread | item |
+//! |---|---|
+//! | system message | `{"role":"system","content":"…"}` (the system role, which OpenAI treats as the developer role for reasoning models, and which compatible servers such as LM Studio accept; `instructions` is not used, so several system messages keep their place) |
+//! | user text / files | `{"role":"user","content":"…"}`, or `input_text` / `input_image` / `input_file` parts |
+//! | assistant text | `{"role":"assistant","content":[{"type":"output_text","text"}],"id"?}`: consecutive text parts of one message item are merged; the item id (from `providerMetadata.openai.itemId`) is sent when `store` is not false |
+//! | reasoning | `{"type":"reasoning","id","summary":[{"type":"summary_text","text"}…],"content"?:[{"type":"reasoning_text","text"}],"encrypted_content"?}`: the parts of one item (same `itemId`) merged; parts without an OpenAI item id (another provider's) are left out, and so are those without encrypted content when `store` is false |
+//! | function call | `{"type":"function_call","call_id","name","arguments","id"?}` |
+//! | custom / shell / local shell / apply-patch / tool-search call | the native item (`custom_tool_call` with `input` text, `shell_call` with `action`, `local_shell_call`, `apply_patch_call` with `operation`, `tool_search_call` with `arguments`) |
+//! | tool result | `function_call_output` (text, or `input_text` / `input_image` / `input_file` parts), or the native output of the call's kind (`custom_tool_call_output`, `shell_call_output` with stdout or stderr and an exit code of 0 or 1, `local_shell_call_output`, `apply_patch_call_output` with `completed` / `failed`, `tool_search_output`); errors and denials are sent as their text |
+//! | provider-executed call (web search, file search, MCP…) | `{"type":"item_reference","id"}` when `store` is not false (the API resolves the stored item, call and result together); left out when `store` is false. An `mcp_approval_request` is followed by `{"type":"mcp_approval_response","approve":false}`: the loop has no approval flow for hosted MCP tools, so a pending request is denied explicitly (configure `require_approval: "never"` to let them run) |
+//! | provider-executed result | left out (the reference covers it) |
+//!
+//! With `"store": false` in the provider options nothing is persisted server-side:
+//! `include: ["reasoning.encrypted_content"]` is added (merged with any `include` given), item
+//! ids and references are left out, and reasoning is sent by value (with its id, which the API
+//! accepts alongside the encrypted content).
+//!
+//! # Output items → parts
+//!
+//! See [`ResponsesStreamDecoder`]: text blocks per message item, reasoning blocks per summary
+//! part, local calls (`function_call`, `custom_tool_call`, and the client-run OpenAI tools),
+//! provider-executed calls with their results for hosted tools, `Source`s for citations, and
+//! usage with cached and reasoning tokens and `server_tool_uses` (one per `web_search_call`,
+//! per seed 002).
 
 mod input;
 mod items;

@@ -1,5 +1,5 @@
 //! Responses request bodies: settings, tools, tool choice, options; the `input` items are built
-//! in [`super::input`].
+//! in the `input` module.
 
 use serde_json::{Map, Value, json};
 use toolsmith_core::{ModelRequest, ToolChoice, ToolDeclaration};
@@ -90,7 +90,7 @@ fn options(request: &ModelRequest, provider: &str) -> Map<String, Value> {
 
 /// The JSON body for a call and the warnings to report at stream start.
 ///
-/// - `input`: the thread as Responses items (see [`super::input`]).
+/// - `input`: the thread as Responses items (see the [module docs](super)).
 /// - `tools` / `tool_choice` (`auto`, `none`, `required`, `{"type":"function","name"}`, or
 ///   `{"type":<hosted type>}` when the chosen tool is a hosted one) / `parallel_tool_calls`,
 ///   only when there are tools.

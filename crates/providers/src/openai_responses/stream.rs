@@ -44,7 +44,8 @@ pub const TRUNCATED: &str =
 ///   `tool_search_call`): a provider-executed call (id = item id, input = what the item says it
 ///   did) and, when the item is done, its [`ModelPart::ToolResult`] holding the item verbatim
 ///   (`isError` when its status is `failed` or it has an `error`). Each `web_search_call` adds one
-///   to `usage.server_tool_uses` (seed 002).
+///   to `usage.server_tool_uses` (seed 002). A generated image (`image_generation_call` with a
+///   `result`) also comes as a [`ModelPart::File`].
 /// - A leaked `parallel` / `multi_tool_use.parallel` wrapper call whose arguments are
 ///   `{"tool_uses":[{"recipient_name":"functions.NAME","parameters":{…}}]}` is expanded into one
 ///   call per entry (ids `{call_id}_{i}`, no item id); any other call of that name passes as is.
@@ -204,7 +205,8 @@ impl ResponsesStreamDecoder {
                     self.item_done(index, item, out);
                 }
             }
-            "response.output_text.delta" => {
+            // A refusal is the answer the user gets: it streams as text.
+            "response.output_text.delta" | "response.refusal.delta" => {
                 let delta = str_of(&event, "delta").unwrap_or_default().to_string();
                 let slot = self.slot_or_create(&event, Kind::Message, out);
                 self.text_delta(slot, delta, out);
@@ -760,6 +762,9 @@ impl ResponsesStreamDecoder {
                 });
                 if item_type == "web_search_call" {
                     self.server_tool_uses += 1;
+                }
+                if let Some(file) = item.and_then(items::generated_image) {
+                    out.push(file);
                 }
             }
         }
