@@ -51,6 +51,7 @@
 //! usage with cached and reasoning tokens and `server_tool_uses` (one per `web_search_call`,
 //! per seed 002).
 
+mod error;
 mod input;
 mod items;
 mod request;

@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
-use super::stream::{ResponsesStreamDecoder, provider_error};
+use super::error::provider_error;
+use super::stream::ResponsesStreamDecoder;
 
 /// Decodes a non-streamed response body (`"stream": false`) into the parts its stream would
 /// have produced: `StreamStart` (no warnings) first, then metadata, blocks, calls, results and
