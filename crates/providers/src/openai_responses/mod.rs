@@ -57,6 +57,7 @@ mod items;
 mod request;
 mod response;
 mod stream;
+mod wire;
 
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};

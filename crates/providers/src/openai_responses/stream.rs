@@ -7,6 +7,7 @@ use toolsmith_core::{
 
 use super::error::provider_error;
 use super::items::{self, Kind};
+use super::wire::{Event, HANDLED, ResponseInfo};
 
 mod close;
 use crate::decode::StreamDecoder;
@@ -167,118 +168,93 @@ impl ResponsesStreamDecoder {
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let event: Value = match serde_json::from_str(data) {
-            Ok(value @ Value::Object(_)) => value,
-            Ok(_) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed Responses event (not a JSON object): {}",
-                        excerpt(data, 200)
-                    ),
-                ));
-            }
-            Err(error) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed Responses event ({error}): {}",
-                        excerpt(data, 200)
-                    ),
-                ));
-            }
+        let event: Event<'_> = match serde_json::from_str(data) {
+            Ok(event) => event,
+            Err(error) => return self.unreadable(data, &error, out),
         };
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
+        let index = event.output_index;
+        let item_id = event.item_id.as_deref();
+        match &*event.kind {
             "response.created" | "response.in_progress" | "response.queued" => {
-                self.metadata(&event, out);
+                self.metadata(event.response.as_ref(), out);
             }
             "response.output_item.added" => {
-                if let Some(item) = event.get("item") {
-                    let index = event.get("output_index").and_then(Value::as_u64);
+                if let Some(item) = &event.item {
                     self.item_added(index, item, out);
                 }
             }
             "response.output_item.done" => {
-                if let Some(item) = event.get("item") {
-                    let index = event.get("output_index").and_then(Value::as_u64);
+                if let Some(item) = &event.item {
                     self.item_done(index, item, out);
                 }
             }
             // A refusal is the answer the user gets: it streams as text.
             "response.output_text.delta" | "response.refusal.delta" => {
-                let delta = str_of(&event, "delta").unwrap_or_default().to_string();
-                let slot = self.slot_or_create(&event, Kind::Message, out);
+                let slot = self.slot_or_create(index, item_id, Kind::Message, out);
+                let delta = event.delta.unwrap_or_default().into_owned();
                 self.text_delta(slot, delta, out);
             }
             "response.output_text.annotation.added" => {
-                if let Some(annotation) = event.get("annotation") {
+                if let Some(annotation) = &event.annotation {
                     self.annotation(annotation, out);
                 }
             }
             "response.reasoning_summary_part.added" => {
-                let index = event.get("summary_index").and_then(Value::as_u64);
-                let slot = self.slot_or_create(&event, Kind::Reasoning, out);
-                self.reasoning_block(slot, false, index.unwrap_or(0), out);
+                let slot = self.slot_or_create(index, item_id, Kind::Reasoning, out);
+                let part = event.summary_index.unwrap_or(0);
+                self.reasoning_block(slot, false, part, out);
             }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+            kind @ ("response.reasoning_summary_text.delta" | "response.reasoning_text.delta") => {
                 let raw = kind == "response.reasoning_text.delta";
-                let index_key = if raw {
-                    "content_index"
+                let part = if raw {
+                    event.content_index
                 } else {
-                    "summary_index"
+                    event.summary_index
                 };
-                let index = event.get(index_key).and_then(Value::as_u64).unwrap_or(0);
-                let delta = str_of(&event, "delta").unwrap_or_default().to_string();
-                let slot = self.slot_or_create(&event, Kind::Reasoning, out);
-                let block = self.reasoning_block(slot, raw, index, out);
-                if !delta.is_empty() {
+                let slot = self.slot_or_create(index, item_id, Kind::Reasoning, out);
+                let block = self.reasoning_block(slot, raw, part.unwrap_or(0), out);
+                if let Some(delta) = event.delta.filter(|d| !d.is_empty()) {
                     let (id, _, text) = &mut self.items[slot].blocks[block];
                     text.push_str(&delta);
                     out.push(ModelPart::ReasoningDelta {
                         id: id.clone(),
-                        delta,
+                        delta: delta.into_owned(),
                     });
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let Some(slot) = self.find(&event) {
-                    let delta = str_of(&event, "delta").unwrap_or_default().to_string();
-                    self.input_delta(slot, &delta, out);
+                if let (Some(slot), Some(delta)) = (self.find(index, item_id), &event.delta) {
+                    self.input_delta(slot, delta, out);
                 }
             }
             "response.function_call_arguments.done" => {
-                if let Some(slot) = self.find(&event)
-                    && let Some(arguments) = event.get("arguments").and_then(Value::as_str)
+                if let (Some(slot), Some(arguments)) = (self.find(index, item_id), &event.arguments)
                 {
                     self.input_complete(slot, arguments, out);
                 }
             }
             "response.custom_tool_call_input.delta" => {
-                if let Some(slot) = self.find(&event) {
-                    let delta = escape(str_of(&event, "delta").unwrap_or_default());
-                    self.input_delta(slot, &delta, out);
+                if let (Some(slot), Some(delta)) = (self.find(index, item_id), &event.delta) {
+                    self.input_delta(slot, &escape(delta), out);
                 }
             }
             "response.custom_tool_call_input.done" => {
-                if let Some(slot) = self.find(&event)
-                    && let Some(input) = event.get("input").and_then(Value::as_str)
-                {
+                if let (Some(slot), Some(input)) = (self.find(index, item_id), &event.input) {
                     let full = format!("{{\"input\":\"{}", escape(input));
                     self.input_complete(slot, &full, out);
                 }
             }
-            "response.completed" | "response.incomplete" => {
-                self.metadata(&event, out);
-                self.complete(&event, out);
+            kind @ ("response.completed" | "response.incomplete") => {
+                let incomplete = kind == "response.incomplete";
+                self.metadata(event.response.as_ref(), out);
+                self.complete(incomplete, event.response.as_ref(), out);
             }
             "response.failed" => {
                 self.abort(out);
                 let error = event
-                    .get("response")
-                    .and_then(|r| r.get("error"))
+                    .response
+                    .as_ref()
+                    .and_then(|r| r.error.as_ref())
                     .filter(|e| !e.is_null());
                 return Err(match error {
                     Some(error) => provider_error(error),
@@ -290,12 +266,47 @@ impl ResponsesStreamDecoder {
             }
             "error" => {
                 self.abort(out);
-                let error = event.get("error").unwrap_or(&event);
-                return Err(provider_error(error));
+                let error = match event.error.filter(|e| e.is_object()) {
+                    Some(error) => error,
+                    None => json!({"code": event.code, "message": event.message}),
+                };
+                return Err(provider_error(&error));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// A payload that does not decode as an event: an error, unless it is valid JSON of an event
+    /// type this decoder does not handle (a future event with other field types is ignored).
+    fn unreadable(
+        &mut self,
+        data: &str,
+        error: &serde_json::Error,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        let message = match serde_json::from_str::<Value>(data) {
+            Ok(Value::Object(event)) => {
+                let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+                if !HANDLED.contains(&kind) {
+                    return Ok(());
+                }
+                format!(
+                    "Unexpected Responses event shape ({error}): {}",
+                    excerpt(data, 200)
+                )
+            }
+            Ok(_) => format!(
+                "Malformed Responses event (not a JSON object): {}",
+                excerpt(data, 200)
+            ),
+            Err(error) => format!(
+                "Malformed Responses event ({error}): {}",
+                excerpt(data, 200)
+            ),
+        };
+        self.abort(out);
+        Err(ModelError::new(ModelErrorKind::InvalidResponse, message))
     }
 
     /// Ends the response after the last payload.
@@ -313,15 +324,12 @@ impl ResponsesStreamDecoder {
         Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED))
     }
 
-    fn metadata(&mut self, event: &Value, out: &mut Vec<ModelPart>) {
-        if self.metadata_sent {
-            return;
-        }
-        let Some(response) = event.get("response") else {
+    fn metadata(&mut self, response: Option<&ResponseInfo>, out: &mut Vec<ModelPart>) {
+        let Some(response) = response.filter(|_| !self.metadata_sent) else {
             return;
         };
-        let id = str_of(response, "id").map(str::to_string);
-        let model_id = str_of(response, "model").map(str::to_string);
+        let id = response.id.clone().filter(|s| !s.is_empty());
+        let model_id = response.model.clone().filter(|s| !s.is_empty());
         if id.is_some() || model_id.is_some() {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata { id, model_id });
@@ -334,8 +342,8 @@ impl ResponsesStreamDecoder {
     }
 
     /// The item an event refers to, by `output_index`, else by `item_id`.
-    fn find(&self, event: &Value) -> Option<usize> {
-        if let Some(index) = event.get("output_index").and_then(Value::as_u64)
+    fn find(&self, index: Option<u64>, item_id: Option<&str>) -> Option<usize> {
+        if let Some(index) = index
             && let Some(slot) = self
                 .items
                 .iter()
@@ -343,20 +351,25 @@ impl ResponsesStreamDecoder {
         {
             return Some(slot);
         }
-        let id = str_of(event, "item_id")?;
+        let id = item_id.filter(|id| !id.is_empty())?;
         self.items.iter().rposition(|i| i.item_id == id)
     }
 
     /// The item an event refers to, created (as if `output_item.added` had been sent) when a
     /// server skipped the `added` event.
-    fn slot_or_create(&mut self, event: &Value, kind: Kind, out: &mut Vec<ModelPart>) -> usize {
-        if let Some(slot) = self.find(event) {
+    fn slot_or_create(
+        &mut self,
+        index: Option<u64>,
+        item_id: Option<&str>,
+        kind: Kind,
+        out: &mut Vec<ModelPart>,
+    ) -> usize {
+        if let Some(slot) = self.find(index, item_id) {
             return slot;
         }
-        let index = event.get("output_index").and_then(Value::as_u64);
         let mut item = Map::new();
         item.insert("type".into(), json!(kind.item_type()));
-        if let Some(id) = str_of(event, "item_id") {
+        if let Some(id) = item_id.filter(|id| !id.is_empty()) {
             item.insert("id".into(), json!(id));
         }
         self.item_added(index, &Value::Object(item), out);
@@ -552,19 +565,12 @@ impl ResponsesStreamDecoder {
     }
 
     fn item_done(&mut self, index: Option<u64>, item: &Value, out: &mut Vec<ModelPart>) {
-        let mut probe = Map::new();
-        if let Some(index) = index {
-            probe.insert("output_index".into(), json!(index));
-        }
-        if let Some(id) = str_of(item, "id") {
-            probe.insert("item_id".into(), json!(id));
-        }
-        let probe = Value::Object(probe);
-        let slot = match self.find(&probe) {
+        let id = str_of(item, "id");
+        let slot = match self.find(index, id) {
             Some(slot) => slot,
             None => {
                 self.item_added(index, item, out);
-                match self.find(&probe) {
+                match self.find(index, id) {
                     Some(slot) => slot,
                     None => return,
                 }

@@ -6,6 +6,7 @@ use toolsmith_core::{
 };
 
 use super::super::items::{self, Kind};
+use super::super::wire::ResponseInfo;
 use super::{ResponsesStreamDecoder, openai_metadata, str_of};
 
 impl ResponsesStreamDecoder {
@@ -157,7 +158,12 @@ impl ResponsesStreamDecoder {
         }
     }
 
-    pub(super) fn complete(&mut self, event: &Value, out: &mut Vec<ModelPart>) {
+    pub(super) fn complete(
+        &mut self,
+        incomplete: bool,
+        response: Option<&ResponseInfo>,
+        out: &mut Vec<ModelPart>,
+    ) {
         for slot in 0..self.items.len() {
             if !self.items[slot].finished {
                 if self.items[slot].kind == Kind::Reasoning && self.items[slot].blocks.is_empty() {
@@ -166,18 +172,19 @@ impl ResponsesStreamDecoder {
                 self.close_item(slot, None, out);
             }
         }
-        let response = event.get("response").cloned().unwrap_or(Value::Null);
-        let mut usage = items::usage(response.get("usage"));
+        let mut usage = items::usage(response.and_then(|r| r.usage.as_ref()));
         usage.server_tool_uses = self.server_tool_uses;
-        let status = str_of(&response, "status").unwrap_or(
-            if event.get("type").and_then(Value::as_str) == Some("response.incomplete") {
-                "incomplete"
-            } else {
-                "completed"
-            },
-        );
+        let fallback = if incomplete {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let status = response
+            .and_then(|r| r.status.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or(fallback);
         let reason = response
-            .get("incomplete_details")
+            .and_then(|r| r.incomplete_details.as_ref())
             .and_then(|d| str_of(d, "reason"));
         let (unified, raw) = match (status, reason) {
             (_, Some("max_output_tokens")) => (UnifiedFinishReason::Length, "max_output_tokens"),
