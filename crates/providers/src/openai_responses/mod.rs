@@ -34,7 +34,7 @@
 //! | reasoning | `{"type":"reasoning","id","summary":[{"type":"summary_text","text"}…],"content"?:[{"type":"reasoning_text","text"}],"encrypted_content"?}`: the parts of one item (same `itemId`) merged; parts without an OpenAI item id (another provider's) are left out, and so are those without encrypted content when `store` is false |
 //! | function call | `{"type":"function_call","call_id","name","arguments","id"?}` |
 //! | custom / shell / local shell / apply-patch / tool-search call | the native item (`custom_tool_call` with `input` text, `shell_call` with `action`, `local_shell_call`, `apply_patch_call` with `operation`, `tool_search_call` with `arguments`) |
-//! | tool result | `function_call_output` (text, or `input_text` / `input_image` / `input_file` parts), or the native output of the call's kind (`custom_tool_call_output`, `shell_call_output` with stdout or stderr and an exit code of 0 or 1, `local_shell_call_output`, `apply_patch_call_output` with `completed` / `failed`, `tool_search_output`); errors and denials are sent as their text |
+//! | tool result | `function_call_output` (text, or `input_text` / `input_image` / `input_file` parts), or the native output of the call's kind (`custom_tool_call_output`, `shell_call_output` with stdout or stderr and an exit code of 0 or 1, `local_shell_call_output` (which names the call by `id`), `apply_patch_call_output` with `completed` / `failed`, `tool_search_output`); errors and denials are sent as their text |
 //! | provider-executed call (web search, file search, MCP…) | `{"type":"item_reference","id"}` when `store` is not false (the API resolves the stored item, call and result together); left out when `store` is false. An `mcp_approval_request` is followed by `{"type":"mcp_approval_response","approve":false}`: the loop has no approval flow for hosted MCP tools, so a pending request is denied explicitly (configure `require_approval: "never"` to let them run) |
 //! | provider-executed result | left out (the reference covers it) |
 //!
@@ -43,6 +43,10 @@
 //! ids and references are left out, and reasoning is sent by value (with its id, which the API
 //! accepts alongside the encrypted content).
 //!
+//! Settings: `max_output_tokens`, `temperature`, `top_p`; `top_k`, `seed` and stop sequences
+//! do not exist in the Responses API and are reported as warnings. `tool_choice` naming a hosted
+//! tool becomes `{"type":<its wire type>}` (for example `{"type":"web_search"}`).
+//!
 //! # Output items → parts
 //!
 //! See [`ResponsesStreamDecoder`]: text blocks per message item, reasoning blocks per summary
@@ -50,6 +54,16 @@
 //! provider-executed calls with their results for hosted tools, `Source`s for citations, and
 //! usage with cached and reasoning tokens and `server_tool_uses` (one per `web_search_call`,
 //! per seed 002).
+//!
+//! # Limitations
+//!
+//! - OpenAI's client-run tools (`{"type":"shell"}`, `apply_patch`, `local_shell`, custom tools
+//!   with a grammar…) can be *declared* only as provider tools (`openai.*`), which the agent loop
+//!   never runs locally: their calls decode and round-trip correctly, but are answered with the
+//!   loop's `No server-side executor.` error until the loop lets a local tool serve them.
+//! - Hosted MCP approval requests are always denied on the next turn (see above).
+//! - Expanded `parallel` calls have no item id; with `store` on, a reasoning item that preceded
+//!   the wrapper is still echoed by id, which the API may reject as missing its following item.
 
 mod error;
 mod input;
