@@ -1166,3 +1166,51 @@ fn refusals_stream_as_text_and_generated_images_as_files() {
     assert_eq!(s.text, "No.");
     assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
 }
+
+#[test]
+fn mutated_streams_never_panic_and_stay_balanced() {
+    // Drop, duplicate and cut lines of every fixture at random: whatever comes out must keep
+    // the stream invariants (balanced blocks, no call without its input, at most one finish).
+    for expect in FIXTURES {
+        let lines = lines_of(expect);
+        for seed in 1..=40 {
+            let mut rng = Rng::new(seed);
+            let mut mutated = Vec::new();
+            for line in &lines {
+                match rng.below(12) {
+                    0 => {}
+                    1 => {
+                        mutated.push(line.clone());
+                        mutated.push(line.clone());
+                    }
+                    2 => {
+                        let mut cut = rng.below(line.len().max(1));
+                        while !line.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        mutated.push(line[..cut].to_string());
+                    }
+                    _ => mutated.push(line.clone()),
+                }
+            }
+            let _ = decode_lines(&mutated);
+            let body: Value = lines
+                .iter()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| e["type"] == "response.completed")
+                .map(|e| e["response"].clone())
+                .unwrap();
+            // Items shuffled or mangled in a body: decoded or refused, never a panic.
+            let mut shuffled = body.clone();
+            if let Some(output) = shuffled["output"].as_array_mut() {
+                output.reverse();
+                if let Some(first) = output.first_mut() {
+                    first["type"] = json!(["not", "a", "type"]);
+                }
+            }
+            if let Ok(parts) = decode_response(&shuffled) {
+                let _ = check(parts, None);
+            }
+        }
+    }
+}

@@ -201,8 +201,10 @@ impl ResponsesStreamDecoder {
             }
             "response.reasoning_summary_part.added" => {
                 let slot = self.slot_or_create(index, item_id, Kind::Reasoning, out);
-                let part = event.summary_index.unwrap_or(0);
-                self.reasoning_block(slot, false, part, out);
+                if self.is_open_reasoning(slot) {
+                    let part = event.summary_index.unwrap_or(0);
+                    self.reasoning_block(slot, false, part, out);
+                }
             }
             kind @ ("response.reasoning_summary_text.delta" | "response.reasoning_text.delta") => {
                 let raw = kind == "response.reasoning_text.delta";
@@ -212,6 +214,9 @@ impl ResponsesStreamDecoder {
                     event.summary_index
                 };
                 let slot = self.slot_or_create(index, item_id, Kind::Reasoning, out);
+                if !self.is_open_reasoning(slot) {
+                    return Ok(());
+                }
                 let block = self.reasoning_block(slot, raw, part.unwrap_or(0), out);
                 if let Some(delta) = event.delta.filter(|d| !d.is_empty()) {
                     let (id, _, text) = &mut self.items[slot].blocks[block];
@@ -489,6 +494,13 @@ impl ResponsesStreamDecoder {
     }
 
     /// The index (in the item's blocks) of the reasoning block for this part, opened if new.
+    /// Whether the item is a reasoning item still open (events for a finished item, or for an
+    /// item of another kind at that index, are ignored).
+    fn is_open_reasoning(&self, slot: usize) -> bool {
+        let item = &self.items[slot];
+        item.kind == Kind::Reasoning && !item.finished
+    }
+
     fn reasoning_block(
         &mut self,
         slot: usize,

@@ -33,7 +33,7 @@ pub(crate) struct Event<'a> {
     /// `error` events: nested (`{"error":{…}}`) or flat (`code` / `message` on the event).
     pub error: Option<Value>,
     pub code: Option<Value>,
-    pub message: Option<String>,
+    pub message: Option<Value>,
 }
 
 /// The parts of a `response` object the decoder uses.
