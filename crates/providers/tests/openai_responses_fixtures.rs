@@ -1214,3 +1214,33 @@ fn mutated_streams_never_panic_and_stay_balanced() {
         }
     }
 }
+
+#[test]
+fn items_without_ids_and_repeated_events() {
+    // A server that sends no item ids, repeats `added`, and skips `added` for a message.
+    let lines = [
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
+        json!({"type": "response.output_text.delta", "output_index": 1, "delta": "Done."}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    .map(|l| l.to_string());
+    let s = decode_lines(&lines);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(s.calls[0].input, "{}");
+    assert_eq!(s.text, "Done.");
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::ToolCalls);
+    assert!(s.usage.is_empty());
+    // Generated item ids never reach the metadata the next request would echo.
+    assert!(s.calls[0].provider_metadata.is_empty());
+    assert!(s.parts.iter().all(|p| !matches!(p,
+        ModelPart::TextEnd { provider_metadata, .. } if !provider_metadata.is_empty())));
+}

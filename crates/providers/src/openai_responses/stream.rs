@@ -21,7 +21,9 @@ pub const TRUNCATED: &str =
 /// Turns Responses API stream payloads (the `data:` of each server-sent event) into
 /// [`ModelPart`]s.
 ///
-/// One output item at a time, keyed by `output_index` (or `item_id`):
+/// One output item at a time, keyed by `output_index` (or `item_id`). Item ids go into the
+/// metadata only when the server sent them (an id generated for an item without one is never
+/// echoed back):
 ///
 /// - `message`: a text block whose id is the item id; `output_text.delta`s stream, the
 ///   `TextEnd` carries `{"openai":{"itemId":…}}`. `url_citation` annotations become
@@ -93,6 +95,8 @@ pub struct ResponsesStreamDecoder {
 #[derive(Debug)]
 struct ItemState {
     output_index: Option<u64>,
+    /// Whether the server gave the item an id (else `item_id` is generated and never sent back).
+    has_id: bool,
     item_id: String,
     kind: Kind,
     finished: bool,
@@ -124,6 +128,9 @@ fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
 
 fn openai_metadata(fields: Map<String, Value>) -> ProviderMetadata {
     let mut metadata = ProviderMetadata::default();
+    if fields.is_empty() {
+        return metadata;
+    }
     metadata.insert("openai", Value::Object(fields));
     metadata
 }
@@ -386,9 +393,15 @@ impl ResponsesStreamDecoder {
         let Some(kind) = Kind::of(item_type, item) else {
             return;
         };
-        // A repeated `added` for a known item is ignored.
+        // A repeated `added` for a known item (or call) is ignored.
         if let Some(id) = str_of(item, "id")
             && self.items.iter().any(|i| i.item_id == id)
+        {
+            return;
+        }
+        if kind.is_call()
+            && let Some(call_id) = str_of(item, "call_id")
+            && self.items.iter().any(|i| i.call_id == call_id)
         {
             return;
         }
@@ -398,6 +411,7 @@ impl ResponsesStreamDecoder {
         };
         let mut state = ItemState {
             output_index: index,
+            has_id: str_of(item, "id").is_some(),
             item_id: item_id.clone(),
             kind,
             finished: false,

@@ -24,12 +24,14 @@ impl ResponsesStreamDecoder {
         }
         state.finished = true;
         let item_id = state.item_id.clone();
+        // A generated id means nothing to the server: it is not kept for the round trip.
+        let wire_id = state.has_id.then(|| json!(item_id));
         match state.kind {
             Kind::Message => {
                 if state.text_open {
                     state.text_open = false;
                     let mut fields = Map::new();
-                    fields.insert("itemId".into(), json!(item_id));
+                    fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                     if let Some(phase) = item.and_then(|i| str_of(i, "phase")) {
                         fields.insert("phase".into(), json!(phase));
                     }
@@ -47,7 +49,7 @@ impl ResponsesStreamDecoder {
                     .unwrap_or(Value::Null);
                 for (id, raw, _) in std::mem::take(&mut state.blocks) {
                     let mut fields = Map::new();
-                    fields.insert("itemId".into(), json!(item_id));
+                    fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                     fields.insert("reasoningEncryptedContent".into(), encrypted.clone());
                     if raw {
                         fields.insert("reasoningText".into(), json!(true));
@@ -77,7 +79,7 @@ impl ResponsesStreamDecoder {
                     None => {
                         self.local_calls += 1;
                         let mut fields = Map::new();
-                        fields.insert("itemId".into(), json!(item_id));
+                        fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                         emit_call(out, &call_id, &name, input, false, fields);
                     }
                 }
@@ -90,7 +92,7 @@ impl ResponsesStreamDecoder {
                     std::mem::take(&mut state.input),
                 );
                 let mut fields = Map::new();
-                fields.insert("itemId".into(), json!(item_id));
+                fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                 fields.insert("type".into(), json!(item_type));
                 self.local_calls += 1;
                 emit_call(out, &call_id, &name, input, false, fields);
@@ -108,7 +110,7 @@ impl ResponsesStreamDecoder {
                     id: state.call_id.clone(),
                 });
                 let mut fields = Map::new();
-                fields.insert("itemId".into(), json!(item_id));
+                fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                 if state.kind != Kind::Function {
                     fields.insert("type".into(), json!(state.kind.item_type()));
                 }
@@ -127,7 +129,7 @@ impl ResponsesStreamDecoder {
                     id: state.call_id.clone(),
                 });
                 let mut fields = Map::new();
-                fields.insert("itemId".into(), json!(item_id));
+                fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                 fields.insert("type".into(), json!(item_type));
                 let mut call = ModelToolCall::new(
                     state.call_id.clone(),
