@@ -564,3 +564,27 @@ fn foreign_reasoning_and_hosted_calls_are_left_out() {
         ])
     );
 }
+
+#[test]
+fn message_phases_are_echoed() {
+    let lines = [
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_c","phase":"commentary","content":[]}}"#,
+        r#"{"type":"response.output_text.delta","output_index":0,"item_id":"msg_c","delta":"Looking."}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"msg_c","phase":"commentary","content":[{"type":"output_text","text":"Looking."}]}}"#,
+        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
+    ];
+    let mut decoder = ResponsesStreamDecoder::new();
+    let mut parts = Vec::new();
+    for line in lines {
+        decoder.push(line, &mut parts).unwrap();
+    }
+    let (body, _) = body(&ModelRequest {
+        messages: vec![Message::user("Go."), assistant_from(&parts)],
+        ..Default::default()
+    });
+    assert_eq!(
+        body["input"][1],
+        json!({"role": "assistant", "id": "msg_c", "phase": "commentary",
+            "content": [{"type": "output_text", "text": "Looking."}]})
+    );
+}

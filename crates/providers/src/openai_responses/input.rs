@@ -132,6 +132,7 @@ fn user_content(parts: &[Part], warnings: &mut Vec<String>) -> Option<Value> {
 enum Pending {
     Message {
         id: Option<String>,
+        phase: Option<Value>,
         content: Vec<Value>,
     },
     Reasoning {
@@ -145,12 +146,15 @@ enum Pending {
 impl Pending {
     fn into_item(self) -> Value {
         match self {
-            Pending::Message { id, content } => {
+            Pending::Message { id, phase, content } => {
                 let mut item = Map::new();
                 item.insert("role".into(), json!("assistant"));
                 item.insert("content".into(), Value::Array(content));
                 if let Some(id) = id {
                     item.insert("id".into(), json!(id));
+                }
+                if let Some(phase) = phase {
+                    item.insert("phase".into(), phase);
                 }
                 Value::Object(item)
             }
@@ -200,7 +204,9 @@ fn assistant(
                     .map(str::to_string);
                 let piece = json!({"type": "output_text", "text": text});
                 match &mut pending {
-                    Some(Pending::Message { id: open, content }) if *open == id => {
+                    Some(Pending::Message {
+                        id: open, content, ..
+                    }) if *open == id => {
                         content.push(piece);
                     }
                     _ => {
@@ -210,6 +216,7 @@ fn assistant(
                         }
                         pending = Some(Pending::Message {
                             id,
+                            phase: openai(provider_metadata, "phase").cloned(),
                             content: vec![piece],
                         });
                     }

@@ -30,7 +30,7 @@
 //! |---|---|
 //! | system message | `{"role":"system","content":"…"}` (the system role, which OpenAI treats as the developer role for reasoning models, and which compatible servers such as LM Studio accept; `instructions` is not used, so several system messages keep their place) |
 //! | user text / files | `{"role":"user","content":"…"}`, or `input_text` / `input_image` / `input_file` parts |
-//! | assistant text | `{"role":"assistant","content":[{"type":"output_text","text"}],"id"?}`: consecutive text parts of one message item are merged; the item id (from `providerMetadata.openai.itemId`) is sent when `store` is not false |
+//! | assistant text | `{"role":"assistant","content":[{"type":"output_text","text"}],"id"?}`: consecutive text parts of one message item are merged; the item id (from `providerMetadata.openai.itemId`) is sent when `store` is not false, and the message's `phase` (`commentary` / `final_answer`) when it had one |
 //! | reasoning | `{"type":"reasoning","id","summary":[{"type":"summary_text","text"}…],"content"?:[{"type":"reasoning_text","text"}],"encrypted_content"?}`: the parts of one item (same `itemId`) merged; parts without an OpenAI item id (another provider's) are left out, and so are those without encrypted content when `store` is false |
 //! | function call | `{"type":"function_call","call_id","name","arguments","id"?}` |
 //! | custom / shell / local shell / apply-patch / tool-search call | the native item (`custom_tool_call` with `input` text, `shell_call` with `action`, `local_shell_call`, `apply_patch_call` with `operation`, `tool_search_call` with `arguments`) |

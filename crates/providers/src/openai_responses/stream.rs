@@ -507,7 +507,6 @@ impl ResponsesStreamDecoder {
         });
     }
 
-    /// The index (in the item's blocks) of the reasoning block for this part, opened if new.
     /// Whether the item is a reasoning item still open (events for a finished item, or for an
     /// item of another kind at that index, are ignored).
     fn is_open_reasoning(&self, slot: usize) -> bool {
@@ -515,6 +514,7 @@ impl ResponsesStreamDecoder {
         item.kind == Kind::Reasoning && !item.finished
     }
 
+    /// The index (in the item's blocks) of the reasoning block for this part, opened if new.
     fn reasoning_block(
         &mut self,
         slot: usize,
