@@ -1,0 +1,1246 @@
+//! Every Responses fixture (OpenAI and LM Studio) replayed through the decoder: directly, with
+//! random chunk boundaries, through a loopback HTTP server, and as non-streamed bodies.
+
+mod common;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use toolsmith_core::{
+    LanguageModel, Message, ModelErrorKind, ModelPart, ModelRequest, UnifiedFinishReason,
+};
+use toolsmith_providers::http::HttpSettings;
+use toolsmith_providers::openai_responses::{
+    OpenAiResponses, ResponsesStreamDecoder, TRUNCATED, decode_events, decode_response,
+};
+use toolsmith_providers::retry::RetryPolicy;
+use toolsmith_providers::sse::sse_events;
+
+const OPENAI: &str = "openai-responses";
+const LOCAL: &str = "openai-compatible-local";
+
+/// What one response of a fixture must decode to.
+struct Expect {
+    dir: &'static str,
+    file: &'static str,
+    /// Which response of the file (files may hold several, each from `response.created`).
+    response: usize,
+    text_prefix: &'static str,
+    reasoning: bool,
+    /// Local calls: name and input (compared as JSON).
+    calls: &'static [(&'static str, &'static str)],
+    /// Provider-executed calls' names, in order.
+    hosted: &'static [&'static str],
+    url_sources: usize,
+    document_sources: usize,
+    /// input, output, cached, reasoning, server tool uses.
+    usage: (u64, u64, u64, u64, u64),
+    finish: UnifiedFinishReason,
+    raw: &'static str,
+}
+
+const STOP: UnifiedFinishReason = UnifiedFinishReason::Stop;
+const CALLS: UnifiedFinishReason = UnifiedFinishReason::ToolCalls;
+
+const FIXTURES: &[Expect] = &[
+    Expect {
+        dir: LOCAL,
+        file: "lmstudio-basic.1.chunks.txt",
+        response: 0,
+        text_prefix: "## The Festival of Whispering",
+        reasoning: false,
+        calls: &[],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (31, 282, 30, 0, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: LOCAL,
+        file: "lmstudio-tool-call.1.chunks.txt",
+        response: 0,
+        text_prefix: "I'll get the current weather",
+        reasoning: true,
+        calls: &[("weather", r#"{"location":"San Francisco"}"#)],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (182, 61, 2, 48, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-apply-patch-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[(
+            "apply_patch",
+            r#"{"type":"create_file","diff":"+## Shopping Checklist\n+\n+- [ ] Milk\n+- [ ] Bread\n+- [ ] Eggs\n+- [ ] Fresh fruit\n+- [ ] Coffee\n","path":"shopping-checklist.md"}"#,
+        )],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (642, 67, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-client-tool-search.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[(
+            "tool_search",
+            r#"{"goal":"Find a tool that can provide current weather information for San Francisco."}"#,
+        )],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (65, 31, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-custom-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[(
+            "write_sql",
+            r#"{"input":"SELECT * FROM users WHERE age > 25"}"#,
+        )],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (50, 20, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-file-search-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "According to the document, an embedding model",
+        reasoning: false,
+        calls: &[],
+        hosted: &["file_search"],
+        url_sources: 0,
+        document_sources: 2,
+        usage: (3737, 621, 2304, 512, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-local-shell-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[(
+            "local_shell",
+            r#"{"type":"exec","command":["ls","-a","~"],"env":{}}"#,
+        )],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (407, 151, 0, 128, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-mcp-tool-approval.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[],
+        hosted: &["mcp.list_tools", "mcp.create_short_url"],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (422, 48, 0, 0, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-mcp-tool-approval.2.chunks.txt",
+        response: 0,
+        text_prefix: "I wasn’t able to create the short link",
+        reasoning: false,
+        calls: &[],
+        hosted: &["mcp.list_tools"],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (553, 371, 0, 256, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-reasoning-encrypted-content.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: true,
+        calls: &[("calculator", r#"{"a":12,"b":7,"op":"add"}"#)],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (134, 28, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-reasoning-encrypted-content.1.chunks.txt",
+        response: 1,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[("calculator", r#"{"a":19,"b":3,"op":"multiply"}"#)],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (221, 26, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-reasoning-encrypted-content.1.chunks.txt",
+        response: 2,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[("calculator", r#"{"a":57,"b":10,"op":"multiply"}"#)],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (260, 26, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-reasoning-encrypted-content.1.chunks.txt",
+        response: 3,
+        text_prefix: "The final result is **570**.",
+        reasoning: false,
+        calls: &[],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (299, 12, 0, 0, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-shell-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "",
+        reasoning: false,
+        calls: &[(
+            "shell",
+            r#"{"commands":["ls -a ~/Desktop"],"max_output_length":8912,"timeout_ms":null}"#,
+        )],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (145, 41, 0, 0, 0),
+        finish: CALLS,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-shell-tool.1.chunks.txt",
+        response: 1,
+        text_prefix: "Here are the files and folders in your `~/Desktop` directory:",
+        reasoning: false,
+        calls: &[],
+        hosted: &[],
+        url_sources: 0,
+        document_sources: 0,
+        usage: (331, 166, 0, 0, 0),
+        finish: STOP,
+        raw: "completed",
+    },
+    Expect {
+        dir: OPENAI,
+        file: "openai-web-search-tool.1.chunks.txt",
+        response: 0,
+        text_prefix: "I checked today’s tech headlines",
+        reasoning: false,
+        calls: &[],
+        hosted: &[
+            "web_search",
+            "web_search",
+            "web_search",
+            "web_search",
+            "web_search",
+            "web_search",
+        ],
+        url_sources: 12,
+        document_sources: 0,
+        usage: (31073, 4416, 3712, 3712, 6),
+        finish: STOP,
+        raw: "completed",
+    },
+];
+
+/// The fixture's event lines split into responses (a new one at each `response.created`).
+fn responses(dir: &str, file: &str) -> Vec<Vec<String>> {
+    let path = fixtures_dir().join(dir).join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut out: Vec<Vec<String>> = vec![Vec::new()];
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let created = line.contains(r#""type":"response.created""#);
+        if created && !out.last().unwrap().is_empty() {
+            out.push(Vec::new());
+        }
+        out.last_mut().unwrap().push(line.to_string());
+    }
+    out
+}
+
+fn lines_of(expect: &Expect) -> Vec<String> {
+    responses(expect.dir, expect.file)[expect.response].clone()
+}
+
+fn sse_of(lines: &[String]) -> String {
+    chunks_to_sse(lines.iter().map(String::as_str))
+}
+
+/// Checks the wire-specific invariants on top of [`check`]'s.
+fn verify(expect: &Expect, s: &Summary) {
+    let name = format!("{}#{}", expect.file, expect.response);
+    assert!(s.error.is_none(), "{name}: {:?}", s.error);
+    assert!(
+        s.text.starts_with(expect.text_prefix),
+        "{name}: text {:?}",
+        s.text
+    );
+    assert_eq!(!s.reasoning.is_empty(), expect.reasoning, "{name}");
+    let local: Vec<_> = s.calls.iter().filter(|c| !c.provider_executed).collect();
+    assert_eq!(local.len(), expect.calls.len(), "{name}: {local:?}");
+    for (call, (want_name, want_input)) in local.iter().zip(expect.calls) {
+        assert_eq!(call.tool_name, *want_name, "{name}");
+        let got: Value = serde_json::from_str(&call.input).unwrap();
+        let want: Value = serde_json::from_str(want_input).unwrap();
+        assert_eq!(got, want, "{name}");
+        assert!(!call.tool_call_id.is_empty(), "{name}");
+        let openai = call
+            .provider_metadata
+            .get("openai")
+            .expect("openai metadata");
+        assert!(openai["itemId"].is_string(), "{name}: {openai}");
+    }
+    // Provider-executed calls: each paired with exactly one result, after it.
+    let hosted: Vec<_> = s.calls.iter().filter(|c| c.provider_executed).collect();
+    let names: Vec<&str> = hosted.iter().map(|c| c.tool_name.as_str()).collect();
+    assert_eq!(names, expect.hosted, "{name}");
+    for call in &hosted {
+        let call_at = s
+            .parts
+            .iter()
+            .position(
+                |p| matches!(p, ModelPart::ToolCall(c) if c.tool_call_id == call.tool_call_id),
+            )
+            .unwrap();
+        let results: Vec<usize> = s
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, ModelPart::ToolResult { tool_call_id, .. } if *tool_call_id == call.tool_call_id))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(results.len(), 1, "{name}: {}", call.tool_call_id);
+        assert!(results[0] > call_at, "{name}: result before call");
+        let input: Value = serde_json::from_str(&call.input).unwrap();
+        assert!(input.is_object(), "{name}: hosted input {input}");
+    }
+    let results = s
+        .parts
+        .iter()
+        .filter(|p| matches!(p, ModelPart::ToolResult { .. }))
+        .count();
+    assert_eq!(results, hosted.len(), "{name}: results without calls");
+    // Sources: ids unique, url sources have urls.
+    let sources: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::Source(source) => Some(source),
+            _ => None,
+        })
+        .collect();
+    let urls = sources.iter().filter(|x| x.source_type == "url").count();
+    let docs = sources
+        .iter()
+        .filter(|x| x.source_type == "document")
+        .count();
+    assert_eq!(
+        (urls, docs),
+        (expect.url_sources, expect.document_sources),
+        "{name}"
+    );
+    for source in &sources {
+        if source.source_type == "url" {
+            assert!(source.url.as_deref().unwrap().starts_with("https://"));
+            assert!(source.title.is_some());
+        }
+    }
+    let ids: std::collections::HashSet<_> = sources.iter().map(|x| &x.id).collect();
+    assert_eq!(ids.len(), sources.len(), "{name}: duplicate source ids");
+    // Text blocks end with their item id; reasoning blocks with item id and encrypted content.
+    for part in &s.parts {
+        match part {
+            ModelPart::TextEnd {
+                id,
+                provider_metadata,
+            } => {
+                assert_eq!(
+                    provider_metadata.get("openai").unwrap()["itemId"],
+                    json!(id)
+                );
+            }
+            ModelPart::ReasoningEnd {
+                id,
+                provider_metadata,
+            } => {
+                let openai = provider_metadata.get("openai").unwrap();
+                let item = openai["itemId"].as_str().unwrap();
+                assert!(id.starts_with(item), "{name}: {id} / {item}");
+                assert!(openai.get("reasoningEncryptedContent").is_some());
+            }
+            _ => {}
+        }
+    }
+    let (input, output, cached, reasoning, server) = expect.usage;
+    assert_eq!(s.usage.input.total, Some(input), "{name}");
+    assert_eq!(s.usage.input.cache_read, Some(cached), "{name}");
+    assert_eq!(s.usage.input.no_cache, Some(input - cached), "{name}");
+    assert_eq!(s.usage.output.total, Some(output), "{name}");
+    assert_eq!(s.usage.output.reasoning, Some(reasoning), "{name}");
+    assert_eq!(s.usage.output.text, Some(output - reasoning), "{name}");
+    assert_eq!(s.usage.server_tool_uses, server, "{name}");
+    let finish = s.finish.as_ref().expect("finish");
+    assert_eq!(finish.unified, expect.finish, "{name}");
+    assert_eq!(finish.raw.as_deref(), Some(expect.raw), "{name}");
+    assert!(
+        matches!(
+            s.parts.get(1),
+            Some(ModelPart::ResponseMetadata {
+                id: Some(_),
+                model_id: Some(_)
+            })
+        ),
+        "{name}: metadata second"
+    );
+}
+
+/// Feeds payloads straight to the decoder (a `StreamStart` first, as the stream adds).
+fn decode_lines<S: AsRef<str>>(lines: &[S]) -> Summary {
+    let mut decoder = ResponsesStreamDecoder::new();
+    let mut parts = vec![ModelPart::StreamStart {
+        warnings: Vec::new(),
+    }];
+    let mut error = None;
+    for line in lines {
+        if let Err(e) = decoder.push(line.as_ref(), &mut parts) {
+            error = Some(e);
+            break;
+        }
+    }
+    if error.is_none() {
+        error = decoder.finish(&mut parts).err();
+    }
+    check(parts, error)
+}
+
+async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
+    let pieces = random_split(sse.as_bytes(), seed, max);
+    let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
+    let (parts, error) = collect(decode_events(sse_events(bytes, None), Vec::new())).await;
+    check(parts, error)
+}
+
+#[test]
+fn every_fixture_decodes_directly() {
+    for expect in FIXTURES {
+        verify(expect, &decode_lines(&lines_of(expect)));
+    }
+}
+
+#[test]
+fn every_fixture_in_both_directories_is_covered() {
+    for dir in [OPENAI, LOCAL] {
+        for entry in std::fs::read_dir(fixtures_dir().join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().to_string();
+            if !name.ends_with(".chunks.txt") {
+                continue;
+            }
+            let covered = FIXTURES.iter().any(|e| e.file == name)
+                || matches!(
+                    name.as_str(),
+                    "openai-error.1.chunks.txt" | "parallel-tool-call-wrapper.1.chunks.txt"
+                );
+            assert!(covered, "fixture {dir}/{name} has no expectation");
+            let count = responses(dir, &name).len();
+            let expected = FIXTURES.iter().filter(|e| e.file == name).count();
+            assert!(
+                expected == 0 || expected == count,
+                "{name}: {count} responses, {expected} expectations"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_fixture_decodes_with_random_chunk_boundaries() {
+    for expect in FIXTURES {
+        let sse = sse_of(&lines_of(expect));
+        // Tiny pieces for the small fixtures only: the SSE parser rescans a partial line on
+        // each piece, and `response.completed` lines run to tens of kilobytes.
+        let small = sse.len() < 12_000;
+        if small {
+            verify(expect, &decode_split(&sse, 1, 1).await);
+        }
+        let sizes: &[usize] = if small {
+            &[5, 64, 1024]
+        } else {
+            &[29, 64, 1024]
+        };
+        for seed in 1..=3 {
+            for &max in sizes {
+                verify(expect, &decode_split(&sse, seed, max).await);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_body_with_several_responses_stops_at_the_first() {
+    for file in [
+        "openai-reasoning-encrypted-content.1.chunks.txt",
+        "openai-shell-tool.1.chunks.txt",
+    ] {
+        let all: Vec<String> = responses(OPENAI, file).concat();
+        let whole = decode_lines(&all);
+        let first = FIXTURES
+            .iter()
+            .find(|e| e.file == file && e.response == 0)
+            .unwrap();
+        verify(first, &whole);
+    }
+}
+
+#[test]
+fn reasoning_round_trip_data_is_on_the_reasoning_end() {
+    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
+    let done: Value = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "reasoning")
+        .unwrap();
+    let s = decode_lines(&lines);
+    let ends: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ReasoningEnd {
+                id,
+                provider_metadata,
+            } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(
+        ends[0].0,
+        format!("{}:0", done["item"]["id"].as_str().unwrap())
+    );
+    assert_eq!(
+        ends[0].1,
+        json!({"itemId": done["item"]["id"], "reasoningEncryptedContent": done["item"]["encrypted_content"]})
+    );
+    assert!(s.reasoning.starts_with("**Calculating step-by-step"));
+    // The call carries its item id; 39 argument deltas concatenate to the arguments.
+    let call = &s.calls[0];
+    assert_eq!(call.tool_call_id, "call_AB6AaRZ1FYZB2RwS6A5vbdqn");
+    assert_eq!(
+        call.provider_metadata.get("openai").unwrap(),
+        &json!({"itemId": "fc_01830d662ab3856501693c32151234819091cfca267e98cc5f"})
+    );
+    let deltas = s
+        .parts
+        .iter()
+        .filter(|p| matches!(p, ModelPart::ToolInputDelta { .. }))
+        .count();
+    assert_eq!(deltas, 13);
+
+    // LM Studio's raw reasoning text is marked as such; its call had no argument deltas.
+    let s = decode_lines(&responses(LOCAL, "lmstudio-tool-call.1.chunks.txt")[0]);
+    let raw = s.parts.iter().find_map(|p| match p {
+        ModelPart::ReasoningEnd {
+            id,
+            provider_metadata,
+        } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
+        _ => None,
+    });
+    assert_eq!(
+        raw.unwrap(),
+        (
+            "rs_3yo6zy4vu4hq6iegqwhn1:text:0".to_string(),
+            json!({"itemId": "rs_3yo6zy4vu4hq6iegqwhn1", "reasoningEncryptedContent": null, "reasoningText": true})
+        )
+    );
+    let deltas: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ToolInputDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, [r#"{"location":"San Francisco"}"#]);
+}
+
+#[test]
+fn the_custom_tool_input_streams_as_an_escaped_json_string() {
+    let s = decode_lines(&responses(OPENAI, "openai-custom-tool.1.chunks.txt")[0]);
+    let deltas: Vec<_> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ToolInputDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            "{\"input\":\"",
+            "SELECT * ",
+            "FROM users ",
+            "WHERE age > 25",
+            "\"}"
+        ]
+    );
+    let call = &s.calls[0];
+    assert_eq!(call.tool_call_id, "call_custom_sql_001");
+    assert_eq!(
+        call.provider_metadata.get("openai").unwrap(),
+        &json!({"itemId": "ct_abc123def456", "type": "custom_tool_call"})
+    );
+    // Quotes and newlines in the free-form input stay valid JSON.
+    let lines = [
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","id":"ct","call_id":"c","name":"raw","input":""}}"#,
+        r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"say \"hi\"\n"}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"custom_tool_call","id":"ct","call_id":"c","name":"raw","input":"say \"hi\"\nnow"}}"#,
+        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
+    ];
+    let s = decode_lines(&lines);
+    let input: Value = serde_json::from_str(&s.calls[0].input).unwrap();
+    assert_eq!(input, json!({"input": "say \"hi\"\nnow"}));
+}
+
+#[test]
+fn client_executed_openai_tools_are_local_calls_with_their_item_type() {
+    let s = decode_lines(&responses(OPENAI, "openai-client-tool-search.1.chunks.txt")[0]);
+    let call = &s.calls[0];
+    // The done item's call id wins over the one in `output_item.added`.
+    assert_eq!(call.tool_call_id, "call_RWTIIVfxsJW9fecsg6fy23Dy");
+    assert!(!call.provider_executed);
+    assert_eq!(
+        call.provider_metadata.get("openai").unwrap()["type"],
+        "tool_search_call"
+    );
+    let s = decode_lines(&responses(OPENAI, "openai-shell-tool.1.chunks.txt")[0]);
+    assert_eq!(
+        s.calls[0].provider_metadata.get("openai").unwrap(),
+        &json!({"itemId": "sh_0434d6d64b12b08900692f639c9f0481959c30e03ca0bb2ef8", "type": "shell_call"})
+    );
+}
+
+#[test]
+fn hosted_results_carry_the_item_and_mcp_approval_requests_are_visible() {
+    let s = decode_lines(&responses(OPENAI, "openai-mcp-tool-approval.1.chunks.txt")[0]);
+    let approval = s
+        .calls
+        .iter()
+        .find(|c| c.tool_name == "mcp.create_short_url")
+        .unwrap();
+    assert_eq!(
+        approval.tool_call_id,
+        "mcpr_04a97b4fce127879006949a83ac9308195a7f7b69ea82e91fe"
+    );
+    let input: Value = serde_json::from_str(&approval.input).unwrap();
+    assert_eq!(input["url"], "https://ai-sdk.dev/");
+    assert_eq!(
+        approval.provider_metadata.get("openai").unwrap()["type"],
+        "mcp_approval_request"
+    );
+    let result = s
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            ModelPart::ToolResult {
+                tool_call_id,
+                result,
+                is_error,
+                ..
+            } if *tool_call_id == approval.tool_call_id => Some((result.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result.0["type"], "mcp_approval_request");
+    assert!(!result.1);
+}
+
+fn repaired_wrapper() -> Vec<String> {
+    let mut lines = responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt").remove(0);
+    for line in &mut lines {
+        if serde_json::from_str::<Value>(line).is_err() {
+            line.push('}');
+        }
+    }
+    lines
+}
+
+#[test]
+fn the_broken_parallel_wrapper_fixture_is_a_clean_invalid_response() {
+    let lines = responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt").remove(0);
+    let s = decode_lines(&lines);
+    let error = s.error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+    assert!(
+        error.message.starts_with("Malformed Responses event ("),
+        "{}",
+        error.message
+    );
+    assert!(s.calls.is_empty() && s.finish.is_none());
+
+    // Only the last line broken: the calls are out, but the stream still fails cleanly.
+    let mut last_broken = repaired_wrapper();
+    let n = last_broken.len();
+    last_broken[n - 1].pop();
+    let s = decode_lines(&last_broken);
+    assert_eq!(s.error.unwrap().kind, ModelErrorKind::InvalidResponse);
+    assert!(s.finish.is_none());
+}
+
+#[test]
+fn the_leaked_parallel_wrapper_expands_into_its_calls() {
+    let s = decode_lines(&repaired_wrapper());
+    assert!(s.error.is_none(), "{:?}", s.error);
+    let calls: Vec<_> = s
+        .calls
+        .iter()
+        .map(|c| {
+            (
+                c.tool_call_id.as_str(),
+                c.tool_name.as_str(),
+                c.input.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "call_parallel_0",
+                "weather",
+                r#"{"location":"San Francisco"}"#
+            ),
+            ("call_parallel_1", "cityAttractions", r#"{"city":"Rome"}"#),
+        ]
+    );
+    assert!(s.calls.iter().all(|c| c.provider_metadata.is_empty()));
+    let finish = s.finish.unwrap();
+    assert_eq!(finish.unified, UnifiedFinishReason::ToolCalls);
+    assert_eq!(s.usage.input.total, Some(34));
+    assert_eq!(s.usage.output.total, Some(28));
+
+    // A real tool named `parallel` with other arguments is left alone.
+    let lines = [
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"parallel","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"n\":"}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"2}"}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"parallel","arguments":"{\"n\":2}"}}"#,
+        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
+    ];
+    let s = decode_lines(&lines);
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(s.calls[0].tool_name, "parallel");
+    assert_eq!(s.calls[0].input, r#"{"n":2}"#);
+}
+
+#[test]
+fn in_stream_errors_carry_the_providers_message_and_code() {
+    let lines = responses(OPENAI, "openai-error.1.chunks.txt").remove(0);
+    let s = decode_lines(&lines);
+    let error = s.error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::RateLimited);
+    assert!(
+        error.message.starts_with(
+            "The provider reported an error (insufficient_quota): You exceeded your current quota"
+        ),
+        "{}",
+        error.message
+    );
+    assert!(s.finish.is_none());
+
+    // `response.failed` alone (no `error` event) is an error too.
+    let failed: Vec<String> = lines
+        .iter()
+        .filter(|l| !l.contains(r#""type":"error""#))
+        .cloned()
+        .collect();
+    let error = decode_lines(&failed).error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::RateLimited);
+    assert!(error.message.contains("insufficient_quota"));
+
+    let server = [
+        r#"{"type":"error","error":{"type":"server_error","code":"server_error","message":"Overloaded"}}"#,
+    ];
+    let error = decode_lines(&server).error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert_eq!(
+        error.message,
+        "The provider reported an error (server_error): Overloaded"
+    );
+}
+
+#[test]
+fn truncated_streams_fail_without_a_finish_or_an_incomplete_call() {
+    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
+    // Cut everywhere before `response.completed`.
+    for cut in 1..lines.len() {
+        let s = decode_lines(&lines[..cut]);
+        let error = s.error.expect("truncated");
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+        assert_eq!(error.message, TRUNCATED);
+        assert!(s.finish.is_none());
+        // A call appears only once its item is done.
+        let done = lines[..cut]
+            .iter()
+            .any(|l| l.contains("output_item.done") && l.contains("function_call"));
+        assert_eq!(s.calls.len(), usize::from(done), "cut at {cut}");
+    }
+}
+
+#[test]
+fn unknown_events_and_items_are_ignored() {
+    let mut lines = responses(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
+    lines.insert(
+        2,
+        r#"{"type":"response.future_event","output_index":0,"x":1}"#.to_string(),
+    );
+    lines.insert(
+        3,
+        r#"{"type":"response.output_item.added","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
+            .to_string(),
+    );
+    lines.insert(
+        4,
+        r#"{"type":"response.output_item.done","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
+            .to_string(),
+    );
+    let expect = FIXTURES
+        .iter()
+        .find(|e| e.file == "openai-custom-tool.1.chunks.txt")
+        .unwrap();
+    verify(expect, &decode_lines(&lines));
+    // A future event whose fields have other types than today's is ignored too.
+    let mut odd = responses(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
+    odd.insert(
+        2,
+        r#"{"type":"response.hologram.delta","output_index":"zero","delta":{"x":1}}"#.to_string(),
+    );
+    verify(expect, &decode_lines(&odd));
+    // Not an object, not JSON at all, or a known event of the wrong shape: clean errors.
+    for bad in [
+        "[1,2]",
+        "{\"type\":",
+        "\u{1F600}",
+        r#"{"type":"response.output_text.delta","output_index":0,"delta":7}"#,
+    ] {
+        let error = decode_lines(&[bad]).error.unwrap();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse, "{bad}");
+    }
+    let error = decode_lines(&[r#"{"type":"response.output_text.delta","delta":7}"#])
+        .error
+        .unwrap();
+    assert!(
+        error
+            .message
+            .starts_with("Unexpected Responses event shape ("),
+        "{}",
+        error.message
+    );
+    // OpenAI's documented `error` event is flat: code and message on the event.
+    let flat =
+        [r#"{"type":"error","code":"rate_limit_exceeded","message":"Slow down.","param":null}"#];
+    let error = decode_lines(&flat).error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::RateLimited);
+    assert_eq!(
+        error.message,
+        "The provider reported an error (rate_limit_exceeded): Slow down."
+    );
+}
+
+#[test]
+fn incomplete_responses_map_their_reason() {
+    for (reason, unified) in [
+        ("max_output_tokens", UnifiedFinishReason::Length),
+        ("content_filter", UnifiedFinishReason::ContentFilter),
+        ("something_new", UnifiedFinishReason::Other),
+    ] {
+        let lines = [
+            json!({"type": "response.created", "response": {"id": "r", "model": "m"}}).to_string(),
+            json!({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg", "delta": "Hal"}).to_string(),
+            json!({"type": "response.incomplete", "response": {"status": "incomplete",
+                "incomplete_details": {"reason": reason},
+                "usage": {"input_tokens": 5, "output_tokens": 16}}})
+            .to_string(),
+        ];
+        let s = decode_lines(&lines);
+        assert!(s.error.is_none());
+        assert_eq!(s.text, "Hal");
+        let finish = s.finish.unwrap();
+        assert_eq!(finish.unified, unified);
+        assert_eq!(finish.raw.as_deref(), Some(reason));
+    }
+}
+
+/// Parts with deltas merged and sources moved to the end (the stream interleaves them with the
+/// text) with their generated ids blanked, for comparing two decodings.
+fn normalised(parts: &[ModelPart]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut sources = Vec::new();
+    for part in parts {
+        let mut value = serde_json::to_value(part).unwrap();
+        // OpenAI re-encrypts reasoning for each snapshot: only its presence can be compared.
+        if let Some(encrypted) =
+            value.pointer_mut("/providerMetadata/openai/reasoningEncryptedContent")
+            && encrypted.is_string()
+        {
+            *encrypted = json!("<encrypted>");
+        }
+        if let ModelPart::Source(_) = part {
+            let mut value = value;
+            value["id"] = json!("");
+            sources.push(value);
+            continue;
+        }
+        let kind = value["type"].as_str().unwrap_or("").to_string();
+        if kind.ends_with("-delta")
+            && let Some(last) = out.last_mut()
+            && last["type"] == value["type"]
+            && last["id"] == value["id"]
+        {
+            let merged = format!(
+                "{}{}",
+                last["delta"].as_str().unwrap(),
+                value["delta"].as_str().unwrap()
+            );
+            last["delta"] = json!(merged);
+            continue;
+        }
+        out.push(value);
+    }
+    out.extend(sources);
+    out
+}
+
+#[test]
+fn non_streamed_bodies_decode_to_the_same_parts_as_their_streams() {
+    for expect in FIXTURES {
+        let lines = lines_of(expect);
+        let completed: Value = lines
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["type"] == "response.completed")
+            .unwrap();
+        let body = &completed["response"];
+        let streamed = decode_lines(&lines);
+        let parts = decode_response(body).unwrap();
+        let whole = check(parts, None);
+        verify(expect, &whole);
+        // The stream's `added` items can be emptier than its `done` ones, which is all that
+        // differs: compare the parts from the first block on.
+        assert_eq!(
+            normalised(&whole.parts),
+            normalised(&streamed.parts),
+            "{}#{}",
+            expect.file,
+            expect.response
+        );
+    }
+}
+
+#[test]
+fn the_recorded_non_streamed_bodies_decode() {
+    let read = |dir: &str, file: &str| -> Value {
+        let text = std::fs::read_to_string(fixtures_dir().join(dir).join(file)).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let s = check(
+        decode_response(&read(OPENAI, "openai-web-search-tool.1.json")).unwrap(),
+        None,
+    );
+    assert!(
+        s.text.starts_with("Short answer first — yes."),
+        "{}",
+        s.text
+    );
+    let hosted = s.calls.iter().filter(|c| c.provider_executed).count();
+    assert_eq!(hosted, 3);
+    assert_eq!(s.usage.server_tool_uses, 3);
+    assert_eq!(s.usage.input.total, Some(19681));
+    assert_eq!(s.usage.input.cache_read, Some(3712));
+    assert_eq!(s.usage.output.reasoning, Some(3136));
+    let sources = s
+        .parts
+        .iter()
+        .filter(|p| matches!(p, ModelPart::Source(x) if x.url.is_some()))
+        .count();
+    assert!(sources > 0);
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
+
+    let s = check(
+        decode_response(&read(LOCAL, "lmstudio-tool-call.1.json")).unwrap(),
+        None,
+    );
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(s.calls[0].tool_call_id, "call_2866856768160095");
+    assert_eq!(s.calls[0].input, r#"{"location":"San Francisco"}"#);
+    assert_eq!(s.usage.input.cache_read, Some(891));
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::ToolCalls);
+
+    // Failed and malformed bodies.
+    let error = decode_response(
+        &json!({"status": "failed", "error": {"code": "server_error", "message": "boom"}}),
+    )
+    .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert_eq!(
+        decode_response(&json!([1])).unwrap_err().kind,
+        ModelErrorKind::InvalidResponse
+    );
+}
+
+fn quiet(model: OpenAiResponses) -> OpenAiResponses {
+    model.with_http_settings(HttpSettings {
+        retry: RetryPolicy::none(),
+        idle_timeout: Duration::from_secs(10),
+        ..HttpSettings::default()
+    })
+}
+
+#[tokio::test]
+async fn every_fixture_decodes_through_a_loopback_server() {
+    let mut replies = Vec::new();
+    let mut order = Vec::new();
+    for expect in FIXTURES {
+        let sse = sse_of(&lines_of(expect));
+        for (seed, chunked) in [(11, true), (12, false), (13, true)] {
+            replies.push(Reply::sse(sse.clone()).split(seed, 48, chunked));
+            order.push(expect);
+        }
+    }
+    let server = Server::start(replies).await;
+    let model = quiet(OpenAiResponses::compatible("local", &server.base_url, None));
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    for expect in order {
+        let (parts, error) = collect(model.stream(&request).await.unwrap()).await;
+        verify(expect, &check(parts, error));
+    }
+    let requests = server.requests();
+    assert!(requests.iter().all(|r| r.path == "/v1/responses"));
+    assert!(requests.iter().all(|r| r.header("authorization").is_none()));
+    assert!(requests.iter().all(|r| r.body["stream"] == true));
+}
+
+#[tokio::test]
+async fn broken_fixtures_fail_cleanly_through_a_loopback_server() {
+    let wrapper = sse_of(&responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt")[0]);
+    let error = sse_of(&responses(OPENAI, "openai-error.1.chunks.txt")[0]);
+    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
+    // Cut mid-arguments, without `[DONE]`.
+    let truncated: String = lines[..20]
+        .iter()
+        .map(|l| format!("data: {l}\n\n"))
+        .collect();
+    let server = Server::start(vec![
+        Reply::sse(wrapper).split(3, 17, true),
+        Reply::sse(error).split(4, 9, false),
+        Reply::sse(truncated).split(5, 33, true),
+    ])
+    .await;
+    let model = quiet(OpenAiResponses::compatible("local", &server.base_url, None));
+    let request = ModelRequest::default();
+    let mut kinds = Vec::new();
+    for _ in 0..3 {
+        let (parts, error) = collect(model.stream(&request).await.unwrap()).await;
+        let s = check(parts, error);
+        assert!(s.finish.is_none() && s.calls.is_empty());
+        kinds.push(s.error.unwrap());
+    }
+    assert_eq!(kinds[0].kind, ModelErrorKind::InvalidResponse);
+    assert_eq!(kinds[1].kind, ModelErrorKind::RateLimited);
+    assert_eq!(kinds[2].message, TRUNCATED);
+}
+
+#[tokio::test]
+async fn non_streamed_calls_go_through_the_same_decoder() {
+    let text =
+        std::fs::read_to_string(fixtures_dir().join(LOCAL).join("lmstudio-tool-call.1.json"))
+            .unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let server = Server::start(vec![Reply::json(200, body)]).await;
+    let model =
+        quiet(OpenAiResponses::compatible("local", &server.base_url, None)).with_streaming(false);
+    let request = ModelRequest {
+        messages: vec![Message::user("weather?")],
+        settings: toolsmith_core::CallSettings {
+            top_k: Some(3),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (parts, error) = collect(model.stream(&request).await.unwrap()).await;
+    let s = check(parts, error);
+    assert!(s.error.is_none());
+    assert_eq!(s.calls[0].tool_name, "weather");
+    assert_eq!(
+        s.warnings,
+        ["top_k is not supported by openai-responses/local; ignored."]
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].body["stream"], false);
+    assert_eq!(requests[0].header("accept"), Some("application/json"));
+}
+
+#[test]
+fn refusals_stream_as_text_and_generated_images_as_files() {
+    let lines = [
+        json!({"type": "response.created", "response": {"id": "r", "model": "m"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "image_generation_call", "id": "ig_1", "status": "in_progress"}}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "image_generation_call", "id": "ig_1", "status": "completed",
+                "output_format": "webp", "result": "UklGRg=="}}),
+        json!({"type": "response.output_item.added", "output_index": 1,
+            "item": {"type": "message", "id": "msg_1", "content": []}}),
+        json!({"type": "response.refusal.delta", "output_index": 1, "item_id": "msg_1",
+            "delta": "I can't help with that."}),
+        json!({"type": "response.output_item.done", "output_index": 1,
+            "item": {"type": "message", "id": "msg_1",
+                "content": [{"type": "refusal", "refusal": "I can't help with that."}]}}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    .map(|l| l.to_string());
+    let s = decode_lines(&lines);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.text, "I can't help with that.");
+    assert_eq!(s.calls.len(), 1);
+    assert!(s.calls[0].provider_executed);
+    assert_eq!(s.calls[0].tool_name, "image_generation");
+    assert!(s.parts.iter().any(|p| matches!(p,
+        ModelPart::File { media_type, data } if media_type == "image/webp" && data == "UklGRg==")));
+    // The same from a non-streamed body (no refusal delta: the done item's refusal is used).
+    let body = json!({"id": "r", "status": "completed", "output": [
+        {"type": "message", "id": "msg_1", "content": [{"type": "refusal", "refusal": "No."}]}
+    ]});
+    let s = check(decode_response(&body).unwrap(), None);
+    assert_eq!(s.text, "No.");
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
+}
+
+#[test]
+fn mutated_streams_never_panic_and_stay_balanced() {
+    // Drop, duplicate and cut lines of every fixture at random: whatever comes out must keep
+    // the stream invariants (balanced blocks, no call without its input, at most one finish).
+    for expect in FIXTURES {
+        let lines = lines_of(expect);
+        for seed in 1..=40 {
+            let mut rng = Rng::new(seed);
+            let mut mutated = Vec::new();
+            for line in &lines {
+                match rng.below(12) {
+                    0 => {}
+                    1 => {
+                        mutated.push(line.clone());
+                        mutated.push(line.clone());
+                    }
+                    2 => {
+                        let mut cut = rng.below(line.len().max(1));
+                        while !line.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        mutated.push(line[..cut].to_string());
+                    }
+                    _ => mutated.push(line.clone()),
+                }
+            }
+            let _ = decode_lines(&mutated);
+            let body: Value = lines
+                .iter()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| e["type"] == "response.completed")
+                .map(|e| e["response"].clone())
+                .unwrap();
+            // Items shuffled or mangled in a body: decoded or refused, never a panic.
+            let mut shuffled = body.clone();
+            if let Some(output) = shuffled["output"].as_array_mut() {
+                output.reverse();
+                if let Some(first) = output.first_mut() {
+                    first["type"] = json!(["not", "a", "type"]);
+                }
+            }
+            if let Ok(parts) = decode_response(&shuffled) {
+                let _ = check(parts, None);
+            }
+        }
+    }
+}
+
+#[test]
+fn items_without_ids_and_repeated_events() {
+    // A server that sends no item ids, repeats `added`, and skips `added` for a message.
+    let lines = [
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
+        json!({"type": "response.output_text.delta", "output_index": 1, "delta": "Done."}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    .map(|l| l.to_string());
+    let s = decode_lines(&lines);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(s.calls[0].input, "{}");
+    assert_eq!(s.text, "Done.");
+    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::ToolCalls);
+    assert!(s.usage.is_empty());
+    // Generated item ids never reach the metadata the next request would echo.
+    assert!(s.calls[0].provider_metadata.is_empty());
+    assert!(s.parts.iter().all(|p| !matches!(p,
+        ModelPart::TextEnd { provider_metadata, .. } if !provider_metadata.is_empty())));
+}
