@@ -45,7 +45,7 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// assert_eq!(proxied.endpoint(), "http://localhost:8080/v1/messages");
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AnthropicMessages {
     model: String,
     base_url: String,
@@ -53,6 +53,18 @@ pub struct AnthropicMessages {
     streaming: bool,
     http: HttpSettings,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for AnthropicMessages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is never printed.
+        f.debug_struct("AnthropicMessages")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("streaming", &self.streaming)
+            .field("http", &self.http)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AnthropicMessages {
