@@ -181,12 +181,17 @@ async fn connection_refused_is_a_network_error() {
 #[tokio::test]
 async fn in_stream_errors_malformed_and_truncated_streams_over_http() {
     let start = r#"{"type":"message_start","message":{"id":"m","model":"c","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}"#;
-    let text = r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
-    let delta = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}"#;
+    let text =
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+    let delta =
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}"#;
     let overloaded =
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     let as_sse = |lines: &[&str]| -> String {
-        lines.iter().map(|l| format!("event: x\ndata: {l}\n\n")).collect()
+        lines
+            .iter()
+            .map(|l| format!("event: x\ndata: {l}\n\n"))
+            .collect()
     };
     let server = Server::start(vec![
         Reply::sse(as_sse(&[start, text, delta, overloaded])),
@@ -210,7 +215,9 @@ async fn in_stream_errors_malformed_and_truncated_streams_over_http() {
     let error = check(parts, error).error.unwrap();
     assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
     assert!(
-        error.message.starts_with("Malformed event in the Anthropic stream"),
+        error
+            .message
+            .starts_with("Malformed event in the Anthropic stream"),
         "{}",
         error.message
     );
@@ -247,7 +254,9 @@ async fn a_non_streamed_error_body_and_a_non_json_body() {
     let error = model.stream(&request()).await.err().unwrap();
     assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
     assert!(
-        error.message.starts_with("The Anthropic response is not JSON"),
+        error
+            .message
+            .starts_with("The Anthropic response is not JSON"),
         "{}",
         error.message
     );

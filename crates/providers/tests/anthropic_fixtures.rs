@@ -142,7 +142,11 @@ const FIXTURES: &[Expect] = &[
         text_len: 112,
         reasoning: "",
         calls: &[("echo", r#"{"message": "hello world"}"#, true)],
-        results: &[("mcptoolu_017CuqaJcXe5ZHJjaz3KS1AT", "mcp_tool_result", false)],
+        results: &[(
+            "mcptoolu_017CuqaJcXe5ZHJjaz3KS1AT",
+            "mcp_tool_result",
+            false,
+        )],
         sources: 0,
         usage: (1250, 1250, Some(0), Some(0), 83, 0),
         finish: UnifiedFinishReason::Stop,
@@ -353,7 +357,13 @@ fn verify(expect: &Expect, summary: &Summary) {
 
     // Metadata comes once, first after the stream start.
     assert!(
-        matches!(summary.parts.get(1), Some(ModelPart::ResponseMetadata { id: Some(_), model_id: Some(_) })),
+        matches!(
+            summary.parts.get(1),
+            Some(ModelPart::ResponseMetadata {
+                id: Some(_),
+                model_id: Some(_)
+            })
+        ),
         "{file}"
     );
     assert_eq!(
@@ -451,7 +461,10 @@ fn every_fixture_decodes_directly() {
     for expect in FIXTURES {
         verify(expect, &decode_lines(&fixture_sse(DIR, expect.file)));
         // Without the [DONE] sentinel (as Anthropic really ends), and with event names.
-        verify(expect, &decode_lines(&fixture_with_event_names(expect.file)));
+        verify(
+            expect,
+            &decode_lines(&fixture_with_event_names(expect.file)),
+        );
     }
 }
 
@@ -566,7 +579,10 @@ fn refusal_fallback_and_container_reach_the_finish_metadata() {
         match summary.parts.last() {
             Some(ModelPart::Finish {
                 provider_metadata, ..
-            }) => provider_metadata.get("anthropic").cloned().unwrap_or_default(),
+            }) => provider_metadata
+                .get("anthropic")
+                .cloned()
+                .unwrap_or_default(),
             other => panic!("{file}: {other:?}"),
         }
     };
@@ -578,7 +594,10 @@ fn refusal_fallback_and_container_reach_the_finish_metadata() {
         json!({"from": {"model": "claude-fable-5"}, "to": {"model": "claude-opus-4-8"}})
     );
     let code = finish_metadata("anthropic-code-execution-20250825.1.chunks.txt");
-    assert_eq!(code["container"]["id"], "container_011CU6pTr2hLT47seQ5Xs4yj");
+    assert_eq!(
+        code["container"]["id"],
+        "container_011CU6pTr2hLT47seQ5Xs4yj"
+    );
     // The refusal has no content blocks at all.
     let summary = decode_lines(&fixture_sse(DIR, "anthropic-refusal.chunks.txt"));
     assert!(
@@ -614,10 +633,7 @@ fn programmatic_calls_keep_their_caller() {
 
 #[tokio::test]
 async fn a_spliced_stream_is_an_error_without_tool_call_or_finish() {
-    for sse in [
-        fixture_sse(DIR, SPLICED),
-        fixture_with_event_names(SPLICED),
-    ] {
+    for sse in [fixture_sse(DIR, SPLICED), fixture_with_event_names(SPLICED)] {
         let direct = decode_lines(&sse);
         for summary in [direct, decode_split(&sse, 3, 7).await] {
             let error = summary.error.as_ref().expect("an error");
@@ -669,7 +685,10 @@ fn truncated_streams_close_what_is_open_and_report_it() {
         assert!(summary.calls.len() <= 2);
     }
     // Mid-input: the open tool input is ended, no call.
-    let sse: String = lines[..28].iter().map(|l| format!("data: {l}\n\n")).collect();
+    let sse: String = lines[..28]
+        .iter()
+        .map(|l| format!("data: {l}\n\n"))
+        .collect();
     let summary = decode_lines(&sse);
     assert!(summary.calls.iter().all(|c| c.tool_name != "get_temp_data"));
     assert!(summary.parts.iter().any(
@@ -680,14 +699,23 @@ fn truncated_streams_close_what_is_open_and_report_it() {
 #[test]
 fn malformed_error_and_unknown_events() {
     let start = r#"{"type":"message_start","message":{"id":"m","model":"c","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}"#;
-    let text = r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
-    let delta = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}"#;
+    let text =
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+    let delta =
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}"#;
 
-    let s = decode_lines(&chunks_to_sse([start, text, delta, r#"{"type":"content_block_delta","index":0,"#]));
+    let s = decode_lines(&chunks_to_sse([
+        start,
+        text,
+        delta,
+        r#"{"type":"content_block_delta","index":0,"#,
+    ]));
     let error = s.error.unwrap();
     assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
     assert!(
-        error.message.starts_with("Malformed event in the Anthropic stream"),
+        error
+            .message
+            .starts_with("Malformed event in the Anthropic stream"),
         "{}",
         error.message
     );
@@ -772,7 +800,10 @@ fn thinking_and_redacted_thinking_carry_their_metadata() {
         ends,
         [
             ("m:0".to_string(), Some(json!({"signature": "EqQBsig=="}))),
-            ("m:1".to_string(), Some(json!({"redactedData": "EmwKAhgBEgy3va"}))),
+            (
+                "m:1".to_string(),
+                Some(json!({"redactedData": "EmwKAhgBEgy3va"}))
+            ),
         ]
     );
     assert_eq!(s.calls[0].input, r#"{"a":1}"#);
@@ -861,7 +892,11 @@ fn non_streamed_bodies_decode_to_the_same_parts() {
     assert_eq!(results.len(), 2);
     let sources = sources(&s.parts);
     assert!(!sources.is_empty());
-    assert!(sources.iter().all(|(id, _, _)| id.starts_with("srvtoolu_01Qxbje4duKBes3Nj42MkZug:")));
+    assert!(
+        sources
+            .iter()
+            .all(|(id, _, _)| id.starts_with("srvtoolu_01Qxbje4duKBes3Nj42MkZug:"))
+    );
     assert_eq!(s.usage.input.total, Some(27118));
     assert_eq!(s.usage.output.total, Some(600));
     assert_eq!(s.usage.server_tool_uses, 2);
@@ -921,7 +956,12 @@ async fn non_streamed_calls_over_http() {
     let kinds = |parts: &[ModelPart]| -> Vec<String> {
         parts
             .iter()
-            .map(|p| serde_json::to_value(p).unwrap()["type"].as_str().unwrap().to_string())
+            .map(|p| {
+                serde_json::to_value(p).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .filter(|t| t != "text-delta")
             .collect()
     };

@@ -238,7 +238,10 @@ fn history() -> Vec<Message> {
         ),
         Message::tool_results(vec![
             result("toolu_1", ModelOutput::json(json!({"hits": ["Tom"]}))),
-            result("toolu_2", ModelOutput::error_text("Search backend is down.")),
+            result(
+                "toolu_2",
+                ModelOutput::error_text("Search backend is down."),
+            ),
         ]),
         Message::user("Also search the web."),
         Message::new(
@@ -353,10 +356,7 @@ fn multi_turn_history_with_metadata_echoed_verbatim() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     // Alternating: the tool results and the next user text share one user message.
-    assert_eq!(
-        roles,
-        ["user", "assistant", "user", "assistant", "user"]
-    );
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
     assert_eq!(
         messages[2]["content"],
         json!([
@@ -523,7 +523,14 @@ fn tool_requests_match_the_pydantic_ai_cassettes() {
             .unwrap()
             .with_streaming(false);
         let (ours, _) = model.request_body(&request);
-        for key in ["model", "max_tokens", "messages", "tools", "tool_choice", "stream"] {
+        for key in [
+            "model",
+            "max_tokens",
+            "messages",
+            "tools",
+            "tool_choice",
+            "stream",
+        ] {
             assert_eq!(ours[key], recorded[key], "{case}: {key}");
         }
     }

@@ -113,8 +113,7 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
             ToolChoice::Required => json!({"type": "any"}),
             ToolChoice::Tool { tool_name } => json!({"type": "tool", "name": tool_name}),
         };
-        if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None
-        {
+        if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None {
             choice["disable_parallel_tool_use"] = json!(true);
         }
         body.insert("tool_choice".into(), choice);
@@ -215,9 +214,7 @@ fn float(x: f32) -> Value {
 }
 
 fn unsupported_file(media_type: &str) -> String {
-    format!(
-        "A {media_type} file cannot be sent over the Anthropic Messages wire; it was left out."
-    )
+    format!("A {media_type} file cannot be sent over the Anthropic Messages wire; it was left out.")
 }
 
 /// One assistant part as a content block; `None` for what the API does not take back (empty

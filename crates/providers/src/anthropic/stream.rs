@@ -17,8 +17,7 @@ use crate::sse::SseStream;
 pub(crate) const PROVIDER: &str = "anthropic";
 
 /// The error a stream that ends before `message_stop` reports.
-pub const TRUNCATED: &str =
-    "The Anthropic stream ended before message_stop (truncated response).";
+pub const TRUNCATED: &str = "The Anthropic stream ended before message_stop (truncated response).";
 
 /// Turns Messages API stream events (the `data:` payload of each server-sent event; its `type`
 /// field names the event) into [`ModelPart`]s.
