@@ -968,3 +968,62 @@ async fn non_streamed_calls_over_http() {
     let body = decode_response(&load_json("anthropic-text.json")).unwrap();
     assert_eq!(kinds(&streamed.parts), kinds(&body));
 }
+
+#[test]
+fn a_new_message_without_message_stop_continues_the_response() {
+    let s = decode_lines(&chunks_to_sse([
+        r#"{"type":"message_start","message":{"id":"msg_a","model":"c","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"One."}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        // Same id again: a duplicate, ignored.
+        r#"{"type":"message_start","message":{"id":"msg_a","model":"c","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        // A new id after complete blocks: msg_a is over, msg_b goes on.
+        r#"{"type":"message_start","message":{"id":"msg_b","model":"c","content":[{"type":"tool_use","id":"toolu_x","name":"f","input":{"k":[1,2]}}],"stop_reason":"tool_use","usage":{"input_tokens":7,"output_tokens":2}}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]));
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert_eq!(s.text, "One.");
+    assert_eq!(s.calls.len(), 1);
+    assert_eq!(s.calls[0].input, r#"{"k":[1,2]}"#);
+    assert_eq!(s.usage.input.total, Some(12));
+    assert_eq!(s.usage.output.total, Some(3));
+    let finish = s.finish.unwrap();
+    assert_eq!(finish.unified, UnifiedFinishReason::ToolCalls);
+}
+
+/// Bad input never panics: fixture events shuffled, dropped, duplicated and cut short.
+#[test]
+fn shuffled_and_mangled_events_never_panic() {
+    let mut lines = Vec::new();
+    for expect in FIXTURES {
+        let text = std::fs::read_to_string(fixtures_dir().join(DIR).join(expect.file)).unwrap();
+        lines.extend(text.lines().map(str::to_string));
+    }
+    let mut rng = Rng::new(42);
+    for round in 0..300 {
+        let mut decoder = MessagesStreamDecoder::new();
+        let mut parts = Vec::new();
+        for _ in 0..(1 + rng.below(60)) {
+            let line = &lines[rng.below(lines.len())];
+            let data = match rng.below(4) {
+                0 => {
+                    let mut cut = rng.below(line.len() + 1);
+                    while !line.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    line[..cut].to_string()
+                }
+                _ => line.clone(),
+            };
+            if decoder.push(&data, &mut parts).is_err() {
+                break;
+            }
+        }
+        let _ = decoder.finish(&mut parts);
+        let finishes = parts
+            .iter()
+            .filter(|p| matches!(p, ModelPart::Finish { .. }))
+            .count();
+        assert!(finishes <= 1, "round {round}");
+    }
+}

@@ -54,8 +54,11 @@ pub const TRUNCATED: &str = "The Anthropic stream ended before message_stop (tru
 /// the parts of every message are emitted in order, usage is summed over the messages and the
 /// finish reason is the last message's. So the one `Finish` part comes when the body ends (or
 /// at a `[DONE]` sentinel), not at `message_stop`. A `message_start` while a message is open is
-/// a duplicate and ignored, unless a content block is still open: then the stream is spliced
-/// and decoding fails (open blocks closed, no tool call for the open input, no `Finish`).
+/// a duplicate and ignored (same id, or nothing streamed yet), unless a content block is still
+/// open: then the stream is spliced and decoding fails (open blocks closed, no tool call for the
+/// open input, no `Finish`). A new message after complete blocks (or after `message_delta`)
+/// without `message_stop` ends the previous message. A body cut exactly after a `message_stop`
+/// cannot be told from a complete response.
 ///
 /// Usage: `input.total` = `input_tokens` + `cache_creation_input_tokens` +
 /// `cache_read_input_tokens`, `no_cache` = `input_tokens`, `cache_write` =
@@ -93,6 +96,8 @@ pub struct MessagesStreamDecoder {
     metadata_sent: bool,
     state: MessageState,
     message_id: Option<String>,
+    /// Whether the open message has had a content block.
+    had_blocks: bool,
     blocks: Vec<(u64, Block)>,
     /// The open message's usage and stop reason.
     usage: WireUsage,
@@ -302,11 +307,13 @@ impl MessagesStreamDecoder {
                 self.abort(out);
                 return Err(ModelError::new(ModelErrorKind::InvalidResponse, message));
             }
-            if self.stop_reason.is_none() {
+            let same = message.id.is_none() || message.id == self.message_id;
+            if self.stop_reason.is_none() && (same || !self.had_blocks) {
                 // A duplicate `message_start`: the message goes on.
                 return Ok(());
             }
-            // `message_delta` came but `message_stop` did not: the message is over.
+            // The message is over though `message_stop` never came (`message_delta` did, or a
+            // new message id follows content).
             self.message_stop(out);
         }
         self.state = MessageState::Open;
@@ -318,6 +325,7 @@ impl MessagesStreamDecoder {
             });
         }
         self.message_id = message.id;
+        self.had_blocks = false;
         self.usage = message.usage.unwrap_or_default();
         self.stop_reason = message.stop_reason;
         self.keep("stop_sequence", message.stop_sequence.map(Value::String));
@@ -355,6 +363,7 @@ impl MessagesStreamDecoder {
 
     fn block_start(&mut self, index: u64, mut block: Map<String, Value>, out: &mut Vec<ModelPart>) {
         self.open_message();
+        self.had_blocks = true;
         if self.blocks.iter().any(|(i, _)| *i == index) {
             self.block_stop(index, out);
         }
