@@ -4,8 +4,15 @@
 //! [`ScriptedModel`] plays back scripted turns (text, tool calls, errors, delays) for
 //! deterministic tests and demos. [`resolve`] turns a `PROVIDER:MODEL` string into a model.
 //!
-//! Wires:
+//! Wires, one module each, all streamed over SSE (or one JSON body with `with_streaming(false)`):
+//! - [`anthropic`]: the Anthropic Messages API (`anthropic:`).
 //! - [`openai_chat`]: OpenAI Chat Completions (`openai:`, `openai-compatible:`).
+//! - [`openai_responses`]: the OpenAI Responses API (`openai-responses:`).
+//! - [`google`]: Gemini's native `generateContent` (`google:`).
+//!
+//! [`provider_tools`] builds the provider-executed tools (web search for each provider); each
+//! wire renders them, or drops them with one warning per request. [`dialect`] rewrites tool
+//! schemas for each provider. [`decode::StreamDecoder`] is the one shape of every stream decoder.
 //!
 //! Shared foundation for every wire: [`http`] (one client, retrying POST), [`sse`] (events over
 //! any byte stream), [`retry`] (bounded backoff honouring `retry-after`), [`errors`] (status and
@@ -27,6 +34,9 @@ pub mod retry;
 pub mod scripted;
 pub mod sse;
 
+pub use anthropic::AnthropicMessages;
+pub use google::GoogleGemini;
 pub use openai_chat::OpenAiChat;
+pub use openai_responses::OpenAiResponses;
 pub use registry::{PROVIDERS, ProviderOptions, resolve};
 pub use scripted::{ScriptedCall, ScriptedError, ScriptedModel, Turn};

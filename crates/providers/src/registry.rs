@@ -4,12 +4,21 @@ use std::sync::Arc;
 
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind};
 
+use crate::anthropic::AnthropicMessages;
 use crate::google::GoogleGemini;
 use crate::openai_chat::OpenAiChat;
+use crate::openai_responses::OpenAiResponses;
 use crate::{ScriptedModel, keys};
 
 /// The providers this build knows, in the order error messages list them.
-pub const PROVIDERS: &[&str] = &["google", "openai", "openai-compatible", "scripted"];
+pub const PROVIDERS: &[&str] = &[
+    "anthropic",
+    "google",
+    "openai",
+    "openai-compatible",
+    "openai-responses",
+    "scripted",
+];
 
 /// Settings that come from flags rather than the model string.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +31,9 @@ pub struct ProviderOptions {
 
 /// Builds the model named by a `PROVIDER:MODEL` string.
 ///
+/// - `anthropic:MODEL`: the Messages API. The key is `options.api_key`, else
+///   `ANTHROPIC_API_KEY`; the base URL `options.base_url`, else `ANTHROPIC_BASE_URL`, else
+///   `https://api.anthropic.com/v1`.
 /// - `google:MODEL`: Gemini's native `streamGenerateContent`. The key is `options.api_key`, else
 ///   `GEMINI_API_KEY` (or `GOOGLE_GENERATIVE_AI_API_KEY`); the base URL `options.base_url`, else
 ///   `GOOGLE_GENERATIVE_AI_BASE_URL`, else `https://generativelanguage.googleapis.com/v1beta`.
@@ -31,6 +43,8 @@ pub struct ProviderOptions {
 ///   LM Studio): `options.base_url`, else `OPENAI_BASE_URL`. The key is optional:
 ///   `options.api_key`, or `OPENAI_API_KEY` only when the base URL also came from the
 ///   environment (an OpenAI key is never sent to a server named only on the command line).
+/// - `openai-responses:MODEL`: the Responses API, with `openai:`'s key and base URL rules (a
+///   local server speaking Responses, such as LM Studio, takes any `--api-key`).
 /// - `scripted:PATH` plays back the scripted conversation in the JSON file at `PATH` (see
 ///   [`ScriptedModel::from_file`]).
 ///
@@ -47,7 +61,7 @@ pub struct ProviderOptions {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "Unknown provider \"nope\" in model \"nope:x\". \
-///      Known providers: google, openai, openai-compatible, scripted."
+///      Known providers: anthropic, google, openai, openai-compatible, openai-responses, scripted."
 /// );
 ///
 /// let options = ProviderOptions {
@@ -79,6 +93,7 @@ pub fn resolve(
     let api_key = options.api_key.as_deref();
     let base_url = options.base_url.as_deref();
     match provider {
+        "anthropic" => Ok(Arc::new(AnthropicMessages::new(name, api_key, base_url)?)),
         "google" => Ok(Arc::new(GoogleGemini::new(name, api_key, base_url)?)),
         "openai" => Ok(Arc::new(OpenAiChat::openai(name, api_key, base_url)?)),
         "openai-compatible" => {
@@ -97,6 +112,7 @@ pub fn resolve(
             };
             Ok(Arc::new(OpenAiChat::compatible(name, url, key.as_deref())))
         }
+        "openai-responses" => Ok(Arc::new(OpenAiResponses::openai(name, api_key, base_url)?)),
         "scripted" => Ok(Arc::new(ScriptedModel::from_file(name)?)),
         _ => Err(ModelError::new(
             ModelErrorKind::Config,

@@ -176,7 +176,7 @@ fn usage_errors_exit_2_and_say_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
-        "error: Unknown provider \"nope\" in model \"nope:x\". Known providers: openai, openai-compatible, scripted."
+        "error: Unknown provider \"nope\" in model \"nope:x\". Known providers: anthropic, google, openai, openai-compatible, openai-responses, scripted."
     );
 
     let out = toolsmith(&["run", "--model", "no-colon", "hi"]);

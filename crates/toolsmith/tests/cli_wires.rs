@@ -1,0 +1,348 @@
+//! `toolsmith run --model PROVIDER:MODEL --base-url URL` against a loopback server speaking each
+//! provider's wire: the model calls the calculator with its arguments streamed in pieces, the
+//! tool runs, and the second request carries the call and its result back.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use serde_json::{Value, json};
+
+/// A request the server received: path, lower-case headers, JSON body.
+#[derive(Debug, Clone)]
+struct Received {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Serves `replies` (SSE bodies) one per connection, in order, on a loopback port.
+fn serve(replies: Vec<String>) -> (String, Arc<Mutex<Vec<Received>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let log = received.clone();
+    thread::spawn(move || {
+        for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let path = line.split(' ').nth(1).unwrap_or_default().to_string();
+            let mut headers = Vec::new();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let Some((name, value)) = line.trim_end().split_once(':') else {
+                    break;
+                };
+                headers.push((name.trim().to_lowercase(), value.trim().to_string()));
+            }
+            let length: usize = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap());
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            log.lock().unwrap().push(Received {
+                path,
+                headers,
+                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            });
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            stream.write_all(head.as_bytes()).unwrap();
+            // Written in small pieces, so the client decodes events split across reads.
+            for piece in reply.as_bytes().chunks(17) {
+                stream.write_all(piece).unwrap();
+                stream.flush().unwrap();
+            }
+        }
+    });
+    (base, received)
+}
+
+/// `data: …` events (with `event:` names when `named`), one per JSON value.
+fn sse(events: &[Value], named: bool, done: bool) -> String {
+    let mut out = String::new();
+    for event in events {
+        if named && let Some(kind) = event["type"].as_str() {
+            out.push_str(&format!("event: {kind}\n"));
+        }
+        out.push_str(&format!("data: {event}\n\n"));
+    }
+    if done {
+        out.push_str("data: [DONE]\n\n");
+    }
+    out
+}
+
+const ARGS_HEAD: &str = "{\"expression\":";
+const ARGS_TAIL: &str = "\"6 * 7\"}";
+
+fn chat_turns() -> Vec<String> {
+    let call =
+        |delta: Value| json!({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]});
+    vec![
+        sse(
+            &[
+                call(
+                    json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": ""}}]}),
+                ),
+                call(json!({"tool_calls": [{"index": 0, "function": {"arguments": ARGS_HEAD}}]})),
+                call(json!({"tool_calls": [{"index": 0, "function": {"arguments": ARGS_TAIL}}]})),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            ],
+            false,
+            true,
+        ),
+        sse(
+            &[
+                call(json!({"content": "4"})),
+                call(json!({"content": "2"})),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 2}}),
+            ],
+            false,
+            true,
+        ),
+    ]
+}
+
+fn anthropic_turns() -> Vec<String> {
+    let start = |id: &str| json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "claude-x", "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}});
+    let delta = |delta: Value| json!({"type": "content_block_delta", "index": 0, "delta": delta});
+    let end = |reason: &str| json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null}, "usage": {"output_tokens": 12}});
+    vec![
+        sse(
+            &[
+                start("msg_1"),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "calculator", "input": {}}}),
+                delta(json!({"type": "input_json_delta", "partial_json": ARGS_HEAD})),
+                delta(json!({"type": "input_json_delta", "partial_json": ARGS_TAIL})),
+                json!({"type": "content_block_stop", "index": 0}),
+                end("tool_use"),
+                json!({"type": "message_stop"}),
+            ],
+            true,
+            false,
+        ),
+        sse(
+            &[
+                start("msg_2"),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                delta(json!({"type": "text_delta", "text": "4"})),
+                delta(json!({"type": "text_delta", "text": "2"})),
+                json!({"type": "content_block_stop", "index": 0}),
+                end("end_turn"),
+                json!({"type": "message_stop"}),
+            ],
+            true,
+            false,
+        ),
+    ]
+}
+
+fn responses_turns() -> Vec<String> {
+    let call_item = |status: &str, arguments: &str| json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "calculator", "arguments": arguments, "status": status});
+    let args = format!("{ARGS_HEAD}{ARGS_TAIL}");
+    let message = |status: &str, text: &str| json!({"type": "message", "id": "msg_1", "role": "assistant", "status": status, "content": if text.is_empty() { json!([]) } else { json!([{"type": "output_text", "text": text, "annotations": []}]) }});
+    let usage = json!({"input_tokens": 10, "output_tokens": 5, "total_tokens": 15});
+    vec![
+        sse(
+            &[
+                json!({"type": "response.created", "response": {"id": "resp_1", "model": "gpt-x", "status": "in_progress", "output": []}}),
+                json!({"type": "response.output_item.added", "output_index": 0, "item": call_item("in_progress", "")}),
+                json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": ARGS_HEAD}),
+                json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": ARGS_TAIL}),
+                json!({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": args}),
+                json!({"type": "response.output_item.done", "output_index": 0, "item": call_item("completed", &args)}),
+                json!({"type": "response.completed", "response": {"id": "resp_1", "model": "gpt-x", "status": "completed", "output": [call_item("completed", &args)], "usage": usage}}),
+            ],
+            true,
+            false,
+        ),
+        sse(
+            &[
+                json!({"type": "response.created", "response": {"id": "resp_2", "model": "gpt-x", "status": "in_progress", "output": []}}),
+                json!({"type": "response.output_item.added", "output_index": 0, "item": message("in_progress", "")}),
+                json!({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+                json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "4"}),
+                json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "2"}),
+                json!({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": "42"}),
+                json!({"type": "response.output_item.done", "output_index": 0, "item": message("completed", "42")}),
+                json!({"type": "response.completed", "response": {"id": "resp_2", "model": "gpt-x", "status": "completed", "output": [message("completed", "42")], "usage": usage}}),
+            ],
+            true,
+            false,
+        ),
+    ]
+}
+
+fn google_turns() -> Vec<String> {
+    let usage = json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    let chunk = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+        if let Some(reason) = finish {
+            candidate["finishReason"] = json!(reason);
+        }
+        json!({"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-x"})
+    };
+    vec![
+        sse(
+            &[chunk(
+                json!([{"functionCall": {"name": "calculator", "args": {"expression": "6 * 7"}}, "thoughtSignature": "c2ln"}]),
+                Some("STOP"),
+            )],
+            false,
+            false,
+        ),
+        sse(
+            &[
+                chunk(json!([{"text": "4"}]), None),
+                chunk(json!([{"text": "2"}]), Some("STOP")),
+            ],
+            false,
+            false,
+        ),
+    ]
+}
+
+fn run(model: &str, base: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args([
+            "run",
+            "--model",
+            model,
+            "--base-url",
+            base,
+            "--api-key",
+            "sk-test-key",
+            "--tools",
+            "calculator",
+            "--json",
+            "What",
+            "is",
+            "6 * 7?",
+        ])
+        .env_remove("TOOLSMITH_MODEL")
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs the two-step loop over one wire and returns the requests the server saw.
+fn full_loop(model: &str, replies: Vec<String>) -> Vec<Received> {
+    let (base, received) = serve(replies);
+    let out = run(model, &base);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{model}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parts: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let result = parts
+        .iter()
+        .find(|p| p["type"] == "tool-result")
+        .unwrap_or_else(|| panic!("{model}: no tool result in {stdout}"));
+    assert_eq!(
+        result["output"],
+        json!({"expression": "6 * 7", "result": 42}),
+        "{model}"
+    );
+    let deltas: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text-delta")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "42", "{model}");
+    let finish = parts.last().unwrap();
+    assert_eq!(finish["type"], "finish", "{model}");
+    assert_eq!(finish["finishReason"], "stop", "{model}");
+    let requests = received.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "{model}");
+    // The second request carries the result back.
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("42") && second.contains("calculator"),
+        "{model}: {second}"
+    );
+    requests
+}
+
+#[test]
+fn openai_chat_completions() {
+    let requests = full_loop("openai:gpt-x", chat_turns());
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-test-key")
+    );
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_1");
+}
+
+#[test]
+fn openai_compatible() {
+    let requests = full_loop("openai-compatible:qwen3", chat_turns());
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].body["model"], "qwen3");
+}
+
+#[test]
+fn anthropic_messages() {
+    let requests = full_loop("anthropic:claude-x", anthropic_turns());
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), Some("sk-test-key"));
+    assert!(requests[0].header("anthropic-version").is_some());
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("\"tool_result\"") && second.contains("toolu_1"),
+        "{second}"
+    );
+}
+
+#[test]
+fn openai_responses() {
+    let requests = full_loop("openai-responses:gpt-x", responses_turns());
+    assert_eq!(requests[0].path, "/v1/responses");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-test-key")
+    );
+    let input = requests[1].body["input"].to_string();
+    assert!(
+        input.contains("\"function_call_output\"") && input.contains("call_1"),
+        "{input}"
+    );
+}
+
+#[test]
+fn google_gemini() {
+    let requests = full_loop("google:gemini-x", google_turns());
+    assert_eq!(
+        requests[0].path,
+        "/v1/models/gemini-x:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(requests[0].header("x-goog-api-key"), Some("sk-test-key"));
+    let contents = requests[1].body["contents"].to_string();
+    // The thought signature goes back verbatim with the call.
+    assert!(
+        contents.contains("\"functionResponse\"") && contents.contains("c2ln"),
+        "{contents}"
+    );
+}
