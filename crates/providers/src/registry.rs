@@ -43,8 +43,9 @@ pub struct ProviderOptions {
 ///   LM Studio): `options.base_url`, else `OPENAI_BASE_URL`. The key is optional:
 ///   `options.api_key`, or `OPENAI_API_KEY` only when the base URL also came from the
 ///   environment (an OpenAI key is never sent to a server named only on the command line).
-/// - `openai-responses:MODEL`: the Responses API, with `openai:`'s key and base URL rules (a
-///   local server speaking Responses, such as LM Studio, takes any `--api-key`).
+/// - `openai-responses:MODEL`: the Responses API, with `openai:`'s key and base URL rules, except
+///   that a base URL given in `options` with no key anywhere is taken for a local Responses
+///   server (LM Studio) and called without one.
 /// - `scripted:PATH` plays back the scripted conversation in the JSON file at `PATH` (see
 ///   [`ScriptedModel::from_file`]).
 ///
@@ -112,7 +113,20 @@ pub fn resolve(
             };
             Ok(Arc::new(OpenAiChat::compatible(name, url, key.as_deref())))
         }
-        "openai-responses" => Ok(Arc::new(OpenAiResponses::openai(name, api_key, base_url)?)),
+        "openai-responses" => {
+            let keyless_local = base_url.is_some_and(|u| !u.trim().is_empty())
+                && keys::optional_key(api_key, "OPENAI_API_KEY").is_none();
+            match (keyless_local, base_url) {
+                // A server named on the command line with no key anywhere: a local Responses
+                // server (LM Studio), which needs none.
+                (true, Some(url)) => Ok(Arc::new(OpenAiResponses::compatible(
+                    name,
+                    url.trim(),
+                    None,
+                ))),
+                _ => Ok(Arc::new(OpenAiResponses::openai(name, api_key, base_url)?)),
+            }
+        }
         "scripted" => Ok(Arc::new(ScriptedModel::from_file(name)?)),
         _ => Err(ModelError::new(
             ModelErrorKind::Config,

@@ -301,3 +301,33 @@ async fn nothing_is_retried_once_the_stream_has_started() {
     assert_eq!(summary.error.unwrap().message, TRUNCATED);
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_base_url_without_any_key_resolves_to_a_keyless_local_server() {
+    if std::env::var_os("OPENAI_API_KEY").is_some() {
+        return; // The environment provides a key, which would be used.
+    }
+    let sse = fixture_sse("openai-compatible-local", "lmstudio-tool-call.1.chunks.txt");
+    let server = Server::start(vec![Reply::sse(sse)]).await;
+    let options = toolsmith_providers::ProviderOptions {
+        base_url: Some(server.base_url.clone()),
+        api_key: None,
+    };
+    let model = toolsmith_providers::resolve("openai-responses:zai-org/glm-4.7-flash", &options)
+        .expect("no key is needed for a server named explicitly");
+    let request = toolsmith_core::ModelRequest {
+        messages: vec![toolsmith_core::Message::user("Weather in San Francisco?")],
+        ..Default::default()
+    };
+    let (parts, error) = collect(model.stream(&request).await.unwrap()).await;
+    let summary = check(parts, error);
+    let calls: Vec<(&str, &str)> = summary
+        .calls
+        .iter()
+        .map(|c| (c.tool_name.as_str(), c.input.as_str()))
+        .collect();
+    assert_eq!(calls, [("weather", r#"{"location":"San Francisco"}"#)]);
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/responses");
+    assert_eq!(requests[0].header("authorization"), None);
+}
