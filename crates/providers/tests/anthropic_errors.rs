@@ -256,7 +256,7 @@ async fn a_non_streamed_error_body_and_a_non_json_body() {
     assert!(
         error
             .message
-            .starts_with("The Anthropic response is not JSON"),
+            .starts_with("The response body from anthropic is not valid JSON"),
         "{}",
         error.message
     );

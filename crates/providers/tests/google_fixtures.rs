@@ -526,7 +526,7 @@ async fn broken_streams_over_http() {
     assert!(
         error
             .message
-            .starts_with("The Gemini response is not valid JSON")
+            .starts_with("The response body from google is not valid JSON")
     );
 }
 

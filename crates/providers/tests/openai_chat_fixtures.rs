@@ -396,9 +396,13 @@ async fn non_streamed_bodies_decode_to_the_same_parts() {
         .collect();
     assert_eq!(calls, [("call_a", r#"{"a":1}"#), ("call_b", r#"{"a":2}"#)]);
 
-    let (_, error) = collect(model.stream(&request).await.unwrap()).await;
+    let error = model.stream(&request).await.err();
     let error = error.expect("a body without a finish reason is an error");
     assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+    assert_eq!(
+        error.message,
+        "The Chat Completions stream ended without a finish reason (truncated response)."
+    );
 
     let requests = server.requests();
     assert_eq!(requests[0].body["stream"], false);

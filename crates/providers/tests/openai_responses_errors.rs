@@ -243,7 +243,7 @@ async fn non_streamed_errors_and_bad_bodies() {
     assert!(
         error
             .message
-            .starts_with("The Responses body is not valid JSON"),
+            .starts_with("The response body from openai-responses is not valid JSON"),
         "{}",
         error.message
     );

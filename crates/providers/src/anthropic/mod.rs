@@ -14,13 +14,11 @@ mod stream;
 mod wire;
 
 use async_trait::async_trait;
-use toolsmith_core::{
-    LanguageModel, ModelError, ModelErrorKind, ModelPart, ModelRequest, ModelStream,
-};
+use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
+use crate::call::{Decoding, call};
 use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
-use crate::sse::response_events;
 
 pub use request::{DEFAULT_MAX_TOKENS, DIALECT, RenderedTools, build_body, render_tools};
 pub use response::decode_response;
@@ -133,54 +131,23 @@ impl LanguageModel for AnthropicMessages {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        for warning in &warnings {
-            tracing::warn!(provider = "anthropic", model = %self.model, "{warning}");
-        }
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("The request could not be serialised: {e}"),
-            )
-        })?;
-        let mut post = JsonPost::new("anthropic", self.endpoint(), body.into())
+        let mut post = JsonPost::json("anthropic", self.endpoint(), &body)?
             .header("x-api-key", &self.api_key)?
             .header("anthropic-version", ANTHROPIC_VERSION)?;
         post.secret = Some(self.api_key.clone());
-        if self.streaming {
-            post = post.header("accept", "text/event-stream")?;
-            let response = post.send(&self.client, &self.http).await?;
-            return Ok(decode_events(
-                response_events(response, self.http.idle_timeout),
-                warnings,
-            ));
-        }
-        post = post.header("accept", "application/json")?;
-        let response = post.send(&self.client, &self.http).await?;
-        let bytes = tokio::time::timeout(self.http.response_timeout, response.bytes())
-            .await
-            .map_err(|_| {
-                ModelError::new(
-                    ModelErrorKind::Timeout,
-                    format!(
-                        "anthropic did not send its response body within {:?}",
-                        self.http.response_timeout
-                    ),
-                )
-            })?
-            .map_err(|e| crate::errors::transport_error("anthropic", &e, Some(&self.api_key)))?;
-        let body: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!(
-                    "The Anthropic response is not JSON ({e}): {}",
-                    crate::errors::excerpt(&String::from_utf8_lossy(&bytes), 200)
-                ),
-            )
-        })?;
-        let mut parts = decode_response(&body)?;
-        if let Some(ModelPart::StreamStart { warnings: slot }) = parts.first_mut() {
-            *slot = warnings;
-        }
-        Ok(Box::pin(futures::stream::iter(parts.into_iter().map(Ok))))
+        let decoding = Decoding {
+            streaming: self.streaming,
+            stream: MessagesStreamDecoder::new(),
+            whole: decode_response,
+        };
+        call(
+            post,
+            &self.client,
+            &self.http,
+            &self.model,
+            warnings,
+            decoding,
+        )
+        .await
     }
 }

@@ -19,16 +19,12 @@ mod response;
 mod stream;
 mod wire;
 
-use std::time::Duration;
-
 use async_trait::async_trait;
-use toolsmith_core::{
-    LanguageModel, ModelError, ModelErrorKind, ModelPart, ModelRequest, ModelStream,
-};
+use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
+use crate::call::{Decoding, call};
 use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
-use crate::sse::response_events;
 
 pub use request::{
     DIALECT, GENERATION_CONFIG_KEYS, RenderedTools, SKIP_SIGNATURE_VALIDATOR, build_body,
@@ -171,48 +167,24 @@ impl LanguageModel for GoogleGemini {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        for warning in &warnings {
-            tracing::warn!(provider = PROVIDER, model = %self.model, "{warning}");
-        }
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("The request could not be serialised: {e}"),
-            )
-        })?;
-        let mut post = JsonPost::new(PROVIDER, self.endpoint(), body.into())
+        let mut post = JsonPost::json(PROVIDER, self.endpoint(), &body)?
             .header("x-goog-api-key", &self.api_key)?;
         post.secret = Some(self.api_key.clone());
-        if self.streaming {
-            post = post.header("accept", "text/event-stream")?;
-            let response = post
-                .send(&self.client, &self.http)
-                .await
-                .map_err(refine_error)?;
-            return Ok(decode_events(
-                response_events(response, self.http.idle_timeout),
-                warnings,
-            ));
-        }
-        let response = post
-            .send(&self.client, &self.http)
-            .await
-            .map_err(refine_error)?;
-        let bytes = read_body(response, self.http.idle_timeout, &self.api_key).await?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!(
-                    "The Gemini response is not valid JSON ({e}): {}",
-                    crate::errors::excerpt(&String::from_utf8_lossy(&bytes), 200)
-                ),
-            )
-        })?;
-        let mut parts = decode_response(&value)?;
-        if let Some(ModelPart::StreamStart { warnings: slot }) = parts.first_mut() {
-            *slot = warnings;
-        }
-        Ok(Box::pin(futures::stream::iter(parts.into_iter().map(Ok))))
+        let decoding = Decoding {
+            streaming: self.streaming,
+            stream: GeminiStreamDecoder::new(),
+            whole: decode_response,
+        };
+        call(
+            post,
+            &self.client,
+            &self.http,
+            &self.model,
+            warnings,
+            decoding,
+        )
+        .await
+        .map_err(refine_error)
     }
 }
 
@@ -223,24 +195,4 @@ fn refine_error(mut error: ModelError) -> ModelError {
         error.kind = ModelErrorKind::Auth;
     }
     error
-}
-
-/// Reads a whole response body, failing after `timeout`.
-async fn read_body(
-    response: reqwest::Response,
-    timeout: Duration,
-    secret: &str,
-) -> Result<bytes::Bytes, ModelError> {
-    match tokio::time::timeout(timeout, response.bytes()).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(error)) => Err(crate::errors::transport_error(
-            PROVIDER,
-            &error,
-            Some(secret),
-        )),
-        Err(_) => Err(ModelError::new(
-            ModelErrorKind::Timeout,
-            format!("The {PROVIDER} response body did not arrive within {timeout:?}."),
-        )),
-    }
 }

@@ -7,19 +7,20 @@
 //!   the compatible-server quirks, usage and finish-reason mapping.
 
 mod request;
+mod response;
 mod stream;
 mod wire;
 
 use async_trait::async_trait;
-use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
+use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
-use crate::decode::{parts_stream, read_body};
+use crate::call::{Decoding, call};
 use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
-use crate::sse::response_events;
 
 pub use request::{DIALECT, Flavor, RenderedTools, build_body, render_tools};
-pub use stream::{ChatStreamDecoder, decode_events, decode_response};
+pub use response::decode_response;
+pub use stream::{ChatStreamDecoder, decode_events};
 
 /// OpenAI's API, the default base URL of `openai:`.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -175,37 +176,23 @@ impl LanguageModel for OpenAiChat {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        for warning in &warnings {
-            tracing::warn!(provider = %self.provider, model = %self.model, "{warning}");
-        }
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("The request could not be serialised: {e}"),
-            )
-        })?;
-        let accept = if self.streaming {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        let mut post =
-            JsonPost::new(&self.provider, self.endpoint(), body.into()).header("accept", accept)?;
+        let mut post = JsonPost::json(&self.provider, self.endpoint(), &body)?;
         if let Some(key) = &self.api_key {
             post = post.bearer(key)?;
         }
-        let response = post.send(&self.client, &self.http).await?;
-        if self.streaming {
-            return Ok(decode_events(
-                response_events(response, self.http.idle_timeout),
-                warnings,
-            ));
-        }
-        let body = read_body(&post, response, self.http.response_timeout).await?;
-        let (parts, error) = match decode_response(&body) {
-            Ok(parts) => (parts, None),
-            Err((parts, error)) => (parts, Some(error)),
+        let decoding = Decoding {
+            streaming: self.streaming,
+            stream: ChatStreamDecoder::new(),
+            whole: decode_response,
         };
-        Ok(parts_stream(warnings, parts, error))
+        call(
+            post,
+            &self.client,
+            &self.http,
+            &self.model,
+            warnings,
+            decoding,
+        )
+        .await
     }
 }

@@ -509,38 +509,6 @@ impl StreamDecoder for ChatStreamDecoder {
     }
 }
 
-/// Decodes a non-streamed `chat.completion` body into the parts a stream of it would give
-/// (without the `StreamStart`): the whole message is one chunk whose `message` the decoder
-/// reads like a delta.
-///
-/// # Errors
-///
-/// The parts decoded so far and the error, for a body that is not a completion (malformed JSON,
-/// an `error` object, no finish reason).
-///
-/// ```
-/// use toolsmith_core::ModelPart;
-/// use toolsmith_providers::openai_chat::decode_response;
-///
-/// let body = r#"{"id":"c1","model":"m","choices":[{"index":0,
-///   "message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
-///   "function":{"name":"add","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}],
-///   "usage":{"prompt_tokens":5,"completion_tokens":3}}"#;
-/// let parts = decode_response(body).unwrap();
-/// assert!(parts.iter().any(|p| matches!(p, ModelPart::ToolCall(c) if c.input == r#"{"a":1}"#)));
-/// ```
-pub fn decode_response(body: &str) -> Result<Vec<ModelPart>, (Vec<ModelPart>, ModelError)> {
-    let mut decoder = ChatStreamDecoder::new();
-    let mut parts = Vec::new();
-    let result = decoder
-        .push(body, &mut parts)
-        .and_then(|()| decoder.finish(&mut parts));
-    match result {
-        Ok(()) => Ok(parts),
-        Err(error) => Err((parts, error)),
-    }
-}
-
 /// Decodes an event stream into the model's parts, prefixed by a `StreamStart` with `warnings`.
 pub fn decode_events(events: SseStream, warnings: Vec<String>) -> ModelStream {
     crate::decode::decode_events(events, ChatStreamDecoder::new(), warnings)

@@ -74,11 +74,11 @@ mod stream;
 mod wire;
 
 use async_trait::async_trait;
-use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
+use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
+use crate::call::{Decoding, call};
 use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
-use crate::sse::response_events;
 
 pub use request::{DIALECT, RenderedTools, build_body, render_tools};
 pub use response::decode_response;
@@ -218,56 +218,23 @@ impl LanguageModel for OpenAiResponses {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        for warning in &warnings {
-            tracing::warn!(provider = %self.provider, model = %self.model, "{warning}");
-        }
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("The request could not be serialised: {e}"),
-            )
-        })?;
-        let accept = if self.streaming {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        let mut post =
-            JsonPost::new(&self.provider, self.endpoint(), body.into()).header("accept", accept)?;
+        let mut post = JsonPost::json(&self.provider, self.endpoint(), &body)?;
         if let Some(key) = &self.api_key {
             post = post.bearer(key)?;
         }
-        let response = post.send(&self.client, &self.http).await?;
-        if self.streaming {
-            return Ok(decode_events(
-                response_events(response, self.http.idle_timeout),
-                warnings,
-            ));
-        }
-        let bytes = tokio::time::timeout(self.http.response_timeout, response.bytes())
-            .await
-            .map_err(|_| {
-                ModelError::new(
-                    ModelErrorKind::Timeout,
-                    format!(
-                        "{} did not send its response body within {:?}",
-                        self.provider, self.http.response_timeout
-                    ),
-                )
-            })?
-            .map_err(|e| {
-                crate::errors::transport_error(&self.provider, &e, self.api_key.as_deref())
-            })?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!("The Responses body is not valid JSON: {e}"),
-            )
-        })?;
-        let mut parts = decode_response(&value)?;
-        if let Some(toolsmith_core::ModelPart::StreamStart { warnings: slot }) = parts.first_mut() {
-            *slot = warnings;
-        }
-        Ok(Box::pin(futures::stream::iter(parts.into_iter().map(Ok))))
+        let decoding = Decoding {
+            streaming: self.streaming,
+            stream: ResponsesStreamDecoder::new(),
+            whole: decode_response,
+        };
+        call(
+            post,
+            &self.client,
+            &self.http,
+            &self.model,
+            warnings,
+            decoding,
+        )
+        .await
     }
 }
