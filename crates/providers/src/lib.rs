@@ -31,6 +31,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider_tools;
 mod registry;
+pub mod request_parts;
 pub mod retry;
 pub mod scripted;
 pub mod sse;

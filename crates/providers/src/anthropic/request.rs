@@ -9,6 +9,7 @@ use toolsmith_core::{
 use super::stream::PROVIDER;
 use crate::dialect::{Anthropic, SchemaDialect};
 use crate::provider_tools;
+use crate::request_parts::decimal;
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "anthropic-messages";
@@ -121,10 +122,10 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
 
     let settings = &request.settings;
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), float(t));
+        body.insert("temperature".into(), decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), float(p));
+        body.insert("top_p".into(), decimal(p));
     }
     if let Some(k) = settings.top_k {
         body.insert("top_k".into(), json!(k));
@@ -206,11 +207,6 @@ fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {
             json!({"role": role, "content": content})
         })
         .collect()
-}
-
-/// An `f32` setting as the decimal it was written as (`0.9`, not `0.8999999761581421`).
-fn float(x: f32) -> Value {
-    json!(x.to_string().parse::<f64>().unwrap_or(f64::from(x)))
 }
 
 fn unsupported_file(media_type: &str) -> String {

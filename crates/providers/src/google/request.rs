@@ -12,6 +12,7 @@ use super::stream::{CODE_EXECUTION, PROVIDER};
 use crate::dialect::gemini::is_empty_object;
 use crate::dialect::{self, SchemaDialect};
 use crate::provider_tools;
+use crate::request_parts::decimal;
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "google-gemini";
@@ -242,10 +243,10 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
         generation.insert("maxOutputTokens".into(), json!(max));
     }
     if let Some(t) = settings.temperature {
-        generation.insert("temperature".into(), float(t));
+        generation.insert("temperature".into(), decimal(t));
     }
     if let Some(p) = settings.top_p {
-        generation.insert("topP".into(), float(p));
+        generation.insert("topP".into(), decimal(p));
     }
     if let Some(k) = settings.top_k {
         generation.insert("topK".into(), json!(k));
@@ -275,16 +276,6 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
     (Value::Object(body), warnings)
-}
-
-/// An `f32` setting as the decimal it was written as (`0.9`, not `0.8999999761581421`).
-fn float(value: f32) -> Value {
-    value
-        .to_string()
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
 }
 
 /// Sets `key` to `value`, merging objects key by key.

@@ -7,6 +7,7 @@ use toolsmith_core::{
 
 use crate::dialect::{OpenAi, SchemaDialect};
 use crate::provider_tools;
+use crate::request_parts::{data_url, decimal, is_url, user_content};
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "openai-chat";
@@ -111,10 +112,10 @@ pub fn build_body(
         body.insert(key.into(), json!(max));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), json!(p));
+        body.insert("top_p".into(), decimal(p));
     }
     if let Some(k) = settings.top_k {
         match flavor {
@@ -148,7 +149,13 @@ fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {
         match message.role {
             Role::System => out.push(json!({"role": "system", "content": message.text()})),
             Role::User => {
-                if let Some(content) = user_content(&message.content, warnings) {
+                if let Some(content) = user_content(
+                    &message.content,
+                    "text",
+                    "Chat Completions",
+                    file_part,
+                    warnings,
+                ) {
                     out.push(json!({"role": "user", "content": content}));
                 }
                 tool_messages(&message.content, &mut out);
@@ -163,57 +170,6 @@ fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {
         }
     }
     out
-}
-
-/// A user message's content: a plain string when it is only text, else content parts.
-fn user_content(parts: &[Part], warnings: &mut Vec<String>) -> Option<Value> {
-    let relevant: Vec<&Part> = parts
-        .iter()
-        .filter(|p| matches!(p, Part::Text { .. } | Part::File { .. }))
-        .collect();
-    if relevant.is_empty() {
-        return None;
-    }
-    if relevant.iter().all(|p| matches!(p, Part::Text { .. })) {
-        let text: String = relevant
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        return Some(json!(text));
-    }
-    let mut content = Vec::new();
-    for part in relevant {
-        match part {
-            Part::Text { text, .. } => content.push(json!({"type": "text", "text": text})),
-            Part::File {
-                media_type,
-                data,
-                filename,
-            } => match file_part(media_type, data, filename.as_deref()) {
-                Some(part) => content.push(part),
-                None => warnings.push(format!(
-                    "A {media_type} file cannot be sent over the Chat Completions wire; it was left out."
-                )),
-            },
-            _ => {}
-        }
-    }
-    Some(Value::Array(content))
-}
-
-fn is_url(data: &str) -> bool {
-    data.starts_with("http://") || data.starts_with("https://") || data.starts_with("data:")
-}
-
-fn data_url(media_type: &str, data: &str) -> String {
-    if is_url(data) {
-        data.to_string()
-    } else {
-        format!("data:{media_type};base64,{data}")
-    }
 }
 
 fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Value> {

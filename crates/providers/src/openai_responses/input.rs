@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::request_parts::{data_url, user_content};
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ContentPart, Message, ModelOutput, Part, ProviderMetadata, Role, ToolCallPart, ToolResultPart,
@@ -42,7 +43,13 @@ pub(crate) fn input_items(
         match message.role {
             Role::System => out.push(json!({"role": "system", "content": message.text()})),
             Role::User => {
-                if let Some(content) = user_content(&message.content, warnings) {
+                if let Some(content) = user_content(
+                    &message.content,
+                    "input_text",
+                    "Responses",
+                    file_part,
+                    warnings,
+                ) {
                     out.push(json!({"role": "user", "content": content}));
                 }
                 results(&message.content, &kinds, &mut out);
@@ -52,18 +59,6 @@ pub(crate) fn input_items(
         }
     }
     out
-}
-
-fn is_url(data: &str) -> bool {
-    data.starts_with("http://") || data.starts_with("https://") || data.starts_with("data:")
-}
-
-fn data_url(media_type: &str, data: &str) -> String {
-    if is_url(data) {
-        data.to_string()
-    } else {
-        format!("data:{media_type};base64,{data}")
-    }
 }
 
 /// `input_image` / `input_file` for a file; `None` for audio, which the wire does not take.
@@ -87,45 +82,6 @@ fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Val
         "filename": filename.unwrap_or(default_name),
         "file_data": data_url(media_type, data),
     }))
-}
-
-/// A user message's content: a plain string when it is only text, else content parts.
-fn user_content(parts: &[Part], warnings: &mut Vec<String>) -> Option<Value> {
-    let relevant: Vec<&Part> = parts
-        .iter()
-        .filter(|p| matches!(p, Part::Text { .. } | Part::File { .. }))
-        .collect();
-    if relevant.is_empty() {
-        return None;
-    }
-    if relevant.iter().all(|p| matches!(p, Part::Text { .. })) {
-        let text: String = relevant
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        return Some(json!(text));
-    }
-    let mut content = Vec::new();
-    for part in relevant {
-        match part {
-            Part::Text { text, .. } => content.push(json!({"type": "input_text", "text": text})),
-            Part::File {
-                media_type,
-                data,
-                filename,
-            } => match file_part(media_type, data, filename.as_deref()) {
-                Some(part) => content.push(part),
-                None => warnings.push(format!(
-                    "A {media_type} file cannot be sent over the Responses wire; it was left out."
-                )),
-            },
-            _ => {}
-        }
-    }
-    Some(Value::Array(content))
 }
 
 /// An assistant message (or reasoning item) being assembled from consecutive parts.

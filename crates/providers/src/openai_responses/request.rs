@@ -7,6 +7,7 @@ use toolsmith_core::{ModelRequest, ToolChoice, ToolDeclaration};
 use super::input::{InputOptions, input_items};
 use crate::dialect::{OpenAi, SchemaDialect};
 use crate::provider_tools;
+use crate::request_parts::decimal;
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "openai-responses";
@@ -67,11 +68,6 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
         hosted,
         dropped: split.dropped,
     }
-}
-
-/// An `f32` setting as the decimal it was written as (`0.9`, not `0.8999999761581421`).
-fn decimal(value: f32) -> f64 {
-    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 /// The provider options for this call: `provider_options["openai"]`, then
@@ -149,10 +145,10 @@ pub fn build_body(
         body.insert("max_output_tokens".into(), json!(max));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), json!(decimal(t)));
+        body.insert("temperature".into(), decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), json!(decimal(p)));
+        body.insert("top_p".into(), decimal(p));
     }
     if settings.top_k.is_some() {
         warnings.push(format!(
