@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
-use toolsmith_core::{LanguageModel, Message, ModelErrorKind, ModelRequest};
+use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::google::GoogleGemini;
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::retry::RetryPolicy;
@@ -27,20 +27,6 @@ fn model(server: &Server, retry: RetryPolicy) -> GoogleGemini {
             retry,
             ..HttpSettings::default()
         })
-}
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    }
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        initial_delay: Duration::from_millis(10),
-        ..RetryPolicy::default()
-    }
 }
 
 fn google_error(code: u16, status: &str, message: &str) -> Value {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use toolsmith_core::{LanguageModel, Message, ModelErrorKind, ModelRequest};
+use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::openai_responses::{OpenAiResponses, TRUNCATED};
 use toolsmith_providers::retry::RetryPolicy;
@@ -37,20 +37,6 @@ fn model(server: &Server, retry: RetryPolicy) -> OpenAiResponses {
             retry,
             ..HttpSettings::default()
         })
-}
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..Default::default()
-    }
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        initial_delay: Duration::from_millis(10),
-        ..RetryPolicy::default()
-    }
 }
 
 #[tokio::test]

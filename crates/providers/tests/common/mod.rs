@@ -42,6 +42,22 @@ pub fn chunks_to_sse<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
+/// A request with one user message, `hi`.
+pub fn request() -> toolsmith_core::ModelRequest {
+    toolsmith_core::ModelRequest {
+        messages: vec![toolsmith_core::Message::user("hi")],
+        ..Default::default()
+    }
+}
+
+/// The default retry policy, with 10 ms first delays so tests stay fast.
+pub fn fast_retries() -> toolsmith_providers::retry::RetryPolicy {
+    toolsmith_providers::retry::RetryPolicy {
+        initial_delay: std::time::Duration::from_millis(10),
+        ..Default::default()
+    }
+}
+
 /// A small deterministic RNG (xorshift64*).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
