@@ -430,23 +430,11 @@ fn fixture_with_event_names(file: &str) -> String {
 }
 
 fn decode_lines(sse: &str) -> Summary {
-    let mut decoder = MessagesStreamDecoder::new();
-    let mut parts = vec![ModelPart::StreamStart {
-        warnings: Vec::new(),
-    }];
-    let mut error = None;
-    for line in sse.lines() {
-        if let Some(data) = line.strip_prefix("data:")
-            && let Err(e) = decoder.push(data, &mut parts)
-        {
-            error = Some(e);
-            break;
-        }
-    }
-    if error.is_none() {
-        error = decoder.finish(&mut parts).err();
-    }
-    check(parts, error)
+    let payloads: Vec<&str> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .collect();
+    decode_with(MessagesStreamDecoder::new(), &payloads)
 }
 
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {

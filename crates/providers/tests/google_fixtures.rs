@@ -292,21 +292,7 @@ fn verify(expect: &Expect, summary: &Summary) {
 }
 
 fn decode_payloads<S: AsRef<str>>(payloads: &[S]) -> Summary {
-    let mut decoder = GeminiStreamDecoder::new();
-    let mut parts = vec![ModelPart::StreamStart {
-        warnings: Vec::new(),
-    }];
-    let mut error = None;
-    for data in payloads {
-        if let Err(e) = decoder.push(data.as_ref(), &mut parts) {
-            error = Some(e);
-            break;
-        }
-    }
-    if error.is_none() {
-        error = decoder.finish(&mut parts).err();
-    }
-    check(parts, error)
+    decode_with(GeminiStreamDecoder::new(), payloads)
 }
 
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {

@@ -26,21 +26,7 @@ fn signature_of(metadata: &toolsmith_core::ProviderMetadata) -> Option<&str> {
 }
 
 fn decode_payloads<S: AsRef<str>>(payloads: &[S]) -> Summary {
-    let mut decoder = GeminiStreamDecoder::new();
-    let mut parts = vec![ModelPart::StreamStart {
-        warnings: Vec::new(),
-    }];
-    let mut error = None;
-    for data in payloads {
-        if let Err(e) = decoder.push(data.as_ref(), &mut parts) {
-            error = Some(e);
-            break;
-        }
-    }
-    if error.is_none() {
-        error = decoder.finish(&mut parts).err();
-    }
-    check(parts, error)
+    decode_with(GeminiStreamDecoder::new(), payloads)
 }
 
 fn chunk(parts: Value) -> String {

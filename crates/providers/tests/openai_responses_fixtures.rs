@@ -293,23 +293,8 @@ const FIXTURES: &[Expect] = &[
     },
 ];
 
-/// The fixture's event lines split into responses (a new one at each `response.created`).
-fn responses(dir: &str, file: &str) -> Vec<Vec<String>> {
-    let path = fixtures_dir().join(dir).join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut out: Vec<Vec<String>> = vec![Vec::new()];
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let created = line.contains(r#""type":"response.created""#);
-        if created && !out.last().unwrap().is_empty() {
-            out.push(Vec::new());
-        }
-        out.last_mut().unwrap().push(line.to_string());
-    }
-    out
-}
-
 fn lines_of(expect: &Expect) -> Vec<String> {
-    responses(expect.dir, expect.file)[expect.response].clone()
+    responses_of(expect.dir, expect.file)[expect.response].clone()
 }
 
 fn sse_of(lines: &[String]) -> String {
@@ -444,23 +429,8 @@ fn verify(expect: &Expect, s: &Summary) {
     );
 }
 
-/// Feeds payloads straight to the decoder (a `StreamStart` first, as the stream adds).
 fn decode_lines<S: AsRef<str>>(lines: &[S]) -> Summary {
-    let mut decoder = ResponsesStreamDecoder::new();
-    let mut parts = vec![ModelPart::StreamStart {
-        warnings: Vec::new(),
-    }];
-    let mut error = None;
-    for line in lines {
-        if let Err(e) = decoder.push(line.as_ref(), &mut parts) {
-            error = Some(e);
-            break;
-        }
-    }
-    if error.is_none() {
-        error = decoder.finish(&mut parts).err();
-    }
-    check(parts, error)
+    decode_with(ResponsesStreamDecoder::new(), lines)
 }
 
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
@@ -491,7 +461,7 @@ fn every_fixture_in_both_directories_is_covered() {
                     "openai-error.1.chunks.txt" | "parallel-tool-call-wrapper.1.chunks.txt"
                 );
             assert!(covered, "fixture {dir}/{name} has no expectation");
-            let count = responses(dir, &name).len();
+            let count = responses_of(dir, &name).len();
             let expected = FIXTURES.iter().filter(|e| e.file == name).count();
             assert!(
                 expected == 0 || expected == count,
@@ -530,392 +500,13 @@ fn a_body_with_several_responses_stops_at_the_first() {
         "openai-reasoning-encrypted-content.1.chunks.txt",
         "openai-shell-tool.1.chunks.txt",
     ] {
-        let all: Vec<String> = responses(OPENAI, file).concat();
+        let all: Vec<String> = responses_of(OPENAI, file).concat();
         let whole = decode_lines(&all);
         let first = FIXTURES
             .iter()
             .find(|e| e.file == file && e.response == 0)
             .unwrap();
         verify(first, &whole);
-    }
-}
-
-#[test]
-fn reasoning_round_trip_data_is_on_the_reasoning_end() {
-    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
-    let done: Value = lines
-        .iter()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "reasoning")
-        .unwrap();
-    let s = decode_lines(&lines);
-    let ends: Vec<_> = s
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ModelPart::ReasoningEnd {
-                id,
-                provider_metadata,
-            } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ends.len(), 1);
-    assert_eq!(
-        ends[0].0,
-        format!("{}:0", done["item"]["id"].as_str().unwrap())
-    );
-    assert_eq!(
-        ends[0].1,
-        json!({"itemId": done["item"]["id"], "reasoningEncryptedContent": done["item"]["encrypted_content"]})
-    );
-    assert!(s.reasoning.starts_with("**Calculating step-by-step"));
-    // The call carries its item id; 39 argument deltas concatenate to the arguments.
-    let call = &s.calls[0];
-    assert_eq!(call.tool_call_id, "call_AB6AaRZ1FYZB2RwS6A5vbdqn");
-    assert_eq!(
-        call.provider_metadata.get("openai").unwrap(),
-        &json!({"itemId": "fc_01830d662ab3856501693c32151234819091cfca267e98cc5f"})
-    );
-    let deltas = s
-        .parts
-        .iter()
-        .filter(|p| matches!(p, ModelPart::ToolInputDelta { .. }))
-        .count();
-    assert_eq!(deltas, 13);
-
-    // LM Studio's raw reasoning text is marked as such; its call had no argument deltas.
-    let s = decode_lines(&responses(LOCAL, "lmstudio-tool-call.1.chunks.txt")[0]);
-    let raw = s.parts.iter().find_map(|p| match p {
-        ModelPart::ReasoningEnd {
-            id,
-            provider_metadata,
-        } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
-        _ => None,
-    });
-    assert_eq!(
-        raw.unwrap(),
-        (
-            "rs_3yo6zy4vu4hq6iegqwhn1:text:0".to_string(),
-            json!({"itemId": "rs_3yo6zy4vu4hq6iegqwhn1", "reasoningEncryptedContent": null, "reasoningText": true})
-        )
-    );
-    let deltas: Vec<_> = s
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ModelPart::ToolInputDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(deltas, [r#"{"location":"San Francisco"}"#]);
-}
-
-#[test]
-fn the_custom_tool_input_streams_as_an_escaped_json_string() {
-    let s = decode_lines(&responses(OPENAI, "openai-custom-tool.1.chunks.txt")[0]);
-    let deltas: Vec<_> = s
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ModelPart::ToolInputDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        deltas,
-        [
-            "{\"input\":\"",
-            "SELECT * ",
-            "FROM users ",
-            "WHERE age > 25",
-            "\"}"
-        ]
-    );
-    let call = &s.calls[0];
-    assert_eq!(call.tool_call_id, "call_custom_sql_001");
-    assert_eq!(
-        call.provider_metadata.get("openai").unwrap(),
-        &json!({"itemId": "ct_abc123def456", "type": "custom_tool_call"})
-    );
-    // Quotes and newlines in the free-form input stay valid JSON.
-    let lines = [
-        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","id":"ct","call_id":"c","name":"raw","input":""}}"#,
-        r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"say \"hi\"\n"}"#,
-        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"custom_tool_call","id":"ct","call_id":"c","name":"raw","input":"say \"hi\"\nnow"}}"#,
-        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
-    ];
-    let s = decode_lines(&lines);
-    let input: Value = serde_json::from_str(&s.calls[0].input).unwrap();
-    assert_eq!(input, json!({"input": "say \"hi\"\nnow"}));
-}
-
-#[test]
-fn client_executed_openai_tools_are_local_calls_with_their_item_type() {
-    let s = decode_lines(&responses(OPENAI, "openai-client-tool-search.1.chunks.txt")[0]);
-    let call = &s.calls[0];
-    // The done item's call id wins over the one in `output_item.added`.
-    assert_eq!(call.tool_call_id, "call_RWTIIVfxsJW9fecsg6fy23Dy");
-    assert!(!call.provider_executed);
-    assert_eq!(
-        call.provider_metadata.get("openai").unwrap()["type"],
-        "tool_search_call"
-    );
-    let s = decode_lines(&responses(OPENAI, "openai-shell-tool.1.chunks.txt")[0]);
-    assert_eq!(
-        s.calls[0].provider_metadata.get("openai").unwrap(),
-        &json!({"itemId": "sh_0434d6d64b12b08900692f639c9f0481959c30e03ca0bb2ef8", "type": "shell_call"})
-    );
-}
-
-#[test]
-fn hosted_results_carry_the_item_and_mcp_approval_requests_are_visible() {
-    let s = decode_lines(&responses(OPENAI, "openai-mcp-tool-approval.1.chunks.txt")[0]);
-    let approval = s
-        .calls
-        .iter()
-        .find(|c| c.tool_name == "mcp.create_short_url")
-        .unwrap();
-    assert_eq!(
-        approval.tool_call_id,
-        "mcpr_04a97b4fce127879006949a83ac9308195a7f7b69ea82e91fe"
-    );
-    let input: Value = serde_json::from_str(&approval.input).unwrap();
-    assert_eq!(input["url"], "https://ai-sdk.dev/");
-    assert_eq!(
-        approval.provider_metadata.get("openai").unwrap()["type"],
-        "mcp_approval_request"
-    );
-    let result = s
-        .parts
-        .iter()
-        .find_map(|p| match p {
-            ModelPart::ToolResult {
-                tool_call_id,
-                result,
-                is_error,
-                ..
-            } if *tool_call_id == approval.tool_call_id => Some((result.clone(), *is_error)),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(result.0["type"], "mcp_approval_request");
-    assert!(!result.1);
-}
-
-fn repaired_wrapper() -> Vec<String> {
-    let mut lines = responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt").remove(0);
-    for line in &mut lines {
-        if serde_json::from_str::<Value>(line).is_err() {
-            line.push('}');
-        }
-    }
-    lines
-}
-
-#[test]
-fn the_broken_parallel_wrapper_fixture_is_a_clean_invalid_response() {
-    let lines = responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt").remove(0);
-    let s = decode_lines(&lines);
-    let error = s.error.unwrap();
-    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
-    assert!(
-        error.message.starts_with("Malformed Responses event ("),
-        "{}",
-        error.message
-    );
-    assert!(s.calls.is_empty() && s.finish.is_none());
-
-    // Only the last line broken: the calls are out, but the stream still fails cleanly.
-    let mut last_broken = repaired_wrapper();
-    let n = last_broken.len();
-    last_broken[n - 1].pop();
-    let s = decode_lines(&last_broken);
-    assert_eq!(s.error.unwrap().kind, ModelErrorKind::InvalidResponse);
-    assert!(s.finish.is_none());
-}
-
-#[test]
-fn the_leaked_parallel_wrapper_expands_into_its_calls() {
-    let s = decode_lines(&repaired_wrapper());
-    assert!(s.error.is_none(), "{:?}", s.error);
-    let calls: Vec<_> = s
-        .calls
-        .iter()
-        .map(|c| {
-            (
-                c.tool_call_id.as_str(),
-                c.tool_name.as_str(),
-                c.input.as_str(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        calls,
-        [
-            (
-                "call_parallel_0",
-                "weather",
-                r#"{"location":"San Francisco"}"#
-            ),
-            ("call_parallel_1", "cityAttractions", r#"{"city":"Rome"}"#),
-        ]
-    );
-    assert!(s.calls.iter().all(|c| c.provider_metadata.is_empty()));
-    let finish = s.finish.unwrap();
-    assert_eq!(finish.unified, UnifiedFinishReason::ToolCalls);
-    assert_eq!(s.usage.input.total, Some(34));
-    assert_eq!(s.usage.output.total, Some(28));
-
-    // A real tool named `parallel` with other arguments is left alone.
-    let lines = [
-        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"parallel","arguments":""}}"#,
-        r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"n\":"}"#,
-        r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"2}"}"#,
-        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc","call_id":"c","name":"parallel","arguments":"{\"n\":2}"}}"#,
-        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
-    ];
-    let s = decode_lines(&lines);
-    assert_eq!(s.calls.len(), 1);
-    assert_eq!(s.calls[0].tool_name, "parallel");
-    assert_eq!(s.calls[0].input, r#"{"n":2}"#);
-}
-
-#[test]
-fn in_stream_errors_carry_the_providers_message_and_code() {
-    let lines = responses(OPENAI, "openai-error.1.chunks.txt").remove(0);
-    let s = decode_lines(&lines);
-    let error = s.error.unwrap();
-    assert_eq!(error.kind, ModelErrorKind::RateLimited);
-    assert!(
-        error.message.starts_with(
-            "The provider reported an error (insufficient_quota): You exceeded your current quota"
-        ),
-        "{}",
-        error.message
-    );
-    assert!(s.finish.is_none());
-
-    // `response.failed` alone (no `error` event) is an error too.
-    let failed: Vec<String> = lines
-        .iter()
-        .filter(|l| !l.contains(r#""type":"error""#))
-        .cloned()
-        .collect();
-    let error = decode_lines(&failed).error.unwrap();
-    assert_eq!(error.kind, ModelErrorKind::RateLimited);
-    assert!(error.message.contains("insufficient_quota"));
-
-    let server = [
-        r#"{"type":"error","error":{"type":"server_error","code":"server_error","message":"Overloaded"}}"#,
-    ];
-    let error = decode_lines(&server).error.unwrap();
-    assert_eq!(error.kind, ModelErrorKind::Server);
-    assert_eq!(
-        error.message,
-        "The provider reported an error (server_error): Overloaded"
-    );
-}
-
-#[test]
-fn truncated_streams_fail_without_a_finish_or_an_incomplete_call() {
-    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
-    // Cut everywhere before `response.completed`.
-    for cut in 1..lines.len() {
-        let s = decode_lines(&lines[..cut]);
-        let error = s.error.expect("truncated");
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
-        assert_eq!(error.message, TRUNCATED);
-        assert!(s.finish.is_none());
-        // A call appears only once its item is done.
-        let done = lines[..cut]
-            .iter()
-            .any(|l| l.contains("output_item.done") && l.contains("function_call"));
-        assert_eq!(s.calls.len(), usize::from(done), "cut at {cut}");
-    }
-}
-
-#[test]
-fn unknown_events_and_items_are_ignored() {
-    let mut lines = responses(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
-    lines.insert(
-        2,
-        r#"{"type":"response.future_event","output_index":0,"x":1}"#.to_string(),
-    );
-    lines.insert(
-        3,
-        r#"{"type":"response.output_item.added","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
-            .to_string(),
-    );
-    lines.insert(
-        4,
-        r#"{"type":"response.output_item.done","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
-            .to_string(),
-    );
-    let expect = FIXTURES
-        .iter()
-        .find(|e| e.file == "openai-custom-tool.1.chunks.txt")
-        .unwrap();
-    verify(expect, &decode_lines(&lines));
-    // A future event whose fields have other types than today's is ignored too.
-    let mut odd = responses(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
-    odd.insert(
-        2,
-        r#"{"type":"response.hologram.delta","output_index":"zero","delta":{"x":1}}"#.to_string(),
-    );
-    verify(expect, &decode_lines(&odd));
-    // Not an object, not JSON at all, or a known event of the wrong shape: clean errors.
-    for bad in [
-        "[1,2]",
-        "{\"type\":",
-        "\u{1F600}",
-        r#"{"type":"response.output_text.delta","output_index":0,"delta":7}"#,
-    ] {
-        let error = decode_lines(&[bad]).error.unwrap();
-        assert_eq!(error.kind, ModelErrorKind::InvalidResponse, "{bad}");
-    }
-    let error = decode_lines(&[r#"{"type":"response.output_text.delta","delta":7}"#])
-        .error
-        .unwrap();
-    assert!(
-        error
-            .message
-            .starts_with("Unexpected Responses event shape ("),
-        "{}",
-        error.message
-    );
-    // OpenAI's documented `error` event is flat: code and message on the event.
-    let flat =
-        [r#"{"type":"error","code":"rate_limit_exceeded","message":"Slow down.","param":null}"#];
-    let error = decode_lines(&flat).error.unwrap();
-    assert_eq!(error.kind, ModelErrorKind::RateLimited);
-    assert_eq!(
-        error.message,
-        "The provider reported an error (rate_limit_exceeded): Slow down."
-    );
-}
-
-#[test]
-fn incomplete_responses_map_their_reason() {
-    for (reason, unified) in [
-        ("max_output_tokens", UnifiedFinishReason::Length),
-        ("content_filter", UnifiedFinishReason::ContentFilter),
-        ("something_new", UnifiedFinishReason::Other),
-    ] {
-        let lines = [
-            json!({"type": "response.created", "response": {"id": "r", "model": "m"}}).to_string(),
-            json!({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg", "delta": "Hal"}).to_string(),
-            json!({"type": "response.incomplete", "response": {"status": "incomplete",
-                "incomplete_details": {"reason": reason},
-                "usage": {"input_tokens": 5, "output_tokens": 16}}})
-            .to_string(),
-        ];
-        let s = decode_lines(&lines);
-        assert!(s.error.is_none());
-        assert_eq!(s.text, "Hal");
-        let finish = s.finish.unwrap();
-        assert_eq!(finish.unified, unified);
-        assert_eq!(finish.raw.as_deref(), Some(reason));
     }
 }
 
@@ -1073,9 +664,9 @@ async fn every_fixture_decodes_through_a_loopback_server() {
 
 #[tokio::test]
 async fn broken_fixtures_fail_cleanly_through_a_loopback_server() {
-    let wrapper = sse_of(&responses(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt")[0]);
-    let error = sse_of(&responses(OPENAI, "openai-error.1.chunks.txt")[0]);
-    let lines = responses(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
+    let wrapper = sse_of(&responses_of(OPENAI, "parallel-tool-call-wrapper.1.chunks.txt")[0]);
+    let error = sse_of(&responses_of(OPENAI, "openai-error.1.chunks.txt")[0]);
+    let lines = responses_of(OPENAI, "openai-reasoning-encrypted-content.1.chunks.txt").remove(0);
     // Cut mid-arguments, without `[DONE]`.
     let truncated: String = lines[..20]
         .iter()
@@ -1132,39 +723,63 @@ async fn non_streamed_calls_go_through_the_same_decoder() {
 }
 
 #[test]
-fn refusals_stream_as_text_and_generated_images_as_files() {
-    let lines = [
-        json!({"type": "response.created", "response": {"id": "r", "model": "m"}}),
-        json!({"type": "response.output_item.added", "output_index": 0,
-            "item": {"type": "image_generation_call", "id": "ig_1", "status": "in_progress"}}),
-        json!({"type": "response.output_item.done", "output_index": 0,
-            "item": {"type": "image_generation_call", "id": "ig_1", "status": "completed",
-                "output_format": "webp", "result": "UklGRg=="}}),
-        json!({"type": "response.output_item.added", "output_index": 1,
-            "item": {"type": "message", "id": "msg_1", "content": []}}),
-        json!({"type": "response.refusal.delta", "output_index": 1, "item_id": "msg_1",
-            "delta": "I can't help with that."}),
-        json!({"type": "response.output_item.done", "output_index": 1,
-            "item": {"type": "message", "id": "msg_1",
-                "content": [{"type": "refusal", "refusal": "I can't help with that."}]}}),
-        json!({"type": "response.completed", "response": {"status": "completed"}}),
-    ]
-    .map(|l| l.to_string());
-    let s = decode_lines(&lines);
-    assert!(s.error.is_none(), "{:?}", s.error);
-    assert_eq!(s.text, "I can't help with that.");
-    assert_eq!(s.calls.len(), 1);
-    assert!(s.calls[0].provider_executed);
-    assert_eq!(s.calls[0].tool_name, "image_generation");
-    assert!(s.parts.iter().any(|p| matches!(p,
-        ModelPart::File { media_type, data } if media_type == "image/webp" && data == "UklGRg==")));
-    // The same from a non-streamed body (no refusal delta: the done item's refusal is used).
-    let body = json!({"id": "r", "status": "completed", "output": [
-        {"type": "message", "id": "msg_1", "content": [{"type": "refusal", "refusal": "No."}]}
-    ]});
-    let s = check(decode_response(&body).unwrap(), None);
-    assert_eq!(s.text, "No.");
-    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::Stop);
+fn unknown_events_and_items_are_ignored() {
+    let mut lines = responses_of(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
+    lines.insert(
+        2,
+        r#"{"type":"response.future_event","output_index":0,"x":1}"#.to_string(),
+    );
+    lines.insert(
+        3,
+        r#"{"type":"response.output_item.added","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
+            .to_string(),
+    );
+    lines.insert(
+        4,
+        r#"{"type":"response.output_item.done","output_index":9,"item":{"type":"hologram","id":"h1"}}"#
+            .to_string(),
+    );
+    let expect = FIXTURES
+        .iter()
+        .find(|e| e.file == "openai-custom-tool.1.chunks.txt")
+        .unwrap();
+    verify(expect, &decode_lines(&lines));
+    // A future event whose fields have other types than today's is ignored too.
+    let mut odd = responses_of(OPENAI, "openai-custom-tool.1.chunks.txt").remove(0);
+    odd.insert(
+        2,
+        r#"{"type":"response.hologram.delta","output_index":"zero","delta":{"x":1}}"#.to_string(),
+    );
+    verify(expect, &decode_lines(&odd));
+    // Not an object, not JSON at all, or a known event of the wrong shape: clean errors.
+    for bad in [
+        "[1,2]",
+        "{\"type\":",
+        "\u{1F600}",
+        r#"{"type":"response.output_text.delta","output_index":0,"delta":7}"#,
+    ] {
+        let error = decode_lines(&[bad]).error.unwrap();
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse, "{bad}");
+    }
+    let error = decode_lines(&[r#"{"type":"response.output_text.delta","delta":7}"#])
+        .error
+        .unwrap();
+    assert!(
+        error
+            .message
+            .starts_with("Unexpected Responses event shape ("),
+        "{}",
+        error.message
+    );
+    // OpenAI's documented `error` event is flat: code and message on the event.
+    let flat =
+        [r#"{"type":"error","code":"rate_limit_exceeded","message":"Slow down.","param":null}"#];
+    let error = decode_lines(&flat).error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::RateLimited);
+    assert_eq!(
+        error.message,
+        "The provider reported an error (rate_limit_exceeded): Slow down."
+    );
 }
 
 #[test]
@@ -1213,34 +828,4 @@ fn mutated_streams_never_panic_and_stay_balanced() {
             }
         }
     }
-}
-
-#[test]
-fn items_without_ids_and_repeated_events() {
-    // A server that sends no item ids, repeats `added`, and skips `added` for a message.
-    let lines = [
-        json!({"type": "response.output_item.added", "output_index": 0,
-            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
-        json!({"type": "response.output_item.added", "output_index": 0,
-            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
-        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"}),
-        json!({"type": "response.output_item.done", "output_index": 0,
-            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
-        json!({"type": "response.output_item.done", "output_index": 0,
-            "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}}),
-        json!({"type": "response.output_text.delta", "output_index": 1, "delta": "Done."}),
-        json!({"type": "response.completed", "response": {"status": "completed"}}),
-    ]
-    .map(|l| l.to_string());
-    let s = decode_lines(&lines);
-    assert!(s.error.is_none(), "{:?}", s.error);
-    assert_eq!(s.calls.len(), 1);
-    assert_eq!(s.calls[0].input, "{}");
-    assert_eq!(s.text, "Done.");
-    assert_eq!(s.finish.unwrap().unified, UnifiedFinishReason::ToolCalls);
-    assert!(s.usage.is_empty());
-    // Generated item ids never reach the metadata the next request would echo.
-    assert!(s.calls[0].provider_metadata.is_empty());
-    assert!(s.parts.iter().all(|p| !matches!(p,
-        ModelPart::TextEnd { provider_metadata, .. } if !provider_metadata.is_empty())));
 }

@@ -42,6 +42,45 @@ pub fn chunks_to_sse<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
+/// Feeds event payloads straight to `decoder` (a `StreamStart` first, as the stream adds),
+/// stopping at the first error, and checks the result.
+pub fn decode_with<D, S>(mut decoder: D, lines: &[S]) -> Summary
+where
+    D: toolsmith_providers::decode::StreamDecoder,
+    S: AsRef<str>,
+{
+    let mut parts = vec![ModelPart::StreamStart {
+        warnings: Vec::new(),
+    }];
+    let mut error = None;
+    for line in lines {
+        if let Err(e) = decoder.push(line.as_ref(), &mut parts) {
+            error = Some(e);
+            break;
+        }
+    }
+    if error.is_none() {
+        error = decoder.finish(&mut parts).err();
+    }
+    check(parts, error)
+}
+
+/// A Responses fixture's event lines split into responses (a new one at each
+/// `response.created`): some fixtures hold several turns.
+pub fn responses_of(dir: &str, file: &str) -> Vec<Vec<String>> {
+    let path = fixtures_dir().join(dir).join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut out: Vec<Vec<String>> = vec![Vec::new()];
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let created = line.contains(r#""type":"response.created""#);
+        if created && !out.last().unwrap().is_empty() {
+            out.push(Vec::new());
+        }
+        out.last_mut().unwrap().push(line.to_string());
+    }
+    out
+}
+
 /// A request with one user message, `hi`.
 pub fn request() -> toolsmith_core::ModelRequest {
     toolsmith_core::ModelRequest {
