@@ -250,8 +250,12 @@ async fn nothing_is_retried_once_the_stream_has_started() {
 
 #[test]
 fn the_key_stays_out_of_debug_output() {
-    let model = OpenAiChat::openai("gpt-x", Some("sk-secret-123"), Some("http://127.0.0.1:9/v1"))
-        .unwrap();
+    let model = OpenAiChat::openai(
+        "gpt-x",
+        Some("sk-secret-123"),
+        Some("http://127.0.0.1:9/v1"),
+    )
+    .unwrap();
     let debug = format!("{model:?}");
     assert!(!debug.contains("sk-secret-123"), "{debug}");
     assert!(debug.contains("gpt-x"));
