@@ -99,7 +99,8 @@ fn with_bom(bom: bool, body: &[u8]) -> Vec<u8> {
 }
 
 fn ours(chunks: &[Vec<u8>]) -> Vec<SseEvent> {
-    let bytes = futures::stream::iter(chunks.iter().cloned().map(Ok::<_, Infallible>));
+    let chunks = chunks.to_vec();
+    let bytes = futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
     block_on(sse_events(bytes, None).map(|e| e.unwrap()).collect())
 }
 
