@@ -13,6 +13,7 @@
 //! base URLs from options or the environment).
 
 pub mod anthropic;
+mod borrowed;
 pub mod decode;
 pub mod dialect;
 pub mod errors;
