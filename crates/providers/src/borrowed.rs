@@ -36,6 +36,26 @@ impl Str<'_> {
     }
 }
 
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Str<'_> {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Str<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
 /// A value that is usually a string (borrowed like [`Str`]) but may be any JSON: tool-call
 /// arguments, which a few servers send as an object instead of its JSON text.
 #[derive(Debug, Clone, PartialEq)]

@@ -82,6 +82,8 @@ pub fn decode_events<D: StreamDecoder>(
         events: SseStream,
         decoder: D,
         pending: VecDeque<Result<ModelPart, ModelError>>,
+        /// The decoder's output for one event, reused so an event costs no allocation here.
+        parts: Vec<ModelPart>,
         finished: bool,
     }
     let mut pending = VecDeque::new();
@@ -90,6 +92,7 @@ pub fn decode_events<D: StreamDecoder>(
         events,
         decoder,
         pending,
+        parts: Vec::new(),
         finished: false,
     };
     Box::pin(futures::stream::unfold(state, |mut state| async move {
@@ -100,16 +103,16 @@ pub fn decode_events<D: StreamDecoder>(
             if state.finished {
                 return None;
             }
-            let mut parts = Vec::new();
+            let parts = &mut state.parts;
             let result = match state.events.next().await {
-                Some(Ok(event)) => state.decoder.push(&event.data, &mut parts),
-                Some(Err(error)) => state.decoder.finish(&mut parts).map_err(|_| error),
+                Some(Ok(event)) => state.decoder.push(&event.data, parts),
+                Some(Err(error)) => state.decoder.finish(parts).map_err(|_| error),
                 None => {
                     state.finished = true;
-                    state.decoder.finish(&mut parts)
+                    state.decoder.finish(parts)
                 }
             };
-            state.pending.extend(parts.into_iter().map(Ok));
+            state.pending.extend(parts.drain(..).map(Ok));
             match result {
                 Err(error) => {
                     state.pending.push_back(Err(error));

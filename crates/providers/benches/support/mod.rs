@@ -13,6 +13,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use toolsmith_core::{ModelError, ModelPart, ModelStream};
 use toolsmith_providers::decode::{StreamDecoder, decode_events};
+use toolsmith_providers::google::GeminiStreamDecoder;
 use toolsmith_providers::openai_chat::ChatStreamDecoder;
 use toolsmith_providers::sse::sse_events;
 
@@ -74,11 +75,16 @@ pub static WIRES: &[Wire] = &[
         framing: CHAT,
         text_stream: Some(synth::chat),
     },
+    Wire {
+        dir: "google",
+        decoder: || Box::new(GeminiStreamDecoder::new()),
+        framing: PLAIN,
+        text_stream: Some(synth::gemini),
+    },
     // enable when the wire lands
     // Wire { dir: "anthropic", decoder: || Box::new(toolsmith_providers::anthropic::MessagesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: Some(synth::anthropic) },
     // Wire { dir: "openai-responses", decoder: || Box::new(toolsmith_providers::openai_responses::ResponsesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: Some(synth::responses) },
     // Wire { dir: "openai-compatible-local", decoder: || Box::new(toolsmith_providers::openai_responses::ResponsesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: None },
-    // Wire { dir: "google", decoder: || Box::new(toolsmith_providers::google::GeminiStreamDecoder::new()), framing: PLAIN, text_stream: Some(synth::gemini) },
 ];
 
 /// One recorded response.

@@ -13,8 +13,9 @@
 //!   `data` line was seen; either way the event type and data start over;
 //! - an event not ended by a blank line when the body ends is dropped.
 //!
-//! Bytes are validated as UTF-8 one complete line at a time, so a character split across chunks
-//! is whole by the time its line is read; invalid UTF-8 is an error (where the standard would
+//! The values of `data` and `event` lines are validated as UTF-8 once their line is complete, so a
+//! character split across chunks is whole by the time it is read; invalid UTF-8 there is an
+//! error (elsewhere, in comments and ignored fields, it is ignored with them) (where the standard would
 //! substitute U+FFFD, a provider stream with bad bytes is better reported than guessed at).
 //!
 //! Cost: each byte is copied once into the buffer, scanned once for a line end (`memchr`),
@@ -131,39 +132,42 @@ impl Parser {
     }
 
     /// Interprets the line `buf[start..end]`; `true` for a blank line (dispatch).
+    ///
+    /// The field name is matched on bytes (the names that matter are ASCII), so only the value
+    /// of a `data` or `event` line is validated as UTF-8: those are the only text kept.
     fn line(&mut self, start: usize, end: usize) -> Result<bool, ModelError> {
         let line = &self.buf[start..end];
-        if line.is_empty() {
-            return Ok(true);
-        }
-        if line[0] == b':' {
-            return Ok(false);
-        }
-        let line = std::str::from_utf8(line).map_err(|error| {
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(0) => return Ok(false),
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None if line.is_empty() => return Ok(true),
+            None => (line, &b""[..]),
+        };
+        let target = match name {
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.has_data = true;
+                &mut self.data
+            }
+            b"event" => {
+                self.event.clear();
+                &mut self.event
+            }
+            // `id` and `retry` serve reconnection, which a model response never does.
+            _ => return Ok(false),
+        };
+        let value = std::str::from_utf8(value).map_err(|error| {
             ModelError::new(
                 ModelErrorKind::InvalidResponse,
                 format!("The event stream is not valid UTF-8: {error}"),
             )
         })?;
-        let (name, value) = match line.split_once(':') {
-            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match name {
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.has_data = true;
-                self.data.push_str(value);
-            }
-            "event" => {
-                self.event.clear();
-                self.event.push_str(value);
-            }
-            // `id` and `retry` serve reconnection, which a model response never does.
-            _ => {}
-        }
+        target.push_str(value);
         Ok(false)
     }
 
