@@ -17,11 +17,12 @@
 mod parser;
 
 use std::fmt::Display;
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use tokio::time::Instant;
 use toolsmith_core::{ModelError, ModelErrorKind};
 
 use parser::Parser;
@@ -42,78 +43,94 @@ pub type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ModelError>> + S
 /// sequences. A read error becomes a `Network` error, invalid UTF-8 an `InvalidResponse`, and a
 /// silence longer than `idle_timeout` (when given) a `Timeout`; the stream ends after an error.
 ///
-/// The timeout runs from the moment the next event is asked for until it is complete, as a
-/// reader waiting on the stream sees it; events already buffered come without reading the
-/// clock.
+/// The timeout runs from the first read that has to wait for the next event until that event
+/// is complete, as a reader waiting on the stream sees it; events already buffered, or bytes
+/// already there, start no timer.
 pub fn sse_events<S, B, E>(bytes: S, idle_timeout: Option<Duration>) -> SseStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
     E: Display + Send + 'static,
 {
-    struct State<S> {
-        bytes: Pin<Box<S>>,
-        parser: Parser,
-        /// The body ended: nothing more is read.
-        ended: bool,
-        /// An error was returned: the stream is over.
-        failed: bool,
-    }
-    let state = State {
+    Box::pin(Events {
         bytes: Box::pin(bytes),
         parser: Parser::default(),
+        idle_timeout,
+        idle: None,
         ended: false,
         failed: false,
-    };
-    Box::pin(futures::stream::unfold(
-        state,
-        move |mut state| async move {
-            // Set when the first read for this event has to wait: the timeout's start.
-            let mut deadline = None;
-            loop {
-                if state.failed {
-                    return None;
-                }
-                if let Some(event) = state.parser.next_event() {
-                    state.failed = event.is_err();
-                    return Some((event, state));
-                }
-                if state.ended {
-                    return None;
-                }
-                let next = match idle_timeout {
-                    Some(limit) => {
-                        let deadline = *deadline.get_or_insert_with(|| Instant::now() + limit);
-                        match tokio::time::timeout_at(deadline, state.bytes.next()).await {
-                            Ok(next) => next,
-                            Err(_) => {
-                                state.failed = true;
-                                let error = ModelError::new(
-                                    ModelErrorKind::Timeout,
-                                    format!("The stream was idle for more than {limit:?}."),
-                                );
-                                return Some((Err(error), state));
-                            }
-                        }
-                    }
-                    None => state.bytes.next().await,
-                };
-                match next {
-                    Some(Ok(chunk)) => state.parser.push(chunk.as_ref()),
-                    Some(Err(error)) => {
-                        state.failed = true;
-                        let error = ModelError::new(
-                            ModelErrorKind::Network,
-                            format!("The connection failed mid-stream: {error}"),
-                        );
-                        return Some((Err(error), state));
-                    }
-                    // An event not ended by a blank line is dropped (the standard's rule).
-                    None => state.ended = true,
-                }
+    })
+}
+
+/// The stream [`sse_events`] returns. A hand-written `poll_next` rather than
+/// `futures::stream::unfold`, which moves its whole state (the parser included) in and out of a
+/// new future for every event.
+struct Events<S> {
+    bytes: Pin<Box<S>>,
+    parser: Parser,
+    idle_timeout: Option<Duration>,
+    /// The timer for the event being waited for: started at the first read that has to wait,
+    /// cleared when the event is returned.
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The body ended: nothing more is read.
+    ended: bool,
+    /// An error was returned: the stream is over.
+    failed: bool,
+}
+
+impl<S, B, E> Stream for Events<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: Display,
+{
+    type Item = Result<SseEvent, ModelError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.failed {
+                return Poll::Ready(None);
             }
-        },
-    ))
+            if let Some(event) = this.parser.next_event() {
+                this.failed = event.is_err();
+                this.idle = None;
+                return Poll::Ready(Some(event));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let next = match this.bytes.poll_next_unpin(cx) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    let Some(limit) = this.idle_timeout else {
+                        return Poll::Pending;
+                    };
+                    let idle = this
+                        .idle
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                    ready!(idle.as_mut().poll(cx));
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(ModelError::new(
+                        ModelErrorKind::Timeout,
+                        format!("The stream was idle for more than {limit:?}."),
+                    ))));
+                }
+            };
+            match next {
+                Some(Ok(chunk)) => this.parser.push(chunk.as_ref()),
+                Some(Err(error)) => {
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(ModelError::new(
+                        ModelErrorKind::Network,
+                        format!("The connection failed mid-stream: {error}"),
+                    ))));
+                }
+                // An event not ended by a blank line is dropped (the standard's rule).
+                None => this.ended = true,
+            }
+        }
+    }
 }
 
 /// The events of a successful response's body.
