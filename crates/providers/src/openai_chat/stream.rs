@@ -143,7 +143,7 @@ impl ChatStreamDecoder {
             .into_iter()
             .filter(|c| c.index.unwrap_or(0) == 0)
         {
-            if let Some(delta) = choice.delta.or(choice.message) {
+            if let Some(delta) = choice.delta.or(choice.message.map(|m| *m)) {
                 let reasoning = delta.reasoning_content.or(delta.reasoning);
                 if let Some(reasoning) = reasoning.filter(|r| !r.as_str().is_empty()) {
                     self.reasoning_delta(reasoning.into_owned(), out);

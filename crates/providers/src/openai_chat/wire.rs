@@ -30,9 +30,10 @@ pub(crate) struct Choice<'a> {
     pub index: Option<u64>,
     #[serde(borrow)]
     pub delta: Option<Delta<'a>>,
-    /// Some servers send whole messages in stream chunks.
+    /// Some servers send whole messages in stream chunks. Boxed: it is rare, and serde moves
+    /// each `Choice` a few times while building it.
     #[serde(borrow)]
-    pub message: Option<Delta<'a>>,
+    pub message: Option<Box<Delta<'a>>>,
     #[serde(borrow)]
     pub finish_reason: Option<Str<'a>>,
 }
