@@ -130,60 +130,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrValue<'a> {
     }
 }
 
-/// A JSON array whose first element is kept inline and the others in a `Vec`: the arrays a
-/// stream chunk carries (`choices`, `candidates`, `parts`) nearly always hold exactly one
-/// element, so a plain `Vec` would cost an allocation per chunk for nothing.
-#[derive(Debug)]
-pub(crate) struct Seq<T> {
-    first: Option<T>,
-    rest: Vec<T>,
-}
-
-impl<T> Default for Seq<T> {
-    fn default() -> Self {
-        Seq {
-            first: None,
-            rest: Vec::new(),
-        }
-    }
-}
-
-impl<T> IntoIterator for Seq<T> {
-    type Item = T;
-    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.into_iter().chain(self.rest)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Seq<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Seq<T>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a sequence")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element()?;
-                let mut rest = Vec::new();
-                if first.is_some() {
-                    while let Some(item) = seq.next_element()? {
-                        rest.push(item);
-                    }
-                }
-                Ok(Seq { first, rest })
-            }
-        }
-
-        deserializer.deserialize_seq(V(std::marker::PhantomData))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,19 +157,5 @@ mod tests {
         );
         assert_eq!(from("null"), StrOrValue::Value(Value::Null));
         assert_eq!(from("1.5"), StrOrValue::Value(serde_json::json!(1.5)));
-    }
-
-    #[test]
-    fn seq_keeps_every_element_in_order() {
-        let from = |s| {
-            serde_json::from_str::<Seq<u8>>(s)
-                .unwrap()
-                .into_iter()
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(from("[]"), Vec::<u8>::new());
-        assert_eq!(from("[1]"), [1]);
-        assert_eq!(from("[1,2,3]"), [1, 2, 3]);
-        assert!(serde_json::from_str::<Seq<u8>>("null").is_err());
     }
 }

@@ -8,14 +8,14 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::borrowed::{Seq, Str};
+use crate::borrowed::Str;
 
 /// One `GenerateContentResponse`: a streamed chunk, or a whole non-streamed body.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
-    pub candidates: Seq<Candidate<'a>>,
+    pub candidates: Vec<Candidate<'a>>,
     #[serde(borrow)]
     pub prompt_feedback: Option<PromptFeedback<'a>>,
     pub usage_metadata: Option<UsageMetadata>,
@@ -45,7 +45,7 @@ pub(crate) struct Candidate<'a> {
 #[serde(default)]
 pub(crate) struct Content<'a> {
     #[serde(borrow)]
-    pub parts: Seq<WirePart<'a>>,
+    pub parts: Vec<WirePart<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::borrowed::{Seq, Str, StrOrValue};
+use crate::borrowed::{Str, StrOrValue};
 
 /// One `chat.completion.chunk` (or an in-stream error).
 #[derive(Debug, Default, Deserialize)]
@@ -19,7 +19,7 @@ pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
     pub model: Option<Str<'a>>,
     #[serde(borrow)]
-    pub choices: Seq<Choice<'a>>,
+    pub choices: Vec<Choice<'a>>,
     pub usage: Option<WireUsage>,
     pub error: Option<Value>,
 }
