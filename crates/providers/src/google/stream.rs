@@ -8,8 +8,8 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
-use super::args::{ArgsWriter, Piece, number_literal, parse_path};
-use super::wire::{Candidate, Chunk, FunctionCall, PartialArg, UsageMetadata, WirePart};
+use super::args::{ArgsWriter, apply};
+use super::wire::{Candidate, Chunk, FunctionCall, UsageMetadata, WirePart};
 use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::{excerpt, retry_info_delay, status_kind};
@@ -691,37 +691,6 @@ fn close(block: &mut Option<Block>, out: &mut Vec<ModelPart>, reasoning: bool) {
             provider_metadata,
         }
     });
-}
-
-/// Writes one partial argument into the call's arguments.
-fn apply(args: &mut ArgsWriter, arg: &PartialArg<'_>) -> Result<(), ModelError> {
-    let raw_path = arg.json_path.as_deref().unwrap_or("$");
-    let Some(path) = parse_path(raw_path) else {
-        return Err(ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            format!(
-                "The Gemini stream sent a function-call argument at an unsupported jsonPath: {}",
-                excerpt(raw_path, 100)
-            ),
-        ));
-    };
-    let more = arg.will_continue == Some(true);
-    let piece = if let Some(s) = &arg.string_value {
-        Piece::Str(s)
-    } else if let Some(n) = &arg.number_value {
-        Piece::Literal(number_literal(n))
-    } else if let Some(b) = arg.bool_value {
-        Piece::Literal(b.to_string())
-    } else if let Some(v) = arg.struct_value.as_ref().or(arg.list_value.as_ref()) {
-        Piece::Literal(v.to_string())
-    } else if arg.null_value {
-        Piece::Literal("null".into())
-    } else {
-        // No value (a bare continuation marker).
-        return Ok(());
-    };
-    args.write(&path, piece, more);
-    Ok(())
 }
 
 fn map_usage(usage: &UsageMetadata) -> Option<Usage> {
