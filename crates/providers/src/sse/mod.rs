@@ -7,12 +7,15 @@
 //! deltas took 367 ms to parse and 20 000 took 1 431 ms (3.9×), and the fixtures parsed at
 //! about 170 MiB/s even one chunk per event, half the time of the whole decoding path (see
 //! `docs/benchmarks.md`, "Stream decoding"). A server or proxy that writes many events at once
-//! delivers exactly such chunks. [`parser`] is our own incremental parser instead: linear in the
+//! delivers exactly such chunks. `sse/parser.rs` is our own incremental parser instead: linear in the
 //! bytes however they are chunked (an offset into the buffer, compacted rarely, each byte
 //! scanned once). It follows the WHATWG rules (its module documentation lists them), and a
 //! property test (`tests/sse_oracle.rs`) checks it against `eventsource-stream` itself, kept as
 //! a dev-dependency for that: random event streams cut at random chunk boundaries must give
-//! exactly the events `eventsource-stream` gives.
+//! exactly the events `eventsource-stream` gives. Where the two differ, we follow the standard:
+//! a `\r` that is the very last byte of the body ends its line (`eventsource-stream` waits for
+//! a `\n` that never comes); invalid UTF-8 is reported when its line is read (it stalls until
+//! the end of the body); and a leading byte order mark is skipped (0.2.3 panics on it).
 
 mod parser;
 
