@@ -171,8 +171,8 @@ fn report(what: &str, [small, large]: [Duration; 2]) {
 }
 
 /// time(20 000) ÷ time(10 000) per wire: the median of several alternating runs of each. Once
-/// for the decoder (the target), and once through the SSE layer with the body in 16 KiB
-/// chunks (a connection's read size), since a cost that grows with the chunk shows only there.
+/// for the decoder (the target), and through the SSE layer with the body in 16 KiB
+/// chunks and in one chunk, since a cost that grows with the chunk shows only there.
 fn linearity_ratio(_: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -188,16 +188,23 @@ fn linearity_ratio(_: &mut Criterion) {
                 black_box(read_along(wire, &streams[i]));
             }),
         );
-        let bodies = streams.each_ref().map(|payloads| {
-            let body = bytes::Bytes::from(frame(payloads, wire.framing));
-            Chunking::Bytes(16 * 1024).apply(&[body])
-        });
-        report(
-            &format!("{} through SSE, 16 KiB chunks", wire.dir),
-            median_times(|i| {
-                black_box(read_along_sse(&runtime, wire, &bodies[i]));
-            }),
-        );
+        // 16 KiB chunks (a connection's read size), and the whole body as one chunk (a
+        // replay, a buffering proxy): a parser whose cost grows with the chunk shows there.
+        for (label, chunking) in [
+            ("16 KiB chunks", Chunking::Bytes(16 * 1024)),
+            ("one chunk", Chunking::Bytes(usize::MAX)),
+        ] {
+            let bodies = streams.each_ref().map(|payloads| {
+                let body = bytes::Bytes::from(frame(payloads, wire.framing));
+                chunking.apply(&[body])
+            });
+            report(
+                &format!("{} through SSE, {label}", wire.dir),
+                median_times(|i| {
+                    black_box(read_along_sse(&runtime, wire, &bodies[i]));
+                }),
+            );
+        }
     }
 }
 

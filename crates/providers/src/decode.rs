@@ -1,8 +1,9 @@
 //! The one shape every wire's stream decoder has, and the loop that drives it over SSE.
 
-use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use toolsmith_core::{ModelError, ModelPart, ModelStream};
 
 use crate::sse::SseStream;
@@ -78,46 +79,65 @@ pub fn decode_events<D: StreamDecoder>(
     decoder: D,
     warnings: Vec<String>,
 ) -> ModelStream {
-    struct State<D> {
-        events: SseStream,
-        decoder: D,
-        pending: VecDeque<Result<ModelPart, ModelError>>,
-        finished: bool,
-    }
-    let mut pending = VecDeque::new();
-    pending.push_back(Ok(ModelPart::StreamStart { warnings }));
-    let state = State {
+    Box::pin(Decode {
         events,
-        decoder,
-        pending,
+        decoder: Box::new(decoder),
+        parts: vec![ModelPart::StreamStart { warnings }],
+        error: None,
         finished: false,
-    };
-    Box::pin(futures::stream::unfold(state, |mut state| async move {
+    })
+}
+
+/// The stream [`decode_events`] returns. A hand-written `poll_next` rather than
+/// `futures::stream::unfold`: unfold moves its whole state (the decoder included) into a new
+/// future and back out for every item, and a `ModelPart` is over 200 bytes, so those moves and
+/// a queue in between were a large share of the decoding time.
+struct Decode<D> {
+    events: SseStream,
+    /// Boxed so the stream is `Unpin` whatever the decoder.
+    decoder: Box<D>,
+    /// The parts of the last event, in reverse order: the next one is popped off the end, a
+    /// single move.
+    parts: Vec<ModelPart>,
+    /// The error that ends the stream, once `parts` is empty.
+    error: Option<ModelError>,
+    /// Nothing more is read from `events`.
+    finished: bool,
+}
+
+impl<D: StreamDecoder> Stream for Decode<D> {
+    type Item = Result<ModelPart, ModelError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
         loop {
-            if let Some(item) = state.pending.pop_front() {
-                return Some((item, state));
+            if let Some(part) = this.parts.pop() {
+                return Poll::Ready(Some(Ok(part)));
             }
-            if state.finished {
-                return None;
+            if let Some(error) = this.error.take() {
+                return Poll::Ready(Some(Err(error)));
             }
-            let mut parts = Vec::new();
-            let result = match state.events.next().await {
-                Some(Ok(event)) => state.decoder.push(&event.data, &mut parts),
-                Some(Err(error)) => state.decoder.finish(&mut parts).map_err(|_| error),
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            let parts = &mut this.parts;
+            let result = match ready!(this.events.poll_next_unpin(cx)) {
+                Some(Ok(event)) => this.decoder.push(&event.data, parts),
+                Some(Err(error)) => this.decoder.finish(parts).map_err(|_| error),
                 None => {
-                    state.finished = true;
-                    state.decoder.finish(&mut parts)
+                    this.finished = true;
+                    this.decoder.finish(parts)
                 }
             };
-            state.pending.extend(parts.into_iter().map(Ok));
+            parts.reverse();
             match result {
                 Err(error) => {
-                    state.pending.push_back(Err(error));
-                    state.finished = true;
+                    this.error = Some(error);
+                    this.finished = true;
                 }
-                Ok(()) if state.decoder.is_done() => state.finished = true,
+                Ok(()) if this.decoder.is_done() => this.finished = true,
                 Ok(()) => {}
             }
         }
-    }))
+    }
 }

@@ -20,6 +20,7 @@
 //! base URLs from options or the environment).
 
 pub mod anthropic;
+mod borrowed;
 pub mod call;
 pub mod decode;
 pub mod dialect;

@@ -12,8 +12,11 @@ use std::path::Path;
 use bytes::Bytes;
 use futures::StreamExt;
 use toolsmith_core::{ModelError, ModelPart, ModelStream};
+use toolsmith_providers::anthropic::MessagesStreamDecoder;
 use toolsmith_providers::decode::{StreamDecoder, decode_events};
+use toolsmith_providers::google::GeminiStreamDecoder;
 use toolsmith_providers::openai_chat::ChatStreamDecoder;
+use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
 use toolsmith_providers::sse::sse_events;
 
 /// The recorded streams (`../shared/fixtures` next to the repository, in CI as on the
@@ -65,8 +68,7 @@ pub struct Wire {
     pub text_stream: Option<synth::Generator>,
 }
 
-/// Every wire whose decoder exists. The commented entries are written for the decoders being
-/// built in parallel: uncomment each when its wire lands.
+/// Every wire's decoder.
 pub static WIRES: &[Wire] = &[
     Wire {
         dir: "openai-chat",
@@ -74,11 +76,31 @@ pub static WIRES: &[Wire] = &[
         framing: CHAT,
         text_stream: Some(synth::chat),
     },
-    // enable when the wire lands
-    // Wire { dir: "anthropic", decoder: || Box::new(toolsmith_providers::anthropic::MessagesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: Some(synth::anthropic) },
-    // Wire { dir: "openai-responses", decoder: || Box::new(toolsmith_providers::openai_responses::ResponsesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: Some(synth::responses) },
-    // Wire { dir: "openai-compatible-local", decoder: || Box::new(toolsmith_providers::openai_responses::ResponsesStreamDecoder::new()), framing: NAMED_EVENTS, text_stream: None },
-    // Wire { dir: "google", decoder: || Box::new(toolsmith_providers::google::GeminiStreamDecoder::new()), framing: PLAIN, text_stream: Some(synth::gemini) },
+    Wire {
+        dir: "google",
+        decoder: || Box::new(GeminiStreamDecoder::new()),
+        framing: PLAIN,
+        text_stream: Some(synth::gemini),
+    },
+    Wire {
+        dir: "anthropic",
+        decoder: || Box::new(MessagesStreamDecoder::new()),
+        framing: NAMED_EVENTS,
+        text_stream: Some(synth::anthropic),
+    },
+    Wire {
+        dir: "openai-responses",
+        decoder: || Box::new(ResponsesStreamDecoder::new()),
+        framing: NAMED_EVENTS,
+        text_stream: Some(synth::responses),
+    },
+    // LM Studio speaking Responses: the same decoder, measured on its own fixtures.
+    Wire {
+        dir: "openai-compatible-local",
+        decoder: || Box::new(ResponsesStreamDecoder::new()),
+        framing: NAMED_EVENTS,
+        text_stream: None,
+    },
 ];
 
 /// One recorded response.

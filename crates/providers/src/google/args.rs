@@ -3,6 +3,10 @@
 //! as a tool-input delta the moment it arrives and the deltas concatenate to the final input.
 
 use serde_json::Value;
+use toolsmith_core::{ModelError, ModelErrorKind};
+
+use super::wire::PartialArg;
+use crate::errors::excerpt;
 
 /// One step of a JSON path: an object member or an array element.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,6 +315,37 @@ fn escape_into(out: &mut String, s: &str) {
         start = i + 1;
     }
     out.push_str(&s[start..]);
+}
+
+/// Writes one partial argument into the call's arguments.
+pub(crate) fn apply(args: &mut ArgsWriter, arg: &PartialArg<'_>) -> Result<(), ModelError> {
+    let raw_path = arg.json_path.as_deref().unwrap_or("$");
+    let Some(path) = parse_path(raw_path) else {
+        return Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!(
+                "The Gemini stream sent a function-call argument at an unsupported jsonPath: {}",
+                excerpt(raw_path, 100)
+            ),
+        ));
+    };
+    let more = arg.will_continue == Some(true);
+    let piece = if let Some(s) = &arg.string_value {
+        Piece::Str(s)
+    } else if let Some(n) = &arg.number_value {
+        Piece::Literal(number_literal(n))
+    } else if let Some(b) = arg.bool_value {
+        Piece::Literal(b.to_string())
+    } else if let Some(v) = arg.struct_value.as_ref().or(arg.list_value.as_ref()) {
+        Piece::Literal(v.to_string())
+    } else if arg.null_value {
+        Piece::Literal("null".into())
+    } else {
+        // No value (a bare continuation marker).
+        return Ok(());
+    };
+    args.write(&path, piece, more);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
-use super::args::{ArgsWriter, Piece, number_literal, parse_path};
-use super::wire::{Candidate, Chunk, FunctionCall, PartialArg, UsageMetadata, WirePart};
+use super::args::{ArgsWriter, apply};
+use super::wire::{Candidate, Chunk, FunctionCall, UsageMetadata, WirePart};
+use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::{excerpt, retry_info_delay, status_kind};
 use crate::sse::SseStream;
@@ -174,7 +175,7 @@ impl GeminiStreamDecoder {
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let chunk: Chunk = match serde_json::from_str(data) {
+        let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(error) => {
                 self.abort(out);
@@ -199,7 +200,7 @@ impl GeminiStreamDecoder {
     /// Decodes one parsed chunk.
     pub(crate) fn push_chunk(
         &mut self,
-        chunk: Chunk,
+        chunk: Chunk<'_>,
         out: &mut Vec<ModelPart>,
     ) -> Result<(), ModelError> {
         if self.done {
@@ -212,8 +213,8 @@ impl GeminiStreamDecoder {
         if !self.metadata_sent && (chunk.response_id.is_some() || chunk.model_version.is_some()) {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata {
-                id: chunk.response_id,
-                model_id: chunk.model_version,
+                id: chunk.response_id.map(Str::into_owned),
+                model_id: chunk.model_version.map(Str::into_owned),
             });
         }
         if let Some(usage) = chunk.usage_metadata.as_ref().and_then(map_usage) {
@@ -224,7 +225,7 @@ impl GeminiStreamDecoder {
             .and_then(|f| f.block_reason)
             .filter(|r| !r.is_empty() && r != "BLOCK_REASON_UNSPECIFIED")
         {
-            self.block_reason = Some(reason);
+            self.block_reason = Some(reason.into_owned());
         }
         // candidateCount > 1 is not supported: only the first candidate is read.
         if let Some(candidate) = chunk
@@ -239,7 +240,7 @@ impl GeminiStreamDecoder {
 
     fn candidate(
         &mut self,
-        candidate: Candidate,
+        candidate: Candidate<'_>,
         out: &mut Vec<ModelPart>,
     ) -> Result<(), ModelError> {
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
@@ -253,13 +254,13 @@ impl GeminiStreamDecoder {
             }
             for chunk in grounding.grounding_chunks {
                 if let Some(web) = chunk.web {
-                    self.source(web.uri, web.title, out);
+                    self.source(web.uri.as_deref(), web.title.as_deref(), out);
                 }
             }
         }
         if let Some(citations) = candidate.citation_metadata {
             for citation in citations.citation_sources {
-                self.source(citation.uri, citation.title, out);
+                self.source(citation.uri.as_deref(), citation.title.as_deref(), out);
             }
         }
         if let Some(reason) = candidate
@@ -270,7 +271,7 @@ impl GeminiStreamDecoder {
             // limit, a filter) is cut short: its arguments are left unclosed, so the loop sees
             // malformed input instead of running a call whose last value was truncated.
             let cut_short = reason != "STOP";
-            self.finish_reason = Some(reason);
+            self.finish_reason = Some(reason.into_owned());
             self.close_blocks(out);
             if cut_short {
                 self.end_cut_call(out);
@@ -281,8 +282,11 @@ impl GeminiStreamDecoder {
         Ok(())
     }
 
-    fn part(&mut self, part: WirePart, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        let signature = part.thought_signature.filter(|s| !s.is_empty());
+    fn part(&mut self, part: WirePart<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        let signature = part
+            .thought_signature
+            .filter(|s| !s.is_empty())
+            .map(Str::into_owned);
         if let Some(call) = part.function_call {
             return self.function_call(call, signature, out);
         }
@@ -300,12 +304,12 @@ impl GeminiStreamDecoder {
             out.push(ModelPart::File {
                 media_type: data
                     .mime_type
-                    .unwrap_or_else(|| "application/octet-stream".into()),
-                data: data.data.unwrap_or_default(),
+                    .map_or_else(|| "application/octet-stream".into(), Str::into_owned),
+                data: data.data.map(Str::into_owned).unwrap_or_default(),
             });
             return Ok(());
         }
-        let text = part.text.unwrap_or_default();
+        let text = part.text.map(Str::into_owned).unwrap_or_default();
         if text.is_empty() && signature.is_none() {
             return Ok(());
         }
@@ -320,16 +324,25 @@ impl GeminiStreamDecoder {
 
     fn function_call(
         &mut self,
-        call: FunctionCall,
+        call: FunctionCall<'_>,
         signature: Option<String>,
         out: &mut Vec<ModelPart>,
     ) -> Result<(), ModelError> {
         let terminator = call.is_empty();
-        if let Some(name) = call.name.clone().filter(|n| !n.is_empty()) {
+        if let Some(name) = call
+            .name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+        {
             // A new call: the previous one (if its terminator is missing) is over.
             self.end_call(out);
             self.close_blocks(out);
-            let wire_id = call.id.clone().filter(|id| !id.is_empty());
+            let wire_id = call
+                .id
+                .as_deref()
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned);
             let id = self.call_id(wire_id.as_deref());
             out.push(ModelPart::ToolInputStart {
                 id: id.clone(),
@@ -554,18 +567,20 @@ impl GeminiStreamDecoder {
         close(&mut self.text, out, false);
     }
 
-    fn source(&mut self, url: Option<String>, title: Option<String>, out: &mut Vec<ModelPart>) {
+    fn source(&mut self, url: Option<&str>, title: Option<&str>, out: &mut Vec<ModelPart>) {
         let Some(url) = url.filter(|u| !u.is_empty()) else {
             return;
         };
-        if !self.source_urls.insert(url.clone()) {
+        if self.source_urls.contains(url) {
             return;
         }
+        let url = url.to_owned();
+        self.source_urls.insert(url.clone());
         out.push(ModelPart::Source(Source {
             source_type: "url".into(),
             id: format!("src_{}_{}", self.id_prefix, self.source_urls.len()),
             url: Some(url),
-            title: title.filter(|t| !t.is_empty()),
+            title: title.filter(|t| !t.is_empty()).map(str::to_owned),
         }));
     }
 
@@ -676,37 +691,6 @@ fn close(block: &mut Option<Block>, out: &mut Vec<ModelPart>, reasoning: bool) {
             provider_metadata,
         }
     });
-}
-
-/// Writes one partial argument into the call's arguments.
-fn apply(args: &mut ArgsWriter, arg: &PartialArg) -> Result<(), ModelError> {
-    let raw_path = arg.json_path.as_deref().unwrap_or("$");
-    let Some(path) = parse_path(raw_path) else {
-        return Err(ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            format!(
-                "The Gemini stream sent a function-call argument at an unsupported jsonPath: {}",
-                excerpt(raw_path, 100)
-            ),
-        ));
-    };
-    let more = arg.will_continue == Some(true);
-    let piece = if let Some(s) = &arg.string_value {
-        Piece::Str(s)
-    } else if let Some(n) = &arg.number_value {
-        Piece::Literal(number_literal(n))
-    } else if let Some(b) = arg.bool_value {
-        Piece::Literal(b.to_string())
-    } else if let Some(v) = arg.struct_value.as_ref().or(arg.list_value.as_ref()) {
-        Piece::Literal(v.to_string())
-    } else if arg.null_value {
-        Piece::Literal("null".into())
-    } else {
-        // No value (a bare continuation marker).
-        return Ok(());
-    };
-    args.write(&path, piece, more);
-    Ok(())
 }
 
 fn map_usage(usage: &UsageMetadata) -> Option<Usage> {

@@ -1,46 +1,65 @@
 //! Gemini `GenerateContentResponse` chunks, as the API sends them: every field optional, unknown
 //! fields ignored (forward-compatible).
+//!
+//! Strings borrow from the payload ([`Str`]): a chunk is parsed once per event and dropped, so
+//! only what the decoder keeps is copied (`modelVersion` and `responseId`, repeated on every
+//! chunk, cost nothing after the first). The rare JSON-valued fields stay [`Value`]s.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use crate::borrowed::Str;
+
 /// One `GenerateContentResponse`: a streamed chunk, or a whole non-streamed body.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct Chunk {
-    pub candidates: Vec<Candidate>,
-    pub prompt_feedback: Option<PromptFeedback>,
+pub(crate) struct Chunk<'a> {
+    #[serde(borrow)]
+    pub candidates: Vec<Candidate<'a>>,
+    #[serde(borrow)]
+    pub prompt_feedback: Option<PromptFeedback<'a>>,
     pub usage_metadata: Option<UsageMetadata>,
-    pub model_version: Option<String>,
-    pub response_id: Option<String>,
+    #[serde(borrow)]
+    pub model_version: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub response_id: Option<Str<'a>>,
     /// An in-stream failure: `{"error":{"code":…,"message":…,"status":…,"details":[…]}}`.
     pub error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct Candidate {
+pub(crate) struct Candidate<'a> {
     pub index: Option<u64>,
-    pub content: Option<Content>,
-    pub finish_reason: Option<String>,
-    pub grounding_metadata: Option<GroundingMetadata>,
-    pub citation_metadata: Option<CitationMetadata>,
+    #[serde(borrow)]
+    pub content: Option<Content<'a>>,
+    #[serde(borrow)]
+    pub finish_reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub grounding_metadata: Option<GroundingMetadata<'a>>,
+    #[serde(borrow)]
+    pub citation_metadata: Option<CitationMetadata<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Content {
-    pub parts: Vec<WirePart>,
+pub(crate) struct Content<'a> {
+    #[serde(borrow)]
+    pub parts: Vec<WirePart<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct WirePart {
-    pub text: Option<String>,
+pub(crate) struct WirePart<'a> {
+    #[serde(borrow)]
+    pub text: Option<Str<'a>>,
     pub thought: Option<bool>,
-    pub thought_signature: Option<String>,
-    pub function_call: Option<FunctionCall>,
-    pub inline_data: Option<InlineData>,
+    #[serde(borrow)]
+    pub thought_signature: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub function_call: Option<FunctionCall<'a>>,
+    #[serde(borrow)]
+    pub inline_data: Option<InlineData<'a>>,
     /// Code the model ran with the code execution tool: `{language, code}`.
     pub executable_code: Option<Value>,
     /// Its result: `{outcome, output}`.
@@ -49,15 +68,18 @@ pub(crate) struct WirePart {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct FunctionCall {
-    pub id: Option<String>,
-    pub name: Option<String>,
+pub(crate) struct FunctionCall<'a> {
+    #[serde(borrow)]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
     pub args: Option<Value>,
-    pub partial_args: Option<Vec<PartialArg>>,
+    #[serde(borrow)]
+    pub partial_args: Option<Vec<PartialArg<'a>>>,
     pub will_continue: Option<bool>,
 }
 
-impl FunctionCall {
+impl FunctionCall<'_> {
     /// `functionCall: {}`: the end of a streamed call.
     pub fn is_empty(&self) -> bool {
         self.id.is_none()
@@ -71,9 +93,11 @@ impl FunctionCall {
 /// One streamed argument: a value at a JSON path (`$.location`, `$.items[1].price`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct PartialArg {
-    pub json_path: Option<String>,
-    pub string_value: Option<String>,
+pub(crate) struct PartialArg<'a> {
+    #[serde(borrow)]
+    pub json_path: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub string_value: Option<Str<'a>>,
     /// A number, or a string for `NaN` / `Infinity` (proto JSON).
     pub number_value: Option<Value>,
     pub bool_value: Option<bool>,
@@ -91,15 +115,18 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error>
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct InlineData {
-    pub mime_type: Option<String>,
-    pub data: Option<String>,
+pub(crate) struct InlineData<'a> {
+    #[serde(borrow)]
+    pub mime_type: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub data: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct PromptFeedback {
-    pub block_reason: Option<String>,
+pub(crate) struct PromptFeedback<'a> {
+    #[serde(borrow)]
+    pub block_reason: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,33 +140,40 @@ pub(crate) struct UsageMetadata {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct GroundingMetadata {
-    pub grounding_chunks: Vec<GroundingChunk>,
+pub(crate) struct GroundingMetadata<'a> {
+    #[serde(borrow)]
+    pub grounding_chunks: Vec<GroundingChunk<'a>>,
     pub web_search_queries: Vec<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct GroundingChunk {
-    pub web: Option<WebChunk>,
+pub(crate) struct GroundingChunk<'a> {
+    #[serde(borrow)]
+    pub web: Option<WebChunk<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct WebChunk {
-    pub uri: Option<String>,
-    pub title: Option<String>,
+pub(crate) struct WebChunk<'a> {
+    #[serde(borrow)]
+    pub uri: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub title: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct CitationMetadata {
-    pub citation_sources: Vec<CitationSource>,
+pub(crate) struct CitationMetadata<'a> {
+    #[serde(borrow)]
+    pub citation_sources: Vec<CitationSource<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct CitationSource {
-    pub uri: Option<String>,
-    pub title: Option<String>,
+pub(crate) struct CitationSource<'a> {
+    #[serde(borrow)]
+    pub uri: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub title: Option<Str<'a>>,
 }

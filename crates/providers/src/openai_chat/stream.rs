@@ -7,6 +7,7 @@ use toolsmith_core::{
 };
 
 use super::wire::{Chunk, ToolCallDelta, WireUsage};
+use crate::borrowed::{Str, StrOrValue};
 use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
 use crate::sse::SseStream;
@@ -107,7 +108,7 @@ impl ChatStreamDecoder {
             self.end(out);
             return Ok(());
         }
-        let chunk: Chunk = match serde_json::from_str(data) {
+        let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(error) => {
                 self.abort(out);
@@ -124,11 +125,13 @@ impl ChatStreamDecoder {
             self.abort(out);
             return Err(stream_error(&error));
         }
+        // Every chunk repeats the id and model; only the first is kept (they are borrowed, so
+        // the others cost no copy).
         if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some()) {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata {
-                id: chunk.id,
-                model_id: chunk.model,
+                id: chunk.id.map(Str::into_owned),
+                model_id: chunk.model.map(Str::into_owned),
             });
         }
         if let Some(usage) = chunk.usage {
@@ -140,19 +143,19 @@ impl ChatStreamDecoder {
             .into_iter()
             .filter(|c| c.index.unwrap_or(0) == 0)
         {
-            if let Some(delta) = choice.delta.or(choice.message) {
+            if let Some(delta) = choice.delta.or(choice.message.map(|m| *m)) {
                 let reasoning = delta.reasoning_content.or(delta.reasoning);
-                if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
-                    self.reasoning_delta(reasoning, out);
+                if let Some(reasoning) = reasoning.filter(|r| !r.as_str().is_empty()) {
+                    self.reasoning_delta(reasoning.into_owned(), out);
                 }
-                if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
-                    self.text_delta(content, out);
+                if let Some(content) = delta.content.filter(|c| !c.as_str().is_empty()) {
+                    self.text_delta(content.into_owned(), out);
                 }
                 for call in delta.tool_calls.unwrap_or_default() {
                     self.tool_call_delta(call, out);
                 }
                 for annotation in delta.annotations.unwrap_or_default() {
-                    if annotation.kind.as_deref() != Some("url_citation") {
+                    if annotation.kind.as_ref().map(Str::as_str) != Some("url_citation") {
                         continue;
                     }
                     let Some(citation) = annotation.url_citation else {
@@ -163,13 +166,13 @@ impl ChatStreamDecoder {
                     out.push(ModelPart::Source(Source {
                         source_type: "url".into(),
                         id: format!("src_{}_{}", self.id_prefix, self.sources),
-                        url: Some(url),
-                        title: citation.title,
+                        url: Some(url.into_owned()),
+                        title: citation.title.map(Str::into_owned),
                     }));
                 }
             }
-            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
-                self.finish_reason = Some(reason);
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.as_str().is_empty()) {
+                self.finish_reason = Some(reason.into_owned());
                 self.close_blocks(out);
                 self.flush_calls(out);
             }
@@ -335,14 +338,20 @@ impl ChatStreamDecoder {
         (!starts_next).then_some(i)
     }
 
-    fn tool_call_delta(&mut self, delta: ToolCallDelta, out: &mut Vec<ModelPart>) {
-        let provider_id = delta.id.clone().filter(|id| !id.is_empty());
+    fn tool_call_delta(&mut self, delta: ToolCallDelta<'_>, out: &mut Vec<ModelPart>) {
+        let provider_id = delta
+            .id
+            .filter(|id| !id.as_str().is_empty())
+            .map(Str::into_owned);
         let function = delta.function.unwrap_or_default();
-        let name = function.name.filter(|n| !n.is_empty());
+        let name = function
+            .name
+            .filter(|n| !n.as_str().is_empty())
+            .map(Str::into_owned);
         let arguments = match function.arguments {
-            Some(Value::String(s)) => s,
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
+            Some(StrOrValue::Str(s)) => s.into_owned(),
+            Some(StrOrValue::Value(Value::Null)) | None => String::new(),
+            Some(StrOrValue::Value(other)) => other.to_string(),
         };
         let slot = match self.slot_for(delta.index, provider_id.as_deref(), name.as_deref()) {
             Some(i) => i,

@@ -1,68 +1,94 @@
 //! Chat Completions stream chunks, as servers actually send them: every field optional.
+//!
+//! The types borrow from the payload ([`Str`]): a chunk is parsed once per event and dropped,
+//! so only the strings the decoder keeps are copied. Fields the decoder never reads (`object`,
+//! `created`, `system_fingerprint`, `logprobs`, `role`…) are not declared, so serde skips them
+//! without building anything.
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::borrowed::{Str, StrOrValue};
+
 /// One `chat.completion.chunk` (or an in-stream error).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Chunk {
-    pub id: Option<String>,
-    pub model: Option<String>,
-    pub choices: Vec<Choice>,
+pub(crate) struct Chunk<'a> {
+    #[serde(borrow)]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub model: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub choices: Vec<Choice<'a>>,
     pub usage: Option<WireUsage>,
     pub error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Choice {
+pub(crate) struct Choice<'a> {
     pub index: Option<u64>,
-    pub delta: Option<Delta>,
-    /// Some servers send whole messages in stream chunks.
-    pub message: Option<Delta>,
-    pub finish_reason: Option<String>,
+    #[serde(borrow)]
+    pub delta: Option<Delta<'a>>,
+    /// Some servers send whole messages in stream chunks. Boxed: it is rare, and serde moves
+    /// each `Choice` a few times while building it.
+    #[serde(borrow)]
+    pub message: Option<Box<Delta<'a>>>,
+    #[serde(borrow)]
+    pub finish_reason: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Delta {
-    pub content: Option<String>,
-    pub reasoning_content: Option<String>,
-    pub reasoning: Option<String>,
-    pub tool_calls: Option<Vec<ToolCallDelta>>,
-    pub annotations: Option<Vec<Annotation>>,
+pub(crate) struct Delta<'a> {
+    #[serde(borrow)]
+    pub content: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub reasoning_content: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub reasoning: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    #[serde(borrow)]
+    pub annotations: Option<Vec<Annotation<'a>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct ToolCallDelta {
+pub(crate) struct ToolCallDelta<'a> {
     pub index: Option<i64>,
-    pub id: Option<String>,
-    pub function: Option<FunctionDelta>,
+    #[serde(borrow)]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct FunctionDelta {
-    pub name: Option<String>,
+pub(crate) struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
     /// Usually a string; a few servers send an object.
-    pub arguments: Option<Value>,
+    #[serde(borrow)]
+    pub arguments: Option<StrOrValue<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Annotation {
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub url_citation: Option<UrlCitation>,
+pub(crate) struct Annotation<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub url_citation: Option<UrlCitation<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct UrlCitation {
-    pub url: Option<String>,
-    pub title: Option<String>,
+pub(crate) struct UrlCitation<'a> {
+    #[serde(borrow)]
+    pub url: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub title: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
