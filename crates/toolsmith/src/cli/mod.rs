@@ -3,6 +3,7 @@
 mod doctor;
 mod print;
 mod run;
+mod spinner;
 mod tool;
 mod tools;
 

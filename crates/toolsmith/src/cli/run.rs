@@ -9,13 +9,14 @@ use clap::Args;
 use futures::StreamExt;
 use toolsmith_agent::{Agent, ExecutionPolicy, RunInput};
 use toolsmith_builtins::Workspace;
-use toolsmith_core::{CancellationToken, Toolset};
+use toolsmith_core::{CancellationToken, RunPart, Toolset};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
 use toolsmith::config::AgentConfig;
 
 use super::print::{Human, JsonLines, Printer};
+use super::spinner::Spinner;
 use super::{EXIT_FAILURE, usage_error};
 
 #[derive(Args)]
@@ -23,7 +24,8 @@ pub(crate) struct RunArgs {
     /// An agent config (JSON): model, instructions, maxSteps and tools (see the `config` module).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The model, as PROVIDER:MODEL (for example scripted:examples/demo.json).
+    /// The model, as PROVIDER:MODEL (for example openai:gpt-4.1-mini) [default: the config's
+    /// model, else the provider whose API key is set, else the embedded local model].
     #[arg(long, env = "TOOLSMITH_MODEL")]
     model: Option<String>,
     /// Override the provider's base URL.
@@ -94,9 +96,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         (Some(model), _) => model.clone(),
         (None, Some(model)) => model.spec(),
         (None, None) => {
-            return usage_error(
-                "no model given: pass --model PROVIDER:MODEL (for example --model scripted:examples/demo.json) or set TOOLSMITH_MODEL",
-            );
+            let (model, why) = default_model();
+            if !args.json {
+                eprintln!("model: {model} ({why}; choose another with --model PROVIDER:MODEL)");
+            }
+            model
         }
     };
     let provider = model_name.split_once(':').map_or("", |(p, _)| p);
@@ -161,13 +165,30 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     } else {
         Box::new(Human::default())
     };
+    let first_wait = if provider == "local" {
+        "loading the local model"
+    } else {
+        "waiting for the model"
+    };
+    let mut spinner = Spinner::new(first_wait, args.json);
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(80));
     let mut stream = agent.stream(input);
     let stdout = std::io::stdout();
-    while let Some(part) = stream.next().await {
+    loop {
+        let part = tokio::select! {
+            part = stream.next() => part,
+            _ = ticks.tick() => {
+                spinner.tick();
+                continue;
+            }
+        };
+        let Some(part) = part else { break };
+        spinner.reset(waiting_after(&part));
         let mut out = stdout.lock();
         printer.part(&part, &mut out);
         let _ = out.flush();
     }
+    spinner.clear();
     let result = stream.output().await;
     let mut out = stdout.lock();
     printer.end(&result, &mut out);
@@ -175,5 +196,34 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     match result {
         Ok(_) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(EXIT_FAILURE),
+    }
+}
+
+/// The model when neither `--model` nor the config names one: the first provider whose key is
+/// set, else the embedded local model; and why, for the line that says which was chosen.
+fn default_model() -> (String, &'static str) {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    if set("ANTHROPIC_API_KEY") {
+        (
+            "anthropic:claude-sonnet-4-5".into(),
+            "ANTHROPIC_API_KEY is set",
+        )
+    } else if set("OPENAI_API_KEY") {
+        ("openai:gpt-4.1-mini".into(), "OPENAI_API_KEY is set")
+    } else if set("GEMINI_API_KEY") || set("GOOGLE_GENERATIVE_AI_API_KEY") {
+        ("google:gemini-2.5-flash".into(), "a Gemini API key is set")
+    } else {
+        (
+            "local:default".into(),
+            "no API key is set: the embedded local model",
+        )
+    }
+}
+
+/// What the run waits for after `part`, for the progress line.
+fn waiting_after(part: &RunPart) -> &'static str {
+    match part {
+        RunPart::ToolCall { .. } => "running the tool",
+        _ => "thinking",
     }
 }

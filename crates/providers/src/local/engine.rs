@@ -1,0 +1,431 @@
+//! The worker that owns a llama.cpp context and generates turns, one at a time.
+//!
+//! A llama.cpp context is not `Send`, and one context serves every step of a run so that its KV
+//! cache can keep the prompt prefix the steps share; so each [`LocalModel`](super::LocalModel)
+//! has one worker thread that owns its context and takes [`Job`]s from a channel. Models are
+//! loaded once per process and path and live as long as it does (they are large and read-only;
+//! contexts borrow them).
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Instant;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedSender;
+use toolsmith_core::{
+    FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, OutputTokens,
+    ProviderMetadata, UnifiedFinishReason, Usage,
+};
+
+use super::turn::TurnParser;
+
+/// One turn to generate.
+pub(crate) struct Job {
+    pub prompt: String,
+    pub parse_special: bool,
+    pub grammar: String,
+    pub sampling: Sampling,
+    pub max_tokens: u32,
+    pub model_id: String,
+    pub out: UnboundedSender<Result<ModelPart, ModelError>>,
+}
+
+/// Sampling settings from the request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sampling {
+    /// `None` or 0: greedy.
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<u32>,
+    pub seed: u32,
+}
+
+/// Context settings of a worker.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineConfig {
+    pub path: PathBuf,
+    pub threads: i32,
+    pub context_tokens: u32,
+}
+
+/// The process's llama.cpp backend, initialised once, its logging silenced (llama.cpp prints
+/// every tensor it loads to stderr otherwise).
+fn backend() -> Result<&'static LlamaBackend, ModelError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            backend.void_logs();
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| other(format!("llama.cpp could not be initialised: {e}")))
+}
+
+/// Loads the model at `path`, once per process.
+fn load(path: &Path) -> Result<&'static LlamaModel, ModelError> {
+    static MODELS: OnceLock<Mutex<HashMap<PathBuf, &'static LlamaModel>>> = OnceLock::new();
+    let mut models = MODELS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(model) = models.get(path) {
+        return Ok(model);
+    }
+    let model = LlamaModel::load_from_file(backend()?, path, &LlamaModelParams::default())
+        .map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::Config,
+                format!(
+                    "The local model {} could not be loaded ({e}); is it a GGUF file?",
+                    path.display()
+                ),
+            )
+        })?;
+    // Leaked on purpose: contexts borrow the model for as long as they live, and a process
+    // loads each path once.
+    let model: &'static LlamaModel = Box::leak(Box::new(model));
+    models.insert(path.to_path_buf(), model);
+    Ok(model)
+}
+
+/// Starts a worker thread for `config`; jobs sent before the model has loaded wait for it.
+pub(crate) fn spawn(config: EngineConfig) -> mpsc::Sender<Job> {
+    let (jobs, inbox) = mpsc::channel::<Job>();
+    let spawned = std::thread::Builder::new()
+        .name("toolsmith-local-model".into())
+        .spawn(move || {
+            let mut engine = match Engine::new(&config) {
+                Ok(engine) => engine,
+                Err(err) => {
+                    // Every job gets the load error, for as long as the model is in use.
+                    for job in inbox {
+                        let _ = job.out.send(Err(err.clone()));
+                    }
+                    return;
+                }
+            };
+            for job in inbox {
+                let out = job.out.clone();
+                if let Err(err) = engine.run(job) {
+                    let _ = out.send(Err(err));
+                }
+            }
+        });
+    if let Err(err) = spawned {
+        tracing::error!("could not start the local model's thread: {err}");
+    }
+    jobs
+}
+
+struct Engine {
+    model: &'static LlamaModel,
+    ctx: LlamaContext<'static>,
+    /// The tokens whose keys and values are in the cache, from position 0.
+    cached: Vec<LlamaToken>,
+    batch_size: usize,
+}
+
+impl Engine {
+    fn new(config: &EngineConfig) -> Result<Self, ModelError> {
+        let model = load(&config.path)?;
+        let batch_size = 512;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(config.context_tokens))
+            .with_n_batch(batch_size)
+            .with_n_threads(config.threads)
+            .with_n_threads_batch(config.threads);
+        // llama.cpp may adjust the model while making a context: one at a time.
+        static CREATING: Mutex<()> = Mutex::new(());
+        let guard = CREATING.lock().unwrap_or_else(|p| p.into_inner());
+        let ctx = model.new_context(backend()?, params).map_err(|e| {
+            other(format!(
+                "The local model's context could not be created: {e}"
+            ))
+        })?;
+        drop(guard);
+        Ok(Engine {
+            model,
+            ctx,
+            cached: Vec::new(),
+            batch_size: batch_size as usize,
+        })
+    }
+
+    /// Generates one turn, sending its parts as they are made.
+    fn run(&mut self, job: Job) -> Result<(), ModelError> {
+        let started = Instant::now();
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(job.prompt.as_bytes(), true, job.parse_special);
+        let limit = self.ctx.n_ctx() as usize;
+        if tokens.len() + job.max_tokens as usize > limit {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                format!(
+                    "The prompt is {} tokens and the turn may take {} more, but the local \
+                     model's context holds {limit}. Shorten the conversation or lower \
+                     maxOutputTokens.",
+                    tokens.len(),
+                    job.max_tokens
+                ),
+            ));
+        }
+        let reused = self.evaluate_prompt(&tokens)?;
+        let prompt_done = Instant::now();
+        let _ = job.out.send(Ok(ModelPart::ResponseMetadata {
+            id: None,
+            model_id: Some(job.model_id.clone()),
+        }));
+
+        let mut grammar = LlamaSampler::grammar(self.model, &job.grammar, "root")
+            .map_err(|e| other(format!("The local model's turn grammar is invalid: {e}")))?;
+        let mut chooser = Chooser::new(job.sampling);
+        let mut parser = TurnParser::new();
+        let mut pending = Vec::<u8>::new();
+        let mut generated = 0u32;
+        let mut slow_tokens = 0u32;
+        let mut finish = UnifiedFinishReason::Stop;
+        let eos = vocab.eos();
+        loop {
+            if generated >= job.max_tokens {
+                finish = UnifiedFinishReason::Length;
+                break;
+            }
+            if job.out.is_closed() {
+                return Ok(()); // the caller went away: cancelled
+            }
+            let logits = self.ctx.get_logits_ith(-1);
+            // Fast path: the model's own choice, if the grammar allows it.
+            let wanted = chooser.choose_unconstrained(logits);
+            let token = if accepts(&mut grammar, wanted) {
+                wanted
+            } else if parser.is_complete() && accepts(&mut grammar, eos) {
+                // The turn is whole and the model wants to write something else (the next
+                // `User:` line): the turn ends here.
+                break;
+            } else {
+                slow_tokens += 1;
+                chooser.choose_constrained(logits, &mut grammar)
+            };
+            if vocab.is_eog(token) {
+                break;
+            }
+            grammar.accept(token);
+            generated += 1;
+            pending.extend(vocab.token_to_piece(token, false, None));
+            let text = take_utf8(&mut pending);
+            if !text.is_empty() {
+                for part in parser.push(&text)? {
+                    let _ = job.out.send(Ok(part));
+                }
+            }
+            self.decode(&[token], self.cached.len())?;
+        }
+        for part in parser.finish() {
+            let _ = job.out.send(Ok(part));
+        }
+        if parser.calls() > 0 && finish == UnifiedFinishReason::Stop {
+            finish = UnifiedFinishReason::ToolCalls;
+        }
+        let done = Instant::now();
+        let metadata = json!({
+            "local": {
+                "promptTokens": tokens.len(),
+                "reusedTokens": reused,
+                "promptMs": millis(prompt_done - started),
+                "generatedTokens": generated,
+                "generateMs": millis(done - prompt_done),
+                "grammarFallbackTokens": slow_tokens,
+            }
+        });
+        let _ = job.out.send(Ok(ModelPart::Finish {
+            usage: Usage {
+                input: InputTokens {
+                    total: Some(tokens.len() as u64),
+                    no_cache: Some((tokens.len() - reused) as u64),
+                    cache_read: Some(reused as u64),
+                    cache_write: None,
+                },
+                output: OutputTokens {
+                    total: Some(u64::from(generated)),
+                    text: Some(u64::from(generated)),
+                    reasoning: None,
+                },
+                server_tool_uses: 0,
+            },
+            finish_reason: FinishReason::new(finish),
+            provider_metadata: ProviderMetadata(metadata.as_object().cloned().unwrap_or_default()),
+        }));
+        Ok(())
+    }
+
+    /// Brings the cache to `tokens`, reusing the longest cached prefix; returns its length.
+    /// At least the last token is evaluated, for its logits.
+    fn evaluate_prompt(&mut self, tokens: &[LlamaToken]) -> Result<usize, ModelError> {
+        let common = self
+            .cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len().saturating_sub(1));
+        let removed = self
+            .ctx
+            .clear_kv_cache_seq(Some(0), Some(common as u32), None)
+            .unwrap_or(false);
+        let common = if removed {
+            common
+        } else {
+            self.ctx.clear_kv_cache();
+            0
+        };
+        self.cached.truncate(common);
+        for chunk in tokens[common..].chunks(self.batch_size) {
+            self.decode(chunk, self.cached.len())?;
+        }
+        Ok(common)
+    }
+
+    /// Evaluates `tokens` at positions from `start`, logits for the last one only.
+    fn decode(&mut self, tokens: &[LlamaToken], start: usize) -> Result<(), ModelError> {
+        let mut batch = LlamaBatch::new(tokens.len(), 1);
+        for (i, token) in tokens.iter().enumerate() {
+            batch
+                .add(*token, (start + i) as i32, &[0], i + 1 == tokens.len())
+                .map_err(|e| other(format!("local model batch: {e}")))?;
+        }
+        self.ctx
+            .decode(&mut batch)
+            .map_err(|e| other(format!("The local model failed to evaluate tokens: {e}")))?;
+        self.cached.extend_from_slice(tokens);
+        Ok(())
+    }
+}
+
+/// Whether the grammar allows `token` next.
+fn accepts(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+    grammar.apply(&mut one);
+    one.data[0].logit() != f32::NEG_INFINITY
+}
+
+/// Picks tokens: greedy (the default, and what the measurements use), or sampled with the
+/// request's temperature, top-k, top-p and seed.
+struct Chooser {
+    sampler: Option<LlamaSampler>,
+}
+
+impl Chooser {
+    fn new(sampling: Sampling) -> Self {
+        let sampler = match sampling.temperature {
+            Some(t) if t > 0.0 => {
+                let mut chain = Vec::new();
+                if let Some(k) = sampling.top_k {
+                    chain.push(LlamaSampler::top_k(k as i32));
+                }
+                if let Some(p) = sampling.top_p {
+                    chain.push(LlamaSampler::top_p(p, 1));
+                }
+                chain.push(LlamaSampler::temp(t));
+                chain.push(LlamaSampler::dist(sampling.seed));
+                Some(LlamaSampler::chain_simple(chain))
+            }
+            _ => None,
+        };
+        Chooser { sampler }
+    }
+
+    fn choose_unconstrained(&mut self, logits: &[f32]) -> LlamaToken {
+        match &mut self.sampler {
+            None => argmax(logits.iter().copied().enumerate()),
+            Some(sampler) => {
+                let mut all = candidates(logits);
+                sampler.apply(&mut all);
+                all.selected_token()
+                    .unwrap_or_else(|| argmax(logits.iter().copied().enumerate()))
+            }
+        }
+    }
+
+    /// The choice among the tokens the grammar allows: the whole vocabulary is checked.
+    fn choose_constrained(&mut self, logits: &[f32], grammar: &mut LlamaSampler) -> LlamaToken {
+        let mut all = candidates(logits);
+        grammar.apply(&mut all);
+        match &mut self.sampler {
+            None => argmax(all.data.iter().map(|d| (d.id().0 as usize, d.logit()))),
+            Some(sampler) => {
+                sampler.apply(&mut all);
+                all.selected_token().unwrap_or_else(|| {
+                    argmax(all.data.iter().map(|d| (d.id().0 as usize, d.logit())))
+                })
+            }
+        }
+    }
+}
+
+fn candidates(logits: &[f32]) -> LlamaTokenDataArray {
+    LlamaTokenDataArray::from_iter(
+        logits
+            .iter()
+            .enumerate()
+            .map(|(i, &logit)| LlamaTokenData::new(LlamaToken(i as i32), logit, 0.0)),
+        false,
+    )
+}
+
+fn argmax(scores: impl Iterator<Item = (usize, f32)>) -> LlamaToken {
+    let (best, _) = scores.fold((0, f32::NEG_INFINITY), |best, (i, score)| {
+        if score > best.1 { (i, score) } else { best }
+    });
+    LlamaToken(best as i32)
+}
+
+/// Takes the longest valid UTF-8 prefix out of `pending` (a token may end inside a character).
+fn take_utf8(pending: &mut Vec<u8>) -> String {
+    let valid = match std::str::from_utf8(pending) {
+        Ok(text) => text.len(),
+        Err(err) if err.error_len().is_none() => err.valid_up_to(),
+        // An invalid sequence (not just an incomplete one): replace it rather than stall.
+        Err(_) => {
+            let text = String::from_utf8_lossy(pending).into_owned();
+            pending.clear();
+            return text;
+        }
+    };
+    let rest = pending.split_off(valid);
+    String::from_utf8(std::mem::replace(pending, rest)).unwrap_or_default()
+}
+
+fn millis(duration: std::time::Duration) -> f64 {
+    (duration.as_secs_f64() * 1000.0 * 10.0).round() / 10.0
+}
+
+fn other(message: String) -> ModelError {
+    ModelError::new(ModelErrorKind::Other, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_split_across_tokens_is_held_back() {
+        let mut pending = "a☃".as_bytes()[..3].to_vec();
+        assert_eq!(take_utf8(&mut pending), "a");
+        pending.extend(&"☃".as_bytes()[2..]);
+        assert_eq!(take_utf8(&mut pending), "☃");
+        assert!(pending.is_empty());
+    }
+}

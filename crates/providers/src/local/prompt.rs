@@ -1,0 +1,399 @@
+//! The local model's prompt: instructions, the tools, worked examples and the conversation,
+//! in the format a small model follows best.
+//!
+//! Gemma 3 270M's GGUF carries no chat template. Two formats are offered: [`PromptFormat::Plain`]
+//! (`User:` / `Assistant:` lines, the default: it chose the right tool most often in our
+//! measurements, see `docs/benchmarks.md`) and [`PromptFormat::Gemma`] (Gemma's
+//! `<start_of_turn>` turns). Either way the model's turns are JSON objects (see
+//! [`super::turn`]), and the worked examples show only calls for the tools actually on offer:
+//! the grammar already forbids anything else, the examples teach *which* call.
+//!
+//! The prompt is a pure function of the request, and earlier turns render identically in later
+//! steps, so the engine's KV cache reuses everything up to the newest message.
+
+use serde_json::{Value, json};
+use toolsmith_core::{Message, ModelOutput, Part, Role, ToolDeclaration};
+
+/// How turns are marked in the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptFormat {
+    /// `User: …` / `Assistant: …` / `Result: …` lines.
+    #[default]
+    Plain,
+    /// Gemma's `<start_of_turn>user` / `<start_of_turn>model` turns.
+    Gemma,
+}
+
+/// Tool results longer than this many characters are cut in the prompt (the context is small).
+pub const MAX_RESULT_CHARS: usize = 1500;
+
+/// Worked examples for the built-in tools: (tool, request, arguments). Only those whose tool
+/// is on offer are shown.
+const EXAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "read",
+        "Show me the contents of notes.md",
+        r#"{"path": "notes.md"}"#,
+    ),
+    (
+        "write",
+        "Create todo.txt saying buy milk",
+        r#"{"path": "todo.txt", "content": "buy milk"}"#,
+    ),
+    (
+        "calculator",
+        "What is 12 * 7?",
+        r#"{"expression": "12 * 7"}"#,
+    ),
+    (
+        "bash",
+        "List the files here",
+        r#"{"cmd": "ls", "args": ["-la"]}"#,
+    ),
+    (
+        "grep",
+        "Where is TODO mentioned in the code?",
+        r#"{"pattern": "TODO"}"#,
+    ),
+    (
+        "glob",
+        "Find all the Python files",
+        r#"{"pattern": "**/*.py"}"#,
+    ),
+    (
+        "edit",
+        "In app.py, change port 80 to port 8080",
+        r#"{"path": "app.py", "old_string": "port 80", "new_string": "port 8080"}"#,
+    ),
+    (
+        "read",
+        "What does config.toml say?",
+        r#"{"path": "config.toml"}"#,
+    ),
+    (
+        "write",
+        "Write done into status.txt",
+        r#"{"path": "status.txt", "content": "done"}"#,
+    ),
+    (
+        "calculator",
+        "How much is 250 divided by 5?",
+        r#"{"expression": "250 / 5"}"#,
+    ),
+    ("bash", "Print the current date", r#"{"cmd": "date"}"#),
+    (
+        "run_code",
+        "Run JavaScript that adds 2 and 3",
+        r#"{"code": "console.log(2 + 3)"}"#,
+    ),
+];
+
+/// Builds the prompt for a request: everything up to the point where the model's next turn
+/// begins.
+pub fn build(messages: &[Message], tools: &[&ToolDeclaration], format: PromptFormat) -> String {
+    let mut out = String::new();
+    let mut preamble = String::new();
+    for message in messages.iter().filter(|m| m.role == Role::System) {
+        preamble.push_str(message.text().trim());
+        preamble.push_str("\n\n");
+    }
+    preamble.push_str(&tool_section(tools));
+    let mut first_user = true;
+    let mut turn = |out: &mut String, role: Role, text: &str| match format {
+        PromptFormat::Plain => {
+            let label = match role {
+                Role::User => "User",
+                Role::Tool => "Result",
+                _ => "Assistant",
+            };
+            out.push_str(label);
+            out.push_str(": ");
+            out.push_str(text);
+            out.push('\n');
+        }
+        PromptFormat::Gemma => {
+            let who = if role == Role::Assistant {
+                "model"
+            } else {
+                "user"
+            };
+            out.push_str("<start_of_turn>");
+            out.push_str(who);
+            out.push('\n');
+            if role == Role::User && first_user {
+                first_user = false;
+                out.push_str(&preamble);
+            }
+            out.push_str(text);
+            out.push_str("<end_of_turn>\n");
+        }
+    };
+    if format == PromptFormat::Plain {
+        out.push_str(&preamble);
+    }
+    for (tool, request, arguments) in examples(tools) {
+        turn(&mut out, Role::User, request);
+        turn(&mut out, Role::Assistant, &call_line(tool, arguments));
+    }
+    for message in messages {
+        match message.role {
+            Role::System => {}
+            Role::User => turn(&mut out, Role::User, message.text().trim()),
+            Role::Assistant => turn(&mut out, Role::Assistant, &assistant_turn(message)),
+            Role::Tool => {
+                for part in &message.content {
+                    if let Part::ToolResult(result) = part {
+                        turn(&mut out, Role::Tool, &result_text(&result.output));
+                    }
+                }
+            }
+        }
+    }
+    match format {
+        PromptFormat::Plain => out.push_str("Assistant:"),
+        PromptFormat::Gemma => out.push_str("<start_of_turn>model\n"),
+    }
+    out
+}
+
+/// What the model sees about the tools: how to call, and one line per tool.
+fn tool_section(tools: &[&ToolDeclaration]) -> String {
+    if tools.is_empty() {
+        return "Reply with {\"answer\": TEXT}.\n\n".to_string();
+    }
+    let mut out = String::from(
+        "You can use tools. To use one, reply with {\"tool\": NAME, \"arguments\": {...}}. \
+         To reply to the user, reply with {\"answer\": TEXT}.\n\nTools:\n",
+    );
+    for tool in tools {
+        out.push_str(&format!(
+            "- {}: {} Arguments: {}\n",
+            tool.name,
+            first_sentence(&tool.description),
+            signature(&tool.input_schema)
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// The examples whose tool is on offer, in table order.
+fn examples<'a>(tools: &[&ToolDeclaration]) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> {
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    EXAMPLES
+        .iter()
+        .copied()
+        .filter(move |(tool, _, _)| names.iter().any(|n| n == tool))
+}
+
+fn call_line(tool: &str, arguments: &str) -> String {
+    format!("{{\"tool\": {}, \"arguments\": {arguments}}}", json!(tool))
+}
+
+/// An assistant message as the model would have written it: its calls, or its text as an
+/// answer.
+fn assistant_turn(message: &Message) -> String {
+    let calls: Vec<String> = message
+        .tool_calls()
+        .map(|call| call_line(&call.tool_name, &spaced_json(&call.input)))
+        .collect();
+    if calls.is_empty() {
+        format!("{{\"answer\": {}}}", json!(message.text()))
+    } else {
+        calls.join("\n")
+    }
+}
+
+/// JSON with a space after `:` and `,`, as in the examples.
+fn spaced_json(value: &Value) -> String {
+    let compact = value.to_string();
+    let mut out = String::with_capacity(compact.len() + 16);
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in compact.chars() {
+        out.push(c);
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == ':' || c == ',' {
+            out.push(' ');
+        }
+    }
+    out
+}
+
+fn result_text(output: &ModelOutput) -> String {
+    let text = output.to_text();
+    let text = text.trim();
+    let prefix = if output.is_error() { "Error: " } else { "" };
+    match text.char_indices().nth(MAX_RESULT_CHARS) {
+        Some((cut, _)) => format!("{prefix}{} [cut]", &text[..cut]),
+        None => format!("{prefix}{text}"),
+    }
+}
+
+fn first_sentence(description: &str) -> &str {
+    let description = description.trim();
+    match description.find(". ") {
+        Some(end) => &description[..=end],
+        None => description,
+    }
+}
+
+/// A compact argument list: `{"path": string, "limit"?: integer}`.
+fn signature(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return "{}".to_string();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = properties
+        .iter()
+        .map(|(name, property)| {
+            let optional = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                "?"
+            };
+            format!("{}{optional}: {}", json!(name), type_name(property))
+        })
+        .collect();
+    format!("{{{}}}", fields.join(", "))
+}
+
+fn type_name(property: &Value) -> String {
+    if let Some(values) = property.get("enum").and_then(Value::as_array) {
+        let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+        return shown.join(" | ");
+    }
+    match property.get("type") {
+        Some(Value::String(t)) if t == "array" => {
+            let item = property.get("items").map_or("any".into(), type_name);
+            format!("{item}[]")
+        }
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(types)) => {
+            let names: Vec<&str> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
+            names.join(" | ")
+        }
+        _ => "any".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use toolsmith_core::{ToolCallPart, ToolKind, ToolResultPart};
+
+    use super::*;
+
+    fn read_tool() -> ToolDeclaration {
+        ToolDeclaration {
+            name: "read".into(),
+            description: "Read a text file. Lines are numbered.".into(),
+            input_schema: Arc::new(json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "limit": {"type": ["integer", "null"]}},
+                "required": ["path"]
+            })),
+            strict: false,
+            kind: ToolKind::Function,
+        }
+    }
+
+    fn history() -> Vec<Message> {
+        vec![
+            Message::system("Be brief."),
+            Message::user("Show me README.md"),
+            Message::new(
+                Role::Assistant,
+                vec![Part::ToolCall(ToolCallPart {
+                    tool_call_id: "c1".into(),
+                    tool_name: "read".into(),
+                    input: json!({"path": "README.md"}),
+                    provider_executed: false,
+                    provider_metadata: Default::default(),
+                })],
+            ),
+            Message::tool_results(vec![ToolResultPart {
+                tool_call_id: "c1".into(),
+                tool_name: "read".into(),
+                output: ModelOutput::text("1\t# Hello"),
+                provider_executed: false,
+                provider_metadata: Default::default(),
+            }]),
+        ]
+    }
+
+    #[test]
+    fn the_plain_prompt_has_tools_examples_and_history() {
+        let tool = read_tool();
+        let prompt = build(&history(), &[&tool], PromptFormat::Plain);
+        insta::assert_snapshot!(prompt, @r#"
+        Be brief.
+
+        You can use tools. To use one, reply with {"tool": NAME, "arguments": {...}}. To reply to the user, reply with {"answer": TEXT}.
+
+        Tools:
+        - read: Read a text file. Arguments: {"path": string, "limit"?: integer}
+
+        User: Show me the contents of notes.md
+        Assistant: {"tool": "read", "arguments": {"path": "notes.md"}}
+        User: What does config.toml say?
+        Assistant: {"tool": "read", "arguments": {"path": "config.toml"}}
+        User: Show me README.md
+        Assistant: {"tool": "read", "arguments": {"path": "README.md"}}
+        Result: 1	# Hello
+        Assistant:
+        "#);
+    }
+
+    #[test]
+    fn earlier_steps_are_a_prefix_of_later_ones() {
+        let tool = read_tool();
+        for format in [PromptFormat::Plain, PromptFormat::Gemma] {
+            let all = history();
+            let before = build(&all[..2], &[&tool], format);
+            let after = build(&all, &[&tool], format);
+            let stem = before
+                .strip_suffix("Assistant:")
+                .or_else(|| before.strip_suffix("<start_of_turn>model\n"))
+                .unwrap();
+            assert!(after.starts_with(stem), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn gemma_turns_carry_the_preamble_in_the_first_user_turn() {
+        let tool = read_tool();
+        let prompt = build(&history()[1..2], &[&tool], PromptFormat::Gemma);
+        assert!(prompt.starts_with("<start_of_turn>user\nYou can use tools."));
+        assert!(prompt.ends_with("Show me README.md<end_of_turn>\n<start_of_turn>model\n"));
+    }
+
+    #[test]
+    fn long_results_are_cut_and_errors_marked() {
+        let long = "x".repeat(MAX_RESULT_CHARS + 10);
+        let text = result_text(&ModelOutput::text(long));
+        assert!(text.ends_with("x [cut]"));
+        assert_eq!(text.chars().count(), MAX_RESULT_CHARS + 6);
+        assert_eq!(
+            result_text(&ModelOutput::error_text("no such file")),
+            "Error: no such file"
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! The embedded local model, for real: llama.cpp running Gemma 3 270M in this process.
+//!
+//! Needs the model file (`scripts/setup-local-model.sh`, which `scripts/test.sh` runs first);
+//! without it every test here fails with the install command, rather than passing unseen.
+
+use std::sync::{Arc, OnceLock};
+
+use futures::StreamExt;
+use serde_json::Value;
+use toolsmith::agent::{Agent, CallOutcome};
+use toolsmith::providers::local::LocalModel;
+use toolsmith::schema::SchemaValidator;
+use toolsmith::{
+    CallSettings, LanguageModel, Message, ModelPart, ModelRequest, ToolChoice, Toolset,
+    UnifiedFinishReason,
+};
+use toolsmith_builtins::Workspace;
+use toolsmith_sandbox::SandboxPolicy;
+
+/// One model for the whole file: its worker serialises the tests' calls, as it would a
+/// program's.
+fn model() -> LocalModel {
+    static MODEL: OnceLock<LocalModel> = OnceLock::new();
+    MODEL
+        .get_or_init(|| match LocalModel::from_name("") {
+            Ok(model) => model,
+            Err(err) => panic!("{err}"),
+        })
+        .clone()
+}
+
+fn builtins(root: &std::path::Path) -> Toolset {
+    let workspace = Workspace::new(SandboxPolicy::new(root)).unwrap();
+    toolsmith_builtins::all(&workspace)
+}
+
+/// The fixed prompts of the benchmark (`examples/local-prompts.json`).
+fn prompts() -> Vec<Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/local-prompts.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+async fn one_turn(request: &ModelRequest) -> Vec<ModelPart> {
+    let stream = model().stream(request).await.unwrap();
+    stream.map(|p| p.unwrap()).collect().await
+}
+
+fn request(prompt: &str, tools: &Toolset, choice: ToolChoice) -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user(prompt)],
+        tools: tools.declarations(),
+        tool_choice: choice,
+        ..Default::default()
+    }
+}
+
+fn finish_of(parts: &[ModelPart]) -> (UnifiedFinishReason, toolsmith::Usage) {
+    match parts.last() {
+        Some(ModelPart::Finish {
+            finish_reason,
+            usage,
+            ..
+        }) => (finish_reason.unified, *usage),
+        other => panic!("the stream did not end with finish: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_writes_a_file_through_the_loop_and_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let agent = Agent::builder(model()).tools(tools).max_steps(4).build();
+
+    let out = agent.run("Create notes.txt saying hello").await.unwrap();
+    let write = out.steps[0]
+        .tool_results
+        .iter()
+        .find(|r| r.tool_name == "write")
+        .unwrap_or_else(|| panic!("no write call: {:?}", out.steps));
+    assert!(matches!(write.outcome, CallOutcome::Output(_)), "{write:?}");
+    let written = std::fs::read_to_string(dir.path().join("notes.txt")).unwrap();
+    assert!(written.to_lowercase().contains("hello"), "{written:?}");
+    // The step after a tool result is an answer (the tool-round policy), so the run ends.
+    assert_eq!(out.steps.len(), 2, "{:?}", out.steps);
+    assert!(!out.text.is_empty());
+
+    let out = agent
+        .run("Show me the contents of notes.txt")
+        .await
+        .unwrap();
+    let read = out.steps[0]
+        .tool_results
+        .iter()
+        .find(|r| r.tool_name == "read")
+        .unwrap_or_else(|| panic!("no read call: {:?}", out.steps));
+    let shown = read.output_value().unwrap().to_string();
+    assert!(shown.contains(&written.trim().to_string()), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_call_matches_its_tools_schema_for_twenty_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let declarations = tools.declarations();
+    let prompts = prompts();
+    assert_eq!(prompts.len(), 20);
+    for case in &prompts {
+        let prompt = case["prompt"].as_str().unwrap();
+        let parts = one_turn(&request(prompt, &tools, ToolChoice::Required)).await;
+        let calls: Vec<_> = parts
+            .iter()
+            .filter_map(|p| match p {
+                ModelPart::ToolCall(call) => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert!(!calls.is_empty(), "{prompt}: no call in {parts:?}");
+        for call in calls {
+            let declaration = declarations
+                .entries()
+                .iter()
+                .find(|d| *d.name == call.tool_name)
+                .unwrap_or_else(|| panic!("{prompt}: unknown tool {}", call.tool_name));
+            let input: Value = serde_json::from_str(&call.input)
+                .unwrap_or_else(|e| panic!("{prompt}: {e} in {}", call.input));
+            let validator = SchemaValidator::compile(&declaration.input_schema).unwrap();
+            if let Err(errors) = validator.validate(&input) {
+                panic!(
+                    "{prompt}: {} {input} breaks its schema: {errors:?}",
+                    call.tool_name
+                );
+            }
+            let deltas: String = parts
+                .iter()
+                .filter_map(|p| match p {
+                    ModelPart::ToolInputDelta { id, delta } if *id == call.tool_call_id => {
+                        Some(delta.as_str())
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(deltas, call.input, "{prompt}");
+        }
+        assert_eq!(
+            finish_of(&parts).0,
+            UnifiedFinishReason::ToolCalls,
+            "{prompt}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_choice_none_gives_streamed_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let parts = one_turn(&request("Say hello to me", &tools, ToolChoice::None)).await;
+    assert!(!parts.iter().any(|p| matches!(p, ModelPart::ToolCall(_))));
+    let text: String = parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!text.trim().is_empty(), "{parts:?}");
+    let (finish, usage) = finish_of(&parts);
+    assert_eq!(finish, UnifiedFinishReason::Stop);
+    assert!(usage.input.total.unwrap() > 100 && usage.output.total.unwrap() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_tool_is_the_only_choice_and_the_prefix_is_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let choice = ToolChoice::Tool {
+        tool_name: "calculator".into(),
+    };
+    let first = one_turn(&request("What is 6 times 7?", &tools, choice.clone())).await;
+    let second = one_turn(&request("What is 6 times 8?", &tools, choice)).await;
+    for parts in [&first, &second] {
+        let names: Vec<_> = parts
+            .iter()
+            .filter_map(|p| match p {
+                ModelPart::ToolCall(call) => Some(call.tool_name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !names.is_empty() && names.iter().all(|n| *n == "calculator"),
+            "{names:?}"
+        );
+    }
+    // The prompts differ only in their last line: the preamble and examples come from the cache
+    // (unless another test's call ran in between, which only shortens the shared prefix).
+    let (_, usage) = finish_of(&second);
+    let reused = usage.input.cache_read.unwrap();
+    assert!(reused > 100, "reused {reused} of {:?}", usage.input.total);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_token_limit_ends_a_turn_with_length_and_keeps_the_partial_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let mut request = request(
+        "Create notes.txt saying hello",
+        &tools,
+        ToolChoice::Required,
+    );
+    request.settings = CallSettings {
+        max_output_tokens: Some(16),
+        ..Default::default()
+    };
+    let parts = one_turn(&request).await;
+    let (finish, usage) = finish_of(&parts);
+    assert_eq!(finish, UnifiedFinishReason::Length);
+    assert_eq!(usage.output.total, Some(16));
+    let call = parts.iter().find_map(|p| match p {
+        ModelPart::ToolCall(call) => Some(call),
+        _ => None,
+    });
+    // Sixteen tokens reach into the arguments: the cut call is delivered (the loop then tells
+    // the model its arguments are invalid), not lost.
+    let call = call.unwrap_or_else(|| panic!("{parts:?}"));
+    assert!(
+        serde_json::from_str::<Value>(&call.input).is_err(),
+        "{}",
+        call.input
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_that_is_not_a_model_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir.path().join("bogus.gguf");
+    std::fs::write(&bogus, b"not a model").unwrap();
+    let model: Arc<dyn LanguageModel> = Arc::new(LocalModel::new(&bogus));
+    let err = match model.stream(&ModelRequest::default()).await {
+        Ok(stream) => stream
+            .filter_map(|p| async move { p.err() })
+            .next()
+            .await
+            .expect("an error part"),
+        Err(err) => err,
+    };
+    assert!(
+        err.message.contains("could not be loaded") && err.message.contains("bogus.gguf"),
+        "{err}"
+    );
+}
