@@ -87,16 +87,16 @@ async fn the_model_writes_a_file_through_the_loop_and_reads_it_back() {
     assert_eq!(out.steps.len(), 2, "{:?}", out.steps);
     assert!(!out.text.is_empty());
 
-    let out = agent
-        .run("Show me the contents of notes.txt")
-        .await
-        .unwrap();
+    let out = agent.run("Read the file notes.txt").await.unwrap();
     let read = out.steps[0]
         .tool_results
         .iter()
         .find(|r| r.tool_name == "read")
         .unwrap_or_else(|| panic!("no read call: {:?}", out.steps));
-    let shown = read.output_value().unwrap().to_string();
+    let shown = read
+        .output_value()
+        .unwrap_or_else(|| panic!("the read failed: {read:?}"))
+        .to_string();
     assert!(shown.contains(&written.trim().to_string()), "{shown}");
 }
 
@@ -147,7 +147,7 @@ async fn every_call_matches_its_tools_schema_for_twenty_prompts() {
         assert_eq!(
             finish_of(&parts).0,
             UnifiedFinishReason::ToolCalls,
-            "{prompt}"
+            "{prompt}: {parts:?}"
         );
     }
 }
@@ -239,7 +239,7 @@ async fn a_file_that_is_not_a_model_is_a_clear_error() {
     let model: Arc<dyn LanguageModel> = Arc::new(LocalModel::new(&bogus));
     let err = match model.stream(&ModelRequest::default()).await {
         Ok(stream) => stream
-            .filter_map(|p| async move { p.err() })
+            .filter_map(|p| std::future::ready(p.err()))
             .next()
             .await
             .expect("an error part"),

@@ -197,7 +197,6 @@ impl Engine {
         let mut generated = 0u32;
         let mut slow_tokens = 0u32;
         let mut finish = UnifiedFinishReason::Stop;
-        let eos = vocab.eos();
         loop {
             if generated >= job.max_tokens {
                 finish = UnifiedFinishReason::Length;
@@ -211,9 +210,11 @@ impl Engine {
             let wanted = chooser.choose_unconstrained(logits);
             let token = if accepts(&mut grammar, wanted) {
                 wanted
-            } else if parser.is_complete() && accepts(&mut grammar, eos) {
-                // The turn is whole and the model wants to write something else (the next
-                // `User:` line): the turn ends here.
+            } else if parser.is_complete() {
+                // The turn is whole and the model wants to write something the grammar does not
+                // allow (the next `User:` line): the turn ends here. (Not "if the grammar
+                // accepts end of text": a newline taken as the separator before another call
+                // leaves it expecting that call.)
                 break;
             } else {
                 slow_tokens += 1;

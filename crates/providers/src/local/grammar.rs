@@ -83,6 +83,68 @@ pub fn turn_schema(tools: &[&ToolDeclaration]) -> Value {
     })
 }
 
+/// The tool without its optional numeric arguments: what the local model is offered by
+/// default. A small model fills optional numbers with noise (`"offset": 1000000000000000` for
+/// a plain read); the optional strings, arrays and flags it is offered are the ones requests
+/// actually name (`bash`'s `args`, `edit`'s `old_string` / `new_string`).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use serde_json::json;
+/// # use toolsmith_core::{ToolDeclaration, ToolKind};
+/// use toolsmith_providers::local::grammar::without_optional_numbers;
+///
+/// let read = ToolDeclaration {
+///     name: "read".into(),
+///     description: "Read a file.".into(),
+///     input_schema: Arc::new(json!({
+///         "type": "object",
+///         "properties": {
+///             "path": {"type": "string"},
+///             "encoding": {"type": ["string", "null"]},
+///             "offset": {"type": ["integer", "null"]}
+///         },
+///         "required": ["path"]
+///     })),
+///     strict: false,
+///     kind: ToolKind::Function,
+/// };
+/// let slim = without_optional_numbers(&read);
+/// let kept: Vec<&String> = slim.input_schema["properties"].as_object().unwrap().keys().collect();
+/// assert_eq!(kept, ["path", "encoding"]);
+/// ```
+pub fn without_optional_numbers(tool: &ToolDeclaration) -> ToolDeclaration {
+    let schema = &*tool.input_schema;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let is_number = |property: &Value| {
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+        !types.is_empty() && types.iter().all(|t| *t == "integer" || *t == "number")
+    };
+    let mut slim = tool.clone();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        let kept: Map<String, Value> = properties
+            .iter()
+            .filter(|(name, value)| required.contains(&name.as_str()) || !is_number(value))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        if kept.len() < properties.len() {
+            let mut schema = schema.clone();
+            schema["properties"] = Value::Object(kept);
+            slim.input_schema = std::sync::Arc::new(schema);
+        }
+    }
+    slim
+}
+
 /// Moves a tool schema's `$defs` / `definitions` into `defs` under `prefix`, rewriting its
 /// `$ref`s (a `#` root reference becomes a reference to the schema itself, also hoisted).
 fn hoist_defs(schema: &Value, prefix: &str, defs: &mut Map<String, Value>) -> Value {

@@ -62,6 +62,7 @@ struct Inner {
     model_id: String,
     format: PromptFormat,
     tool_rounds: u32,
+    optional_arguments: bool,
     threads: i32,
     context_tokens: u32,
     worker: Mutex<Option<mpsc::Sender<Job>>>,
@@ -91,6 +92,7 @@ impl LocalModel {
                 model_id,
                 format: PromptFormat::default(),
                 tool_rounds: 1,
+                optional_arguments: false,
                 threads,
                 context_tokens: 8192,
                 worker: Mutex::new(None),
@@ -104,6 +106,7 @@ impl LocalModel {
             model_id: self.inner.model_id.clone(),
             format: self.inner.format,
             tool_rounds: self.inner.tool_rounds,
+            optional_arguments: self.inner.optional_arguments,
             threads: self.inner.threads,
             context_tokens: self.inner.context_tokens,
             worker: Mutex::new(None),
@@ -116,6 +119,12 @@ impl LocalModel {
     /// Tool-result rounds after which only an answer is allowed (with tool choice `auto`).
     pub fn with_tool_rounds(self, rounds: u32) -> Self {
         self.with(|i| i.tool_rounds = rounds)
+    }
+
+    /// Whether the model is offered tools' optional numeric arguments (default `false`; see
+    /// [`grammar::without_optional_numbers`]).
+    pub fn with_optional_arguments(self, offered: bool) -> Self {
+        self.with(|i| i.optional_arguments = offered)
     }
 
     /// How turns are marked in the prompt (default [`PromptFormat::Plain`]).
@@ -208,11 +217,26 @@ fn tool_rounds(messages: &[Message]) -> u32 {
         .count() as u32
 }
 
+/// The tools as the model is offered them: whole, or without their optional numbers.
+fn offer(tools: &[&ToolDeclaration], optional_arguments: bool) -> Vec<ToolDeclaration> {
+    tools
+        .iter()
+        .map(|t| {
+            if optional_arguments {
+                (*t).clone()
+            } else {
+                grammar::without_optional_numbers(t)
+            }
+        })
+        .collect()
+}
+
 /// The grammar for a turn over `tools`, the schema part cached per toolset.
 fn turn_grammar(
     request: &ModelRequest,
     tools: &[&ToolDeclaration],
     shape: TurnShape,
+    optional_arguments: bool,
 ) -> Result<String, ModelError> {
     let generate = |tools: &[&ToolDeclaration]| {
         let schema = grammar::turn_schema(tools).to_string();
@@ -241,9 +265,20 @@ fn turn_grammar(
             }
             Arc::new(generate(&only))
         }
-        _ => request.tools.rendered("local-gbnf", |entries| {
-            generate(&provider_tools::split(entries, None).functions)
-        }),
+        _ => {
+            let dialect = if optional_arguments {
+                "local-gbnf-all-arguments"
+            } else {
+                "local-gbnf"
+            };
+            request.tools.rendered(dialect, |entries| {
+                let offered = offer(
+                    &provider_tools::split(entries, None).functions,
+                    optional_arguments,
+                );
+                generate(&offered.iter().collect::<Vec<_>>())
+            })
+        }
     };
     let generated = generated.as_ref().as_ref().map_err(Clone::clone)?;
     grammar::with_turn_root(generated, shape, !tools.is_empty())
@@ -261,7 +296,9 @@ impl LanguageModel for LocalModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let split = provider_tools::split(request.tools.entries(), None);
-        let tools = split.functions;
+        let optional = self.inner.optional_arguments;
+        let offered = offer(&split.functions, optional);
+        let tools: Vec<&ToolDeclaration> = offered.iter().collect();
         let mut warnings = Vec::new();
         if !split.dropped.is_empty() {
             warnings.push(provider_tools::dropped_warning(
@@ -272,7 +309,7 @@ impl LanguageModel for LocalModel {
             ));
         }
         let shape = self.shape(request);
-        let grammar = turn_grammar(request, &tools, shape)?;
+        let grammar = turn_grammar(request, &tools, shape, optional)?;
         let prompt = prompt::build(&request.messages, &tools, self.inner.format);
         let settings = &request.settings;
         let (out, parts) = tokio::sync::mpsc::unbounded_channel();

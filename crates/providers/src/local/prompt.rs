@@ -28,17 +28,25 @@ pub enum PromptFormat {
 pub const MAX_RESULT_CHARS: usize = 1500;
 
 /// Worked examples for the built-in tools: (tool, request, arguments). Only those whose tool
-/// is on offer are shown.
+/// is on offer are shown. Two per tool, interleaved (a small model leans towards the last
+/// examples it saw), worded unlike the benchmark's prompts so that its accuracy is not a
+/// measure of copying.
 const EXAMPLES: &[(&str, &str, &str)] = &[
     (
         "read",
-        "Show me the contents of notes.md",
-        r#"{"path": "notes.md"}"#,
+        "Show me the contents of plan.md",
+        r#"{"path": "plan.md"}"#,
     ),
+    ("glob", "List every .txt file", r#"{"pattern": "**/*.txt"}"#),
     (
         "write",
         "Create todo.txt saying buy milk",
         r#"{"path": "todo.txt", "content": "buy milk"}"#,
+    ),
+    (
+        "grep",
+        "Search for the word error in the code",
+        r#"{"pattern": "error"}"#,
     ),
     (
         "calculator",
@@ -46,24 +54,19 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
         r#"{"expression": "12 * 7"}"#,
     ),
     (
+        "edit",
+        "In app.py, replace port 80 with port 8080",
+        r#"{"path": "app.py", "old_string": "port 80", "new_string": "port 8080"}"#,
+    ),
+    (
         "bash",
         "List the files here",
         r#"{"cmd": "ls", "args": ["-la"]}"#,
     ),
     (
-        "grep",
-        "Where is TODO mentioned in the code?",
-        r#"{"pattern": "TODO"}"#,
-    ),
-    (
-        "glob",
-        "Find all the Python files",
-        r#"{"pattern": "**/*.py"}"#,
-    ),
-    (
-        "edit",
-        "In app.py, change port 80 to port 8080",
-        r#"{"path": "app.py", "old_string": "port 80", "new_string": "port 8080"}"#,
+        "run_code",
+        "Run JavaScript that adds 2 and 3",
+        r#"{"code": "console.log(2 + 3)"}"#,
     ),
     (
         "read",
@@ -71,20 +74,30 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
         r#"{"path": "config.toml"}"#,
     ),
     (
+        "edit",
+        "Change red to blue in colors.css",
+        r#"{"path": "colors.css", "old_string": "red", "new_string": "blue"}"#,
+    ),
+    (
+        "grep",
+        "Which files contain the text main?",
+        r#"{"pattern": "main"}"#,
+    ),
+    (
         "write",
         "Write done into status.txt",
         r#"{"path": "status.txt", "content": "done"}"#,
     ),
     (
-        "calculator",
-        "How much is 250 divided by 5?",
-        r#"{"expression": "250 / 5"}"#,
+        "glob",
+        "Which JSON files are there?",
+        r#"{"pattern": "**/*.json"}"#,
     ),
     ("bash", "Print the current date", r#"{"cmd": "date"}"#),
     (
-        "run_code",
-        "Run JavaScript that adds 2 and 3",
-        r#"{"code": "console.log(2 + 3)"}"#,
+        "calculator",
+        "How much is 250 divided by 5?",
+        r#"{"expression": "250 / 5"}"#,
     ),
 ];
 
@@ -238,12 +251,19 @@ fn result_text(output: &ModelOutput) -> String {
     }
 }
 
-fn first_sentence(description: &str) -> &str {
+/// The first clause of a description's first sentence: what the tool does, without the
+/// details and examples that a small model copies into unrelated calls.
+fn first_sentence(description: &str) -> String {
     let description = description.trim();
-    match description.find(". ") {
-        Some(end) => &description[..=end],
-        None => description,
-    }
+    let sentence = description
+        .find(". ")
+        .map_or(description, |end| &description[..end]);
+    let clause = [": ", " (", " such as "]
+        .iter()
+        .filter_map(|cut| sentence.find(cut))
+        .min()
+        .map_or(sentence, |end| &sentence[..end]);
+    format!("{}.", clause.trim_end_matches('.'))
 }
 
 /// A compact argument list: `{"path": string, "limit"?: integer}`.
@@ -351,8 +371,8 @@ mod tests {
         Tools:
         - read: Read a text file. Arguments: {"path": string, "limit"?: integer}
 
-        User: Show me the contents of notes.md
-        Assistant: {"tool": "read", "arguments": {"path": "notes.md"}}
+        User: Show me the contents of plan.md
+        Assistant: {"tool": "read", "arguments": {"path": "plan.md"}}
         User: What does config.toml say?
         Assistant: {"tool": "read", "arguments": {"path": "config.toml"}}
         User: Show me README.md

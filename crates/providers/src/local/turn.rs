@@ -49,6 +49,7 @@ pub struct TurnParser {
     state: State,
     text_open: bool,
     calls: usize,
+    objects: usize,
     call_id: String,
     tool_name: String,
     input_start: usize,
@@ -75,6 +76,7 @@ impl TurnParser {
             state: State::Between,
             text_open: false,
             calls: 0,
+            objects: 0,
             call_id: String::new(),
             tool_name: String::new(),
             input_start: 0,
@@ -87,9 +89,10 @@ impl TurnParser {
         self.calls
     }
 
-    /// Whether the text so far ends between objects (a complete turn).
+    /// Whether the text so far is a complete turn: at least one object, and nothing after the
+    /// last but whitespace.
     pub fn is_complete(&self) -> bool {
-        self.state == State::Between && self.buf[self.pos..].trim().is_empty()
+        self.objects > 0 && self.state == State::Between && self.buf[self.pos..].trim().is_empty()
     }
 
     /// Adds generated text; returns the parts it completes.
@@ -195,6 +198,7 @@ impl TurnParser {
                 };
                 self.pos += used;
                 self.close_text(out);
+                self.objects += 1;
                 self.state = State::Between;
                 Ok(true)
             }
@@ -292,6 +296,7 @@ impl TurnParser {
                 };
                 self.end_call(out);
                 self.pos += used;
+                self.objects += 1;
                 self.state = State::Between;
                 Ok(true)
             }
