@@ -40,26 +40,13 @@ pub fn models_dir() -> Option<PathBuf> {
 pub fn find_model(name: &str) -> Result<PathBuf, ModelError> {
     let name = name.trim();
     if !DEFAULT_NAMES.contains(&name) {
-        let path = PathBuf::from(name);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(config(format!(
-                "The local model file {} does not exist (from the model string local:{name}).",
-                path.display()
-            )))
-        };
+        return existing(
+            PathBuf::from(name),
+            &format!("from the model string local:{name}"),
+        );
     }
     if let Some(path) = std::env::var_os(MODEL_VARIABLE).filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(config(format!(
-                "The local model file {} named by {MODEL_VARIABLE} does not exist.",
-                path.display()
-            )))
-        };
+        return existing(PathBuf::from(path), &format!("named by {MODEL_VARIABLE}"));
     }
     let dir = models_dir();
     if let Some(path) = dir.as_ref().map(|d| d.join(DEFAULT_MODEL_FILE))
@@ -68,6 +55,18 @@ pub fn find_model(name: &str) -> Result<PathBuf, ModelError> {
         return Ok(path);
     }
     Err(config(missing_message(dir.as_deref())))
+}
+
+/// `path` if it is a file, else the error naming it and where it came from.
+fn existing(path: PathBuf, source: &str) -> Result<PathBuf, ModelError> {
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(config(format!(
+            "The local model file {} does not exist ({source}).",
+            path.display()
+        )))
+    }
 }
 
 /// The error text for a default model that is not installed.
