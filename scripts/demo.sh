@@ -22,7 +22,7 @@ echo "workspace: $workspace" >&2
 
 run() {
     printf '\n\033[1m$ toolsmith run --root %s "%s"\033[0m\n' "$workspace" "$1"
-    "$toolsmith" run --root "$workspace" --tools read,write,edit,glob,grep,calculator "$1"
+    "$toolsmith" run --root "$workspace" "$1"
 }
 
 if [ $# -gt 0 ]; then

@@ -94,7 +94,7 @@ impl LocalModel {
                 tool_rounds: 1,
                 optional_arguments: false,
                 threads,
-                context_tokens: 8192,
+                context_tokens: 4096,
                 worker: Mutex::new(None),
             }),
         }
@@ -137,7 +137,7 @@ impl LocalModel {
         self.with(|i| i.threads = i32::from(threads.max(1)))
     }
 
-    /// The context size in tokens (default 8192).
+    /// The context size in tokens (default 4096).
     pub fn with_context_tokens(self, tokens: u32) -> Self {
         self.with(|i| i.context_tokens = tokens.max(256))
     }
