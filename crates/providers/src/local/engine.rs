@@ -360,21 +360,45 @@ impl Chooser {
         }
     }
 
-    /// The choice among the tokens the grammar allows: the whole vocabulary is checked.
+    /// The choice among the tokens the grammar allows.
+    ///
+    /// The grammar is checked on the [`SHORTLIST`] most likely tokens first (matching a token
+    /// against the grammar is the costly part, and Gemma's vocabulary has 262 144 of them);
+    /// only if it allows none of those is the whole vocabulary checked. For greedy decoding
+    /// this is exact: the most likely allowed token is in the shortlist whenever any allowed
+    /// token is. Sampling then draws from the shortlist's allowed tokens, as a top-k of
+    /// [`SHORTLIST`] would.
     fn choose_constrained(&mut self, logits: &[f32], grammar: &mut LlamaSampler) -> LlamaToken {
         let mut all = candidates(logits);
-        grammar.apply(&mut all);
+        let shortlist_len = SHORTLIST.min(all.data.len());
+        if shortlist_len < all.data.len() {
+            all.data
+                .select_nth_unstable_by(shortlist_len - 1, |a, b| b.logit().total_cmp(&a.logit()));
+        }
+        let mut short = LlamaTokenDataArray::new(all.data[..shortlist_len].to_vec(), false);
+        grammar.apply(&mut short);
+        let allowed =
+            |array: &LlamaTokenDataArray| array.data.iter().any(|d| d.logit() != f32::NEG_INFINITY);
+        let mut pool = if allowed(&short) {
+            short
+        } else {
+            grammar.apply(&mut all);
+            all
+        };
         match &mut self.sampler {
-            None => argmax(all.data.iter().map(|d| (d.id().0 as usize, d.logit()))),
+            None => argmax(pool.data.iter().map(|d| (d.id().0 as usize, d.logit()))),
             Some(sampler) => {
-                sampler.apply(&mut all);
-                all.selected_token().unwrap_or_else(|| {
-                    argmax(all.data.iter().map(|d| (d.id().0 as usize, d.logit())))
+                sampler.apply(&mut pool);
+                pool.selected_token().unwrap_or_else(|| {
+                    argmax(pool.data.iter().map(|d| (d.id().0 as usize, d.logit())))
                 })
             }
         }
     }
 }
+
+/// How many of the most likely tokens the grammar is checked on before the whole vocabulary.
+const SHORTLIST: usize = 512;
 
 fn candidates(logits: &[f32]) -> LlamaTokenDataArray {
     LlamaTokenDataArray::from_iter(
