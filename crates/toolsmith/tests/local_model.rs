@@ -11,8 +11,8 @@ use toolsmith::agent::{Agent, CallOutcome};
 use toolsmith::providers::local::LocalModel;
 use toolsmith::schema::SchemaValidator;
 use toolsmith::{
-    CallSettings, LanguageModel, Message, ModelPart, ModelRequest, ToolChoice, Toolset,
-    UnifiedFinishReason,
+    CallSettings, LanguageModel, Message, ModelPart, ModelRequest, ModelToolCall, ToolChoice,
+    ToolDeclarations, Toolset, UnifiedFinishReason,
 };
 use toolsmith_builtins::Workspace;
 use toolsmith_sandbox::SandboxPolicy;
@@ -54,6 +54,35 @@ fn request(prompt: &str, tools: &Toolset, choice: ToolChoice) -> ModelRequest {
         tools: tools.declarations(),
         tool_choice: choice,
         ..Default::default()
+    }
+}
+
+/// The complete tool calls of a turn.
+fn calls_in(parts: &[ModelPart]) -> Vec<&ModelToolCall> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ToolCall(call) => Some(call),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Panics unless `call` names a tool on offer and its input matches that tool's full schema.
+fn assert_schema_valid(declarations: &ToolDeclarations, call: &ModelToolCall, context: &str) {
+    let declaration = declarations
+        .entries()
+        .iter()
+        .find(|d| *d.name == call.tool_name)
+        .unwrap_or_else(|| panic!("{context}: unknown tool {}", call.tool_name));
+    let input: Value = serde_json::from_str(&call.input)
+        .unwrap_or_else(|e| panic!("{context}: {e} in {}", call.input));
+    let validator = SchemaValidator::compile(&declaration.input_schema).unwrap();
+    if let Err(errors) = validator.validate(&input) {
+        panic!(
+            "{context}: {} {input} breaks its schema: {errors:?}",
+            call.tool_name
+        );
     }
 }
 
@@ -110,29 +139,10 @@ async fn every_call_matches_its_tools_schema_for_twenty_prompts() {
     for case in &prompts {
         let prompt = case["prompt"].as_str().unwrap();
         let parts = one_turn(&request(prompt, &tools, ToolChoice::Required)).await;
-        let calls: Vec<_> = parts
-            .iter()
-            .filter_map(|p| match p {
-                ModelPart::ToolCall(call) => Some(call),
-                _ => None,
-            })
-            .collect();
+        let calls = calls_in(&parts);
         assert!(!calls.is_empty(), "{prompt}: no call in {parts:?}");
         for call in calls {
-            let declaration = declarations
-                .entries()
-                .iter()
-                .find(|d| *d.name == call.tool_name)
-                .unwrap_or_else(|| panic!("{prompt}: unknown tool {}", call.tool_name));
-            let input: Value = serde_json::from_str(&call.input)
-                .unwrap_or_else(|e| panic!("{prompt}: {e} in {}", call.input));
-            let validator = SchemaValidator::compile(&declaration.input_schema).unwrap();
-            if let Err(errors) = validator.validate(&input) {
-                panic!(
-                    "{prompt}: {} {input} breaks its schema: {errors:?}",
-                    call.tool_name
-                );
-            }
+            assert_schema_valid(&declarations, call, prompt);
             let deltas: String = parts
                 .iter()
                 .filter_map(|p| match p {
@@ -181,12 +191,9 @@ async fn a_named_tool_is_the_only_choice_and_the_prefix_is_reused() {
     let first = one_turn(&request("What is 6 times 7?", &tools, choice.clone())).await;
     let second = one_turn(&request("What is 6 times 8?", &tools, choice)).await;
     for parts in [&first, &second] {
-        let names: Vec<_> = parts
+        let names: Vec<_> = calls_in(parts)
             .iter()
-            .filter_map(|p| match p {
-                ModelPart::ToolCall(call) => Some(call.tool_name.as_str()),
-                _ => None,
-            })
+            .map(|call| call.tool_name.as_str())
             .collect();
         assert!(
             !names.is_empty() && names.iter().all(|n| *n == "calculator"),
@@ -217,10 +224,7 @@ async fn the_token_limit_ends_a_turn_with_length_and_keeps_the_partial_call() {
     let (finish, usage) = finish_of(&parts);
     assert_eq!(finish, UnifiedFinishReason::Length);
     assert_eq!(usage.output.total, Some(16));
-    let call = parts.iter().find_map(|p| match p {
-        ModelPart::ToolCall(call) => Some(call),
-        _ => None,
-    });
+    let call = calls_in(&parts).first().copied();
     // Sixteen tokens reach into the arguments: the cut call is delivered (the loop then tells
     // the model its arguments are invalid), not lost.
     let call = call.unwrap_or_else(|| panic!("{parts:?}"));
@@ -271,29 +275,14 @@ async fn sampled_turns_stay_valid() {
         };
         request
     };
-    let calls_of = |parts: &[ModelPart]| -> Vec<(String, String)> {
-        parts
-            .iter()
-            .filter_map(|p| match p {
-                ModelPart::ToolCall(call) => Some((call.tool_name.clone(), call.input.clone())),
-                _ => None,
-            })
-            .collect()
-    };
     // (The same seed gives the same turn only from the same cache state: llama.cpp's numerics
     // depend on how the prompt was split into batches, so that is not asserted.)
     for seed in [7, 8] {
-        let calls = calls_of(&one_turn(&sampled(seed)).await);
-        assert!(!calls.is_empty(), "seed {seed}");
-        for (name, input) in &calls {
-            let declaration = declarations
-                .entries()
-                .iter()
-                .find(|d| *d.name == *name)
-                .unwrap_or_else(|| panic!("unknown tool {name}"));
-            let input: Value = serde_json::from_str(input).unwrap();
-            let validator = SchemaValidator::compile(&declaration.input_schema).unwrap();
-            assert!(validator.validate(&input).is_ok(), "{name} {input}");
+        let parts = one_turn(&sampled(seed)).await;
+        let calls = calls_in(&parts);
+        assert!(!calls.is_empty(), "seed {seed}: {parts:?}");
+        for call in calls {
+            assert_schema_valid(&declarations, call, &format!("seed {seed}"));
         }
     }
 }
