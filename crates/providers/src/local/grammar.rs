@@ -115,18 +115,9 @@ pub fn turn_schema(tools: &[&ToolDeclaration]) -> Value {
 /// ```
 pub fn without_optional_numbers(tool: &ToolDeclaration) -> ToolDeclaration {
     let schema = &*tool.input_schema;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_names(schema);
     let is_number = |property: &Value| {
-        let types: Vec<&str> = match property.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+        let types = non_null_types(property);
         !types.is_empty() && types.iter().all(|t| *t == "integer" || *t == "number")
     };
     let mut slim = tool.clone();
@@ -143,6 +134,27 @@ pub fn without_optional_numbers(tool: &ToolDeclaration) -> ToolDeclaration {
         }
     }
     slim
+}
+
+/// The names an object schema lists as `required`.
+pub(super) fn required_names(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// A property's `type`, one name or a list, without `null`.
+pub(super) fn non_null_types(property: &Value) -> Vec<&str> {
+    match property.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|t| *t != "null")
+    .collect()
 }
 
 /// Moves a tool schema's `$defs` / `definitions` into `defs` under `prefix`, rewriting its

@@ -58,6 +58,14 @@ pub struct LocalModel {
 }
 
 struct Inner {
+    settings: Settings,
+    /// The worker thread's inbox, started by the first call.
+    worker: Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+/// What the `with_*` methods set; a changed copy gets a worker (and a context) of its own.
+#[derive(Clone)]
+struct Settings {
     path: PathBuf,
     model_id: String,
     format: PromptFormat,
@@ -65,7 +73,6 @@ struct Inner {
     optional_arguments: bool,
     threads: i32,
     context_tokens: u32,
-    worker: Mutex<Option<mpsc::Sender<Job>>>,
 }
 
 impl LocalModel {
@@ -86,34 +93,30 @@ impl LocalModel {
             .file_stem()
             .map_or_else(|| "local".to_string(), |s| s.to_string_lossy().into_owned());
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(16)) as i32;
+        Self::with_settings(Settings {
+            path,
+            model_id,
+            format: PromptFormat::default(),
+            tool_rounds: 1,
+            optional_arguments: false,
+            threads,
+            context_tokens: 4096,
+        })
+    }
+
+    fn with_settings(settings: Settings) -> Self {
         LocalModel {
             inner: Arc::new(Inner {
-                path,
-                model_id,
-                format: PromptFormat::default(),
-                tool_rounds: 1,
-                optional_arguments: false,
-                threads,
-                context_tokens: 4096,
+                settings,
                 worker: Mutex::new(None),
             }),
         }
     }
 
-    fn with(mut self, change: impl FnOnce(&mut Inner)) -> Self {
-        let mut inner = Inner {
-            path: self.inner.path.clone(),
-            model_id: self.inner.model_id.clone(),
-            format: self.inner.format,
-            tool_rounds: self.inner.tool_rounds,
-            optional_arguments: self.inner.optional_arguments,
-            threads: self.inner.threads,
-            context_tokens: self.inner.context_tokens,
-            worker: Mutex::new(None),
-        };
-        change(&mut inner);
-        self.inner = Arc::new(inner);
-        self
+    fn with(self, change: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = self.inner.settings.clone();
+        change(&mut settings);
+        Self::with_settings(settings)
     }
 
     /// Tool-result rounds after which only an answer is allowed (with tool choice `auto`).
@@ -144,7 +147,7 @@ impl LocalModel {
 
     /// The GGUF file.
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        &self.inner.settings.path
     }
 
     /// Sends a job to the worker, starting one if there is none yet or it has ended (a panic).
@@ -158,9 +161,9 @@ impl LocalModel {
             None => job,
         };
         let sender = engine::spawn(EngineConfig {
-            path: self.inner.path.clone(),
-            threads: self.inner.threads,
-            context_tokens: self.inner.context_tokens,
+            path: self.inner.settings.path.clone(),
+            threads: self.inner.settings.threads,
+            context_tokens: self.inner.settings.context_tokens,
         });
         sender.send(job).map_err(|_| {
             ModelError::new(
@@ -184,7 +187,7 @@ impl LocalModel {
                     .get("local")
                     .and_then(|o| o.get("toolRounds"))
                     .and_then(serde_json::Value::as_u64)
-                    .map_or(self.inner.tool_rounds, |n| {
+                    .map_or(self.inner.settings.tool_rounds, |n| {
                         n.min(u64::from(u32::MAX)) as u32
                     });
                 if tool_rounds(&request.messages) >= rounds {
@@ -200,9 +203,9 @@ impl LocalModel {
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalModel")
-            .field("path", &self.inner.path)
-            .field("format", &self.inner.format)
-            .field("tool_rounds", &self.inner.tool_rounds)
+            .field("path", &self.inner.settings.path)
+            .field("format", &self.inner.settings.format)
+            .field("tool_rounds", &self.inner.settings.tool_rounds)
             .finish_non_exhaustive()
     }
 }
@@ -291,12 +294,12 @@ impl LanguageModel for LocalModel {
     }
 
     fn model_id(&self) -> &str {
-        &self.inner.model_id
+        &self.inner.settings.model_id
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let split = provider_tools::split(request.tools.entries(), None);
-        let optional = self.inner.optional_arguments;
+        let optional = self.inner.settings.optional_arguments;
         let offered = offer(&split.functions, optional);
         let tools: Vec<&ToolDeclaration> = offered.iter().collect();
         let mut warnings = Vec::new();
@@ -305,18 +308,18 @@ impl LanguageModel for LocalModel {
                 &split.dropped,
                 "local",
                 "local",
-                &self.inner.model_id,
+                &self.inner.settings.model_id,
             ));
         }
         let shape = self.shape(request);
         let grammar = turn_grammar(request, &tools, shape, optional)?;
-        let prompt = prompt::build(&request.messages, &tools, self.inner.format);
+        let prompt = prompt::build(&request.messages, &tools, self.inner.settings.format);
         let settings = &request.settings;
         let (out, parts) = tokio::sync::mpsc::unbounded_channel();
         let _ = out.send(Ok(ModelPart::StreamStart { warnings }));
         self.submit(Job {
             prompt,
-            parse_special: self.inner.format == PromptFormat::Gemma,
+            parse_special: self.inner.settings.format == PromptFormat::Gemma,
             grammar,
             sampling: Sampling {
                 temperature: settings.temperature,
@@ -325,7 +328,7 @@ impl LanguageModel for LocalModel {
                 seed: settings.seed.unwrap_or(0) as u32,
             },
             max_tokens: settings.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            model_id: self.inner.model_id.clone(),
+            model_id: self.inner.settings.model_id.clone(),
             out,
         })?;
         Ok(tokio_stream(parts).boxed())

@@ -14,6 +14,8 @@
 use serde_json::{Value, json};
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolDeclaration};
 
+use super::grammar::{non_null_types, required_names};
+
 /// How turns are marked in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PromptFormat {
@@ -271,11 +273,7 @@ fn signature(schema: &Value) -> String {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return "{}".to_string();
     };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_names(schema);
     let fields: Vec<String> = properties
         .iter()
         .map(|(name, property)| {
@@ -301,14 +299,7 @@ fn type_name(property: &Value) -> String {
             format!("{item}[]")
         }
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(types)) => {
-            let names: Vec<&str> = types
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|t| *t != "null")
-                .collect();
-            names.join(" | ")
-        }
+        Some(Value::Array(_)) => non_null_types(property).join(" | "),
         _ => "any".to_string(),
     }
 }
