@@ -286,3 +286,40 @@ async fn sampled_turns_stay_valid() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_the_model_cannot_serve_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let choice = ToolChoice::Tool {
+        tool_name: "teleport".into(),
+    };
+    let err = model()
+        .stream(&request("Go", &tools, choice))
+        .await
+        .err()
+        .expect("an unknown named tool is refused before the call");
+    assert_eq!(err.kind, toolsmith::ModelErrorKind::InvalidRequest);
+    assert_eq!(
+        err.message,
+        "The tool choice names \"teleport\", which is not on offer."
+    );
+
+    let mut too_long = request("Say hello", &tools, ToolChoice::None);
+    too_long.settings = CallSettings {
+        max_output_tokens: Some(5000),
+        ..Default::default()
+    };
+    let stream = model().stream(&too_long).await.unwrap();
+    let err = stream
+        .filter_map(|p| std::future::ready(p.err()))
+        .next()
+        .await
+        .expect("an error part");
+    assert_eq!(err.kind, toolsmith::ModelErrorKind::InvalidRequest);
+    assert!(
+        err.message
+            .contains("the turn may take 5000 more, but the local model's context holds 4096"),
+        "{err}"
+    );
+}
