@@ -87,7 +87,7 @@ fn read_along(wire: &Wire, payloads: &[String]) -> usize {
 }
 
 /// [`read_along`] through the SSE layer: the stream's body framed as the wire sends it, cut
-/// into `chunking`, parsed by `sse_events` and decoded by `decode_events`.
+/// into `chunking`, parsed and decoded in place by `decode_sse`.
 fn read_along_sse(runtime: &tokio::runtime::Runtime, wire: &Wire, body: &[bytes::Bytes]) -> usize {
     runtime.block_on(async {
         let mut parts = body_parts(wire, body);

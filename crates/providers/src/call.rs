@@ -4,10 +4,9 @@
 use serde_json::Value;
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelStream};
 
-use crate::decode::{StreamDecoder, decode_events};
+use crate::decode::{StreamDecoder, decode_sse};
 use crate::errors::{excerpt, transport_error};
 use crate::http::{HttpSettings, JsonPost};
-use crate::sse::response_events;
 
 /// Decodes a whole (non-streamed) response body into the parts a stream of it would give,
 /// `StreamStart` first and `Finish` last.
@@ -73,8 +72,9 @@ pub async fn call<D: StreamDecoder>(
     let post = post.header("accept", accept)?;
     let response = post.send(client, http).await?;
     if decoding.streaming {
-        return Ok(decode_events(
-            response_events(response, http.idle_timeout),
+        return Ok(decode_sse(
+            response.bytes_stream(),
+            Some(http.idle_timeout),
             decoding.stream,
             warnings,
         ));

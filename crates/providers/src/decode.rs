@@ -1,12 +1,14 @@
 //! The one shape every wire's stream decoder has, and the loop that drives it over SSE.
 
+use std::fmt::Display;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use toolsmith_core::{ModelError, ModelPart, ModelStream};
 
-use crate::sse::SseStream;
+use crate::sse::{Events, Parser, SseStream};
 
 /// Turns one response's event payloads (the `data:` of each server-sent event) into
 /// [`ModelPart`]s. Synchronous and allocation-light, so it can be driven by [`decode_events`]
@@ -79,21 +81,96 @@ pub fn decode_events<D: StreamDecoder>(
     decoder: D,
     warnings: Vec<String>,
 ) -> ModelStream {
-    Box::pin(Decode {
-        events,
-        decoder: Box::new(decoder),
-        parts: vec![ModelPart::StreamStart { warnings }],
-        error: None,
-        finished: false,
-    })
+    Box::pin(Decode::new(events, decoder, warnings))
 }
 
-/// The stream [`decode_events`] returns. A hand-written `poll_next` rather than
-/// `futures::stream::unfold`: unfold moves its whole state (the decoder included) into a new
-/// future and back out for every item, and a `ModelPart` is over 200 bytes, so those moves and
-/// a queue in between were a large share of the decoding time.
-struct Decode<D> {
-    events: SseStream,
+/// [`decode_events`] over a body's bytes, each event decoded where the SSE parser holds it:
+/// no copy of its data and no allocation per event (what [`SseStream`]'s owned events cost).
+/// This is how every provider reads a streamed response; `idle_timeout` is as in
+/// [`crate::sse::sse_events`].
+///
+/// ```
+/// use futures::StreamExt;
+/// use toolsmith_core::ModelPart;
+/// use toolsmith_providers::decode::decode_sse;
+/// use toolsmith_providers::openai_chat::ChatStreamDecoder;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+///             data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+///             data: [DONE]\n\n";
+/// let chunks = futures::stream::iter([Ok::<_, std::convert::Infallible>(body.as_bytes())]);
+/// let parts: Vec<_> = decode_sse(chunks, None, ChatStreamDecoder::new(), Vec::new())
+///     .collect()
+///     .await;
+/// assert!(parts.iter().any(|p| matches!(p, Ok(ModelPart::TextDelta { delta, .. }) if delta == "Hi")));
+/// assert!(matches!(parts.last(), Some(Ok(ModelPart::Finish { .. }))));
+/// # });
+/// ```
+pub fn decode_sse<S, B, E, D>(
+    bytes: S,
+    idle_timeout: Option<Duration>,
+    decoder: D,
+    warnings: Vec<String>,
+) -> ModelStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+    E: Display + Send + 'static,
+    D: StreamDecoder,
+{
+    Box::pin(Decode::new(
+        Events::new(bytes, idle_timeout),
+        decoder,
+        warnings,
+    ))
+}
+
+/// Where [`Decode`] reads event payloads from.
+trait Payloads: Unpin + Send + 'static {
+    /// Polls for the next event and hands its data to `read`: the outer error is the
+    /// transport's (the stream ends after it), `T` what `read` made of the data.
+    fn poll_payload<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: impl FnMut(&str) -> T,
+    ) -> Poll<Option<Result<T, ModelError>>>;
+}
+
+impl Payloads for SseStream {
+    fn poll_payload<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut read: impl FnMut(&str) -> T,
+    ) -> Poll<Option<Result<T, ModelError>>> {
+        self.poll_next_unpin(cx)
+            .map(|event| event.map(|event| event.map(|event| read(&event.data))))
+    }
+}
+
+impl<S, B, E> Payloads for Events<S>
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+    E: Display + Send + 'static,
+{
+    fn poll_payload<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut read: impl FnMut(&str) -> T,
+    ) -> Poll<Option<Result<T, ModelError>>> {
+        self.poll_with(cx, |parser: &mut Parser| {
+            parser.next_data().map(|data| data.map(&mut read))
+        })
+    }
+}
+
+/// The stream [`decode_events`] and [`decode_sse`] return. A hand-written `poll_next` rather
+/// than `futures::stream::unfold`: unfold moves its whole state (the decoder included) into a
+/// new future and back out for every item, and a `ModelPart` is over 200 bytes, so those moves
+/// and a queue in between were a large share of the decoding time.
+struct Decode<P, D> {
+    events: P,
     /// Boxed so the stream is `Unpin` whatever the decoder.
     decoder: Box<D>,
     /// The parts of the last event, in reverse order: the next one is popped off the end, a
@@ -105,7 +182,19 @@ struct Decode<D> {
     finished: bool,
 }
 
-impl<D: StreamDecoder> Stream for Decode<D> {
+impl<P, D> Decode<P, D> {
+    fn new(events: P, decoder: D, warnings: Vec<String>) -> Self {
+        Decode {
+            events,
+            decoder: Box::new(decoder),
+            parts: vec![ModelPart::StreamStart { warnings }],
+            error: None,
+            finished: false,
+        }
+    }
+}
+
+impl<P: Payloads, D: StreamDecoder> Stream for Decode<P, D> {
     type Item = Result<ModelPart, ModelError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -121,12 +210,16 @@ impl<D: StreamDecoder> Stream for Decode<D> {
                 return Poll::Ready(None);
             }
             let parts = &mut this.parts;
-            let result = match ready!(this.events.poll_next_unpin(cx)) {
-                Some(Ok(event)) => this.decoder.push(&event.data, parts),
-                Some(Err(error)) => this.decoder.finish(parts).map_err(|_| error),
+            let decoder = &mut this.decoder;
+            let result = match ready!(
+                this.events
+                    .poll_payload(cx, |data| decoder.push(data, parts))
+            ) {
+                Some(Ok(pushed)) => pushed,
+                Some(Err(error)) => decoder.finish(parts).map_err(|_| error),
                 None => {
                     this.finished = true;
-                    this.decoder.finish(parts)
+                    decoder.finish(parts)
                 }
             };
             parts.reverse();
@@ -135,7 +228,7 @@ impl<D: StreamDecoder> Stream for Decode<D> {
                     this.error = Some(error);
                     this.finished = true;
                 }
-                Ok(()) if this.decoder.is_done() => this.finished = true,
+                Ok(()) if decoder.is_done() => this.finished = true,
                 Ok(()) => {}
             }
         }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use toolsmith_core::{ModelError, ModelPart, ModelStream};
 use toolsmith_providers::anthropic::MessagesStreamDecoder;
-use toolsmith_providers::decode::{StreamDecoder, decode_events};
+use toolsmith_providers::decode::{StreamDecoder, decode_sse};
 use toolsmith_providers::google::GeminiStreamDecoder;
 use toolsmith_providers::openai_chat::ChatStreamDecoder;
 use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
@@ -236,7 +236,7 @@ impl std::ops::AddAssign for Outcome {
     }
 }
 
-/// Decodes one response's payloads with a fresh decoder, the way [`decode_events`] does (stop
+/// Decodes one response's payloads with a fresh decoder, the way [`decode_sse`] does (stop
 /// at the first error or once the decoder is done, then finish). `out` is reused between
 /// events and emptied, so dropping the parts is measured too.
 pub fn decode_payloads(wire: &Wire, payloads: &[String], out: &mut Vec<ModelPart>) -> Outcome {
@@ -260,7 +260,7 @@ pub fn decode_payloads(wire: &Wire, payloads: &[String], out: &mut Vec<ModelPart
     outcome
 }
 
-/// A boxed decoder is a decoder, so [`decode_events`] can drive any table entry.
+/// A boxed decoder is a decoder, so [`decode_sse`] can drive any table entry.
 struct Boxed(Box<dyn StreamDecoder>);
 
 impl StreamDecoder for Boxed {
@@ -300,9 +300,15 @@ pub async fn parse_body(body: &[Bytes]) -> u64 {
 }
 
 /// The parts of one response's SSE body, decoded the way a live response is: the chunks
-/// through [`sse_events`] (no idle timeout) and [`decode_events`] with a fresh decoder.
+/// through [`decode_sse`] (no idle timeout) with a fresh decoder.
 pub fn body_parts(wire: &Wire, body: &[Bytes]) -> ModelStream {
-    decode_events(sse_body(body), Boxed((wire.decoder)()), Vec::new())
+    let chunks: Vec<Bytes> = body.to_vec();
+    decode_sse(
+        futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
+        None,
+        Boxed((wire.decoder)()),
+        Vec::new(),
+    )
 }
 
 /// Decodes one response's SSE body through [`body_parts`], every part pulled from the stream

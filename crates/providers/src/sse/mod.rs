@@ -28,7 +28,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use toolsmith_core::{ModelError, ModelErrorKind};
 
-use parser::Parser;
+pub(crate) use parser::Parser;
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -55,20 +55,13 @@ where
     B: AsRef<[u8]> + Send + 'static,
     E: Display + Send + 'static,
 {
-    Box::pin(Events {
-        bytes: Box::pin(bytes),
-        parser: Parser::default(),
-        idle_timeout,
-        idle: None,
-        ended: false,
-        failed: false,
-    })
+    Box::pin(Events::new(bytes, idle_timeout))
 }
 
 /// The stream [`sse_events`] returns. A hand-written `poll_next` rather than
 /// `futures::stream::unfold`, which moves its whole state (the parser included) in and out of a
 /// new future for every event.
-struct Events<S> {
+pub(crate) struct Events<S> {
     bytes: Pin<Box<S>>,
     parser: Parser,
     idle_timeout: Option<Duration>,
@@ -81,6 +74,80 @@ struct Events<S> {
     failed: bool,
 }
 
+impl<S> Events<S> {
+    /// The events of `bytes` (see [`sse_events`]).
+    pub(crate) fn new(bytes: S, idle_timeout: Option<Duration>) -> Self {
+        Events {
+            bytes: Box::pin(bytes),
+            parser: Parser::default(),
+            idle_timeout,
+            idle: None,
+            ended: false,
+            failed: false,
+        }
+    }
+}
+
+impl<S, B, E> Events<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: Display,
+{
+    /// Polls for the next event, read from the parser by `take` (which returns `None` when the
+    /// parser needs more bytes). Reading, the idle timer and the end of the stream are the same
+    /// whether the event is copied out ([`SseEvent`]) or decoded in place
+    /// ([`crate::decode::decode_sse`]).
+    pub(crate) fn poll_with<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut take: impl FnMut(&mut Parser) -> Option<Result<T, ModelError>>,
+    ) -> Poll<Option<Result<T, ModelError>>> {
+        loop {
+            if self.failed {
+                return Poll::Ready(None);
+            }
+            if let Some(event) = take(&mut self.parser) {
+                self.failed = event.is_err();
+                self.idle = None;
+                return Poll::Ready(Some(event));
+            }
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            let next = match self.bytes.poll_next_unpin(cx) {
+                Poll::Ready(next) => next,
+                Poll::Pending => {
+                    let Some(limit) = self.idle_timeout else {
+                        return Poll::Pending;
+                    };
+                    let idle = self
+                        .idle
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                    ready!(idle.as_mut().poll(cx));
+                    self.failed = true;
+                    return Poll::Ready(Some(Err(ModelError::new(
+                        ModelErrorKind::Timeout,
+                        format!("The stream was idle for more than {limit:?}."),
+                    ))));
+                }
+            };
+            match next {
+                Some(Ok(chunk)) => self.parser.push(chunk.as_ref()),
+                Some(Err(error)) => {
+                    self.failed = true;
+                    return Poll::Ready(Some(Err(ModelError::new(
+                        ModelErrorKind::Network,
+                        format!("The connection failed mid-stream: {error}"),
+                    ))));
+                }
+                // An event not ended by a blank line is dropped (the standard's rule).
+                None => self.ended = true,
+            }
+        }
+    }
+}
+
 impl<S, B, E> Stream for Events<S>
 where
     S: Stream<Item = Result<B, E>>,
@@ -90,53 +157,14 @@ where
     type Item = Result<SseEvent, ModelError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            if this.failed {
-                return Poll::Ready(None);
-            }
-            if let Some(event) = this.parser.next_event() {
-                this.failed = event.is_err();
-                this.idle = None;
-                return Poll::Ready(Some(event));
-            }
-            if this.ended {
-                return Poll::Ready(None);
-            }
-            let next = match this.bytes.poll_next_unpin(cx) {
-                Poll::Ready(next) => next,
-                Poll::Pending => {
-                    let Some(limit) = this.idle_timeout else {
-                        return Poll::Pending;
-                    };
-                    let idle = this
-                        .idle
-                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-                    ready!(idle.as_mut().poll(cx));
-                    this.failed = true;
-                    return Poll::Ready(Some(Err(ModelError::new(
-                        ModelErrorKind::Timeout,
-                        format!("The stream was idle for more than {limit:?}."),
-                    ))));
-                }
-            };
-            match next {
-                Some(Ok(chunk)) => this.parser.push(chunk.as_ref()),
-                Some(Err(error)) => {
-                    this.failed = true;
-                    return Poll::Ready(Some(Err(ModelError::new(
-                        ModelErrorKind::Network,
-                        format!("The connection failed mid-stream: {error}"),
-                    ))));
-                }
-                // An event not ended by a blank line is dropped (the standard's rule).
-                None => this.ended = true,
-            }
-        }
+        self.poll_with(cx, Parser::next_event)
     }
 }
 
 /// The events of a successful response's body.
+///
+/// (The providers decode a response with [`crate::decode::decode_sse`], which reads each event
+/// in place; this is the same stream with each event copied out.)
 pub fn response_events(response: reqwest::Response, idle_timeout: Duration) -> SseStream {
     sse_events(response.bytes_stream(), Some(idle_timeout))
 }

@@ -13,15 +13,18 @@
 //!   `data` line was seen; either way the event type and data start over;
 //! - an event not ended by a blank line when the body ends is dropped.
 //!
-//! The values of `data` and `event` lines are validated as UTF-8 once their line is complete, so a
-//! character split across chunks is whole by the time it is read; invalid UTF-8 there is an
-//! error (elsewhere, in comments and ignored fields, it is ignored with them) (where the standard would
-//! substitute U+FFFD, a provider stream with bad bytes is better reported than guessed at).
+//! The values of `data` and `event` lines are validated as UTF-8 once their line is complete (a
+//! lone `data` line when its event is dispatched), so a character split across chunks is whole
+//! by the time it is read; invalid UTF-8 there is an error (elsewhere, in comments and ignored
+//! fields, it is ignored with them) (where the standard would substitute U+FFFD, a provider
+//! stream with bad bytes is better reported than guessed at).
 //!
-//! Cost: each byte is copied once into the buffer, scanned once for a line end (`memchr`),
-//! validated once, and copied once more into the event's `data`. Consumed bytes are skipped by
-//! an offset; the buffer is compacted only when the consumed part is at least half of it, so
-//! compaction costs amortised O(1) per byte.
+//! Cost: each byte is copied once into the buffer, scanned once for a line end (`memchr`) and
+//! validated once. An event with one `data` line (what every provider sends) is read in place:
+//! [`Parser::next_data`] lends it from the buffer, with no copy and no allocation;
+//! [`Parser::next_event`] copies it once into the owned [`SseEvent`]. Consumed bytes are
+//! skipped by an offset; the buffer is compacted only when the consumed part is at least half
+//! of it, so compaction costs amortised O(1) per byte.
 
 use memchr::memchr2;
 use toolsmith_core::{ModelError, ModelErrorKind};
@@ -49,10 +52,30 @@ pub(crate) struct Parser {
     bom_checked: bool,
     /// The event type buffer (empty: `message`).
     event: String,
-    /// The data buffer, lines joined by `\n`.
+    /// The data of an event with several `data` lines, joined by `\n`.
     data: String,
-    /// A `data` line was seen since the last dispatch (the data may still be empty).
-    has_data: bool,
+    /// What the event's data is so far.
+    pending: Pending,
+}
+
+/// The data of the event being read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// No `data` line yet.
+    #[default]
+    None,
+    /// One `data` line: its value is `buf[start..end]`, not yet validated. [`Parser::push`]
+    /// keeps those bytes (and moves the range with them when it compacts).
+    Line(usize, usize),
+    /// Several lines, validated and joined in `Parser::data`.
+    Joined,
+}
+
+/// A dispatched event, its data still in the parser.
+#[derive(Debug, Clone, Copy)]
+enum Dispatched {
+    Line(usize, usize),
+    Joined,
 }
 
 impl Parser {
@@ -61,18 +84,24 @@ impl Parser {
         if chunk.is_empty() {
             return;
         }
-        if self.pos == self.buf.len() {
-            // Everything was consumed: start over without moving anything.
-            self.buf.clear();
-            self.pos = 0;
-            self.scanned = 0;
-        } else if self.pos >= self.buf.len() - self.pos {
-            // The consumed part is at least as large as the rest: moving the rest costs no more
-            // than the bytes consumed since the last compaction, so it is amortised linear.
-            self.buf.copy_within(self.pos.., 0);
-            self.buf.truncate(self.buf.len() - self.pos);
-            self.scanned -= self.pos;
-            self.pos = 0;
+        // Bytes before `keep` are done with: those before `pos`, except a lone `data` line
+        // of the event being read, which is still lent from here.
+        let keep = match self.pending {
+            Pending::Line(start, _) => start,
+            _ => self.pos,
+        };
+        if keep > 0 && keep >= self.buf.len() - keep {
+            // The part done with is at least as large as the rest (all of it, often: then
+            // nothing moves): moving the rest costs no more than the bytes consumed since the
+            // last compaction, so it is amortised linear.
+            self.buf.copy_within(keep.., 0);
+            self.buf.truncate(self.buf.len() - keep);
+            self.pos -= keep;
+            self.scanned -= keep;
+            if let Pending::Line(start, end) = &mut self.pending {
+                *start -= keep;
+                *end -= keep;
+            }
         }
         self.buf.extend_from_slice(chunk);
     }
@@ -83,6 +112,48 @@ impl Parser {
     ///
     /// `InvalidResponse` when a line is not valid UTF-8.
     pub(crate) fn next_event(&mut self) -> Option<Result<SseEvent, ModelError>> {
+        let dispatched = match self.next_dispatch()? {
+            Ok(dispatched) => dispatched,
+            Err(error) => return Some(Err(error)),
+        };
+        let event = if self.event.is_empty() {
+            "message".to_owned()
+        } else {
+            // The name is short: copy it, keeping the buffer's capacity for the next one.
+            self.event.clone()
+        };
+        self.event.clear();
+        Some(self.data_of(dispatched).map(|data| SseEvent {
+            event,
+            data: data.to_owned(),
+        }))
+    }
+
+    /// The next complete event's data, lent from the parser (the event's name is not read: no
+    /// decoder needs it); `None` when more bytes are needed.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` when a line is not valid UTF-8.
+    pub(crate) fn next_data(&mut self) -> Option<Result<&str, ModelError>> {
+        let dispatched = match self.next_dispatch()? {
+            Ok(dispatched) => dispatched,
+            Err(error) => return Some(Err(error)),
+        };
+        self.event.clear();
+        Some(self.data_of(dispatched))
+    }
+
+    /// The data of the event just dispatched.
+    fn data_of(&self, dispatched: Dispatched) -> Result<&str, ModelError> {
+        match dispatched {
+            Dispatched::Line(start, end) => utf8(&self.buf[start..end]),
+            Dispatched::Joined => Ok(&self.data),
+        }
+    }
+
+    /// Reads lines up to the next dispatched event.
+    fn next_dispatch(&mut self) -> Option<Result<Dispatched, ModelError>> {
         if !self.bom_checked {
             let rest = &self.buf[self.pos..];
             if rest.len() < BOM.len() && BOM.starts_with(rest) {
@@ -146,49 +217,57 @@ impl Parser {
             None if line.is_empty() => return Ok(true),
             None => (line, &b""[..]),
         };
-        let target = match name {
+        match name {
             b"data" => {
-                if self.has_data {
-                    self.data.push('\n');
+                let value_start = end - value.len();
+                match self.pending {
+                    Pending::None => self.pending = Pending::Line(value_start, end),
+                    Pending::Line(first_start, first_end) => {
+                        self.data.clear();
+                        self.data.push_str(utf8(&self.buf[first_start..first_end])?);
+                        self.data.push('\n');
+                        self.data.push_str(utf8(&self.buf[value_start..end])?);
+                        self.pending = Pending::Joined;
+                    }
+                    Pending::Joined => {
+                        self.data.push('\n');
+                        self.data.push_str(utf8(&self.buf[value_start..end])?);
+                    }
                 }
-                self.has_data = true;
-                &mut self.data
             }
             b"event" => {
+                let value = utf8(value)?;
                 self.event.clear();
-                &mut self.event
+                self.event.push_str(value);
             }
             // `id` and `retry` serve reconnection, which a model response never does.
-            _ => return Ok(false),
-        };
-        let value = std::str::from_utf8(value).map_err(|error| {
-            ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!("The event stream is not valid UTF-8: {error}"),
-            )
-        })?;
-        target.push_str(value);
+            _ => {}
+        }
         Ok(false)
     }
 
-    /// Ends the event at a blank line: the event, or `None` when it had no data.
-    fn dispatch(&mut self) -> Option<SseEvent> {
-        let has_data = std::mem::take(&mut self.has_data);
-        let event = if self.event.is_empty() {
-            "message".to_owned()
-        } else {
-            // The name is short: copy it, keeping the buffer's capacity for the next one.
-            self.event.clone()
-        };
-        self.event.clear();
-        if !has_data {
-            self.data.clear();
-            return None;
+    /// Ends the event at a blank line: where its data is, or `None` (the event type reset)
+    /// when it had none.
+    fn dispatch(&mut self) -> Option<Dispatched> {
+        match std::mem::take(&mut self.pending) {
+            Pending::None => {
+                self.event.clear();
+                None
+            }
+            Pending::Line(start, end) => Some(Dispatched::Line(start, end)),
+            Pending::Joined => Some(Dispatched::Joined),
         }
-        // The data moves out whole; the next event's starts with a fresh buffer sized for it.
-        let data = std::mem::take(&mut self.data);
-        Some(SseEvent { event, data })
     }
+}
+
+/// `bytes` as text, or the stream's UTF-8 error.
+fn utf8(bytes: &[u8]) -> Result<&str, ModelError> {
+    std::str::from_utf8(bytes).map_err(|error| {
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!("The event stream is not valid UTF-8: {error}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -259,6 +338,47 @@ mod tests {
         assert_eq!(
             parse(&[b"event: a\nid: 1\nretry: 5\n\ndata\n\nevent: b\ndata:\n\n"]),
             [ok("message", ""), ok("b", "")]
+        );
+    }
+
+    /// The data of every event, read in place with `next_data`.
+    fn parse_data(chunks: &[&[u8]]) -> Vec<String> {
+        let mut parser = Parser::default();
+        let mut data = Vec::new();
+        for chunk in chunks {
+            parser.push(chunk);
+            while let Some(event) = parser.next_data() {
+                data.push(event.expect("valid").to_owned());
+            }
+        }
+        data
+    }
+
+    #[test]
+    fn a_data_line_waiting_for_its_blank_line_survives_a_push_that_compacts() {
+        // After `x` is read, the consumed part is larger than `yyyy`'s line: the next push
+        // compacts the buffer, and the range of `yyyy`, still unread, must move with it.
+        let data = parse_data(&[b"data: xxxxxxxxxxxxxxxx\n\ndata: yyyy\n", b"\n"]);
+        assert_eq!(data, ["xxxxxxxxxxxxxxxx", "yyyy"]);
+        // Everything consumed but the pending line: it is kept, and a fresh chunk appends.
+        let data = parse_data(&[b"data: yyyy\n", b"\r", b"\n", b"data: z\n\n"]);
+        assert_eq!(data, ["yyyy", "z"]);
+        // Byte by byte, and several data lines joined, in place as owned.
+        let body = b"data: a\r\ndata: b\r\n\r\nevent: e\ndata: c\n\n";
+        let chunks: Vec<&[u8]> = body.chunks(1).collect();
+        assert_eq!(parse_data(&chunks), ["a\nb", "c"]);
+        assert_eq!(parse(&chunks), [ok("message", "a\nb"), ok("e", "c")]);
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_lone_data_line_is_an_error_when_its_event_is_read() {
+        let mut parser = Parser::default();
+        parser.push(b"data: \xFF\n\n");
+        let error = parser.next_data().expect("an event").unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("The event stream is not valid UTF-8: ")
         );
     }
 
