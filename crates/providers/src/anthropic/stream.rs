@@ -170,7 +170,7 @@ impl MessagesStreamDecoder {
         if data == "[DONE]" {
             return self.finish(out);
         }
-        let event: Event = match serde_json::from_str(data) {
+        let event: Event<'_> = match serde_json::from_str(data) {
             Ok(event) => event,
             Err(error) => {
                 self.abort(out);
@@ -183,11 +183,17 @@ impl MessagesStreamDecoder {
                 ));
             }
         };
-        match event.kind.as_str() {
-            "message_start" => self.message_start(event.message.unwrap_or_default(), out)?,
+        match event.kind.as_deref().unwrap_or_default() {
+            "message_start" => {
+                self.message_start(event.message.map(|m| *m).unwrap_or_default(), out)?
+            }
             "content_block_start" => {
                 let index = event.index.unwrap_or(0);
-                self.block_start(index, event.content_block.unwrap_or_default(), out);
+                self.block_start(
+                    index,
+                    event.content_block.map(|b| *b).unwrap_or_default(),
+                    out,
+                );
             }
             "content_block_delta" => {
                 if let Some(delta) = event.delta {
@@ -198,21 +204,24 @@ impl MessagesStreamDecoder {
             "message_delta" => {
                 self.open_message();
                 if let Some(delta) = event.delta {
-                    if delta.stop_reason.is_some() {
-                        self.stop_reason = delta.stop_reason;
+                    if let Some(reason) = delta.stop_reason {
+                        self.stop_reason = Some(reason.into_owned());
                     }
-                    self.keep("stop_sequence", delta.stop_sequence.map(Value::String));
-                    self.keep("stop_details", delta.stop_details);
-                    self.keep("container", delta.container);
+                    self.keep(
+                        "stop_sequence",
+                        delta.stop_sequence.map(|s| Value::String(s.into_owned())),
+                    );
+                    self.keep("stop_details", delta.stop_details.map(|v| *v));
+                    self.keep("container", delta.container.map(|v| *v));
                 }
-                if let Some(usage) = event.usage {
+                if let Some(usage) = event.usage.map(|u| *u) {
                     self.usage.merge(usage);
                 }
             }
             "message_stop" => self.message_stop(out),
             "error" => {
                 self.abort(out);
-                return Err(stream_error(event.error.as_ref()));
+                return Err(stream_error(event.error.as_deref()));
             }
             // `ping` and event types this build does not know.
             _ => {}
@@ -499,7 +508,7 @@ impl MessagesStreamDecoder {
         out.extend(sources.into_iter().map(ModelPart::Source));
     }
 
-    fn block_delta(&mut self, index: u64, delta: Delta, out: &mut Vec<ModelPart>) {
+    fn block_delta(&mut self, index: u64, delta: Delta<'_>, out: &mut Vec<ModelPart>) {
         let Some((_, block)) = self.blocks.iter_mut().find(|(i, _)| *i == index) else {
             return;
         };
@@ -508,18 +517,18 @@ impl MessagesStreamDecoder {
                 if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
                     out.push(ModelPart::TextDelta {
                         id: id.clone(),
-                        delta: text,
+                        delta: text.into_owned(),
                     });
                 }
             }
             (Block::Text { citations, .. }, Some("citations_delta")) => {
-                citations.extend(delta.citation);
+                citations.extend(delta.citation.map(|c| *c));
             }
             (Block::Reasoning { id, .. }, Some("thinking_delta")) => {
                 if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
                     out.push(ModelPart::ReasoningDelta {
                         id: id.clone(),
-                        delta: text,
+                        delta: text.into_owned(),
                     });
                 }
             }
@@ -533,7 +542,7 @@ impl MessagesStreamDecoder {
                     input.push_str(&json);
                     out.push(ModelPart::ToolInputDelta {
                         id: id.clone(),
-                        delta: json,
+                        delta: json.into_owned(),
                     });
                 }
             }

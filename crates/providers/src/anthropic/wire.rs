@@ -1,20 +1,29 @@
 //! Messages API stream events, as the server sends them: every field optional.
+//!
+//! The event and its `delta`, parsed for every streamed token, borrow from the payload
+//! ([`Str`]): only the strings the decoder keeps are copied. The rare payloads (a message's
+//! start, a block's start) are owned.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::borrowed::Str;
+
 /// One stream event (the `data:` of an SSE event); `type` says which.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Event {
-    #[serde(rename = "type")]
-    pub kind: String,
+pub(crate) struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Str<'a>>,
     pub index: Option<u64>,
-    pub message: Option<WireMessage>,
-    pub content_block: Option<Map<String, Value>>,
-    pub delta: Option<Delta>,
-    pub usage: Option<WireUsage>,
-    pub error: Option<Value>,
+    /// Boxed, like the other fields a token's event lacks: serde builds the event on the
+    /// stack and moves it, so every inline byte is copied for every token.
+    pub message: Option<Box<WireMessage>>,
+    pub content_block: Option<Box<Map<String, Value>>>,
+    #[serde(borrow)]
+    pub delta: Option<Delta<'a>>,
+    pub usage: Option<Box<WireUsage>>,
+    pub error: Option<Box<Value>>,
 }
 
 /// A message: the payload of `message_start`, or a whole non-streamed response body.
@@ -37,18 +46,24 @@ pub(crate) struct WireMessage {
 /// `message_delta` (stop reason and friends).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Delta {
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub text: Option<String>,
-    pub partial_json: Option<String>,
-    pub thinking: Option<String>,
-    pub signature: Option<String>,
-    pub citation: Option<Value>,
-    pub stop_reason: Option<String>,
-    pub stop_sequence: Option<String>,
-    pub stop_details: Option<Value>,
-    pub container: Option<Value>,
+pub(crate) struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub text: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub partial_json: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub thinking: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub signature: Option<Str<'a>>,
+    pub citation: Option<Box<Value>>,
+    #[serde(borrow)]
+    pub stop_reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub stop_sequence: Option<Str<'a>>,
+    pub stop_details: Option<Box<Value>>,
+    pub container: Option<Box<Value>>,
 }
 
 /// Token counts; `message_delta` repeats or completes those of `message_start`.

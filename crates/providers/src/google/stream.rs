@@ -246,7 +246,7 @@ impl GeminiStreamDecoder {
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
             self.part(part, out)?;
         }
-        if let Some(grounding) = candidate.grounding_metadata {
+        if let Some(grounding) = candidate.grounding_metadata.map(|g| *g) {
             for query in grounding.web_search_queries {
                 if let Value::String(query) = query {
                     self.queries.insert(query);
@@ -258,7 +258,7 @@ impl GeminiStreamDecoder {
                 }
             }
         }
-        if let Some(citations) = candidate.citation_metadata {
+        if let Some(citations) = candidate.citation_metadata.map(|c| *c) {
             for citation in citations.citation_sources {
                 self.source(citation.uri.as_deref(), citation.title.as_deref(), out);
             }
@@ -288,14 +288,14 @@ impl GeminiStreamDecoder {
             .filter(|s| !s.is_empty())
             .map(Str::into_owned);
         if let Some(call) = part.function_call {
-            return self.function_call(call, signature, out);
+            return self.function_call(*call, signature, out);
         }
         if let Some(code) = part.executable_code {
-            self.executable_code(code, signature, out);
+            self.executable_code(*code, signature, out);
             return Ok(());
         }
         if let Some(result) = part.code_execution_result {
-            self.code_result(result, signature, out);
+            self.code_result(*result, signature, out);
             return Ok(());
         }
         if let Some(data) = part.inline_data {

@@ -35,10 +35,11 @@ pub(crate) struct Candidate<'a> {
     pub content: Option<Content<'a>>,
     #[serde(borrow)]
     pub finish_reason: Option<Str<'a>>,
+    /// Boxed: rare, and inline they would be copied with every candidate.
     #[serde(borrow)]
-    pub grounding_metadata: Option<GroundingMetadata<'a>>,
+    pub grounding_metadata: Option<Box<GroundingMetadata<'a>>>,
     #[serde(borrow)]
-    pub citation_metadata: Option<CitationMetadata<'a>>,
+    pub citation_metadata: Option<Box<CitationMetadata<'a>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,14 +57,16 @@ pub(crate) struct WirePart<'a> {
     pub thought: Option<bool>,
     #[serde(borrow)]
     pub thought_signature: Option<Str<'a>>,
+    /// Boxed, like the other fields a text part lacks: serde builds each part on the stack
+    /// and moves it into the `Vec`, so every inline byte is copied for every text delta.
     #[serde(borrow)]
-    pub function_call: Option<FunctionCall<'a>>,
+    pub function_call: Option<Box<FunctionCall<'a>>>,
     #[serde(borrow)]
-    pub inline_data: Option<InlineData<'a>>,
+    pub inline_data: Option<Box<InlineData<'a>>>,
     /// Code the model ran with the code execution tool: `{language, code}`.
-    pub executable_code: Option<Value>,
+    pub executable_code: Option<Box<Value>>,
     /// Its result: `{outcome, output}`.
-    pub code_execution_result: Option<Value>,
+    pub code_execution_result: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

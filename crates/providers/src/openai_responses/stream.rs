@@ -10,6 +10,7 @@ use super::items::{self, Kind};
 use super::wire::{Event, HANDLED, ResponseInfo};
 
 mod close;
+use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
 use crate::sse::SseStream;
@@ -198,7 +199,7 @@ impl ResponsesStreamDecoder {
             // A refusal is the answer the user gets: it streams as text.
             "response.output_text.delta" | "response.refusal.delta" => {
                 let slot = self.slot_or_create(index, item_id, Kind::Message, out);
-                let delta = event.delta.unwrap_or_default().into_owned();
+                let delta = event.delta.map(Str::into_owned).unwrap_or_default();
                 self.text_delta(slot, delta, out);
             }
             "response.output_text.annotation.added" => {

@@ -1,6 +1,7 @@
 //! Responses stream events, typed for the fields the decoder reads.
 //!
-//! Strings borrow from the payload when they have no escapes; everything else in an event (the
+//! Strings borrow from the payload when they have no escapes ([`Str`]: an `Option<Cow<str>>`
+//! field would always copy); everything else in an event (the
 //! whole `response` object repeated in `response.created` and `response.completed`, logprobs,
 //! obfuscation padding…) is skipped without being built. Output items and annotations stay
 //! [`Value`]s: hosted results carry them verbatim.
@@ -10,6 +11,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::borrowed::Str;
+
 /// One event (`data:` payload). Every field is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -18,15 +21,15 @@ pub(crate) struct Event<'a> {
     pub kind: Cow<'a, str>,
     pub output_index: Option<u64>,
     #[serde(borrow)]
-    pub item_id: Option<Cow<'a, str>>,
+    pub item_id: Option<Str<'a>>,
     #[serde(borrow)]
-    pub delta: Option<Cow<'a, str>>,
+    pub delta: Option<Str<'a>>,
     pub summary_index: Option<u64>,
     pub content_index: Option<u64>,
     #[serde(borrow)]
-    pub arguments: Option<Cow<'a, str>>,
+    pub arguments: Option<Str<'a>>,
     #[serde(borrow)]
-    pub input: Option<Cow<'a, str>>,
+    pub input: Option<Str<'a>>,
     pub item: Option<Value>,
     pub annotation: Option<Value>,
     pub response: Option<ResponseInfo>,
