@@ -29,6 +29,7 @@ use toolsmith_core::{
     ProviderMetadata, UnifiedFinishReason, Usage,
 };
 
+use super::forced::Skeleton;
 use super::turn::TurnParser;
 
 /// One turn to generate.
@@ -36,6 +37,8 @@ pub(crate) struct Job {
     pub prompt: String,
     pub parse_special: bool,
     pub grammar: String,
+    /// What the turn's lines must begin with, for jump-forward decoding.
+    pub skeleton: Skeleton,
     pub sampling: Sampling,
     pub max_tokens: u32,
     pub model_id: String,
@@ -196,6 +199,9 @@ impl Engine {
         let mut pending = Vec::<u8>::new();
         let mut generated = 0u32;
         let mut slow_tokens = 0u32;
+        let mut forced_tokens = 0u32;
+        // The turn's current line, for the skeleton.
+        let mut line = String::new();
         let mut finish = UnifiedFinishReason::Stop;
         loop {
             if generated >= job.max_tokens {
@@ -225,14 +231,31 @@ impl Engine {
             }
             grammar.accept(token);
             generated += 1;
+            let mut batch = vec![token];
             pending.extend(vocab.token_to_piece(token, false, None));
-            let text = take_utf8(&mut pending);
+            let mut text = take_utf8(&mut pending);
+            track_line(&mut line, &text);
+            // Jump forward over what the turn cannot avoid: evaluated with this token, in one
+            // batch (about the cost of this token alone).
+            if let Some(forced) = job.skeleton.forced(&line) {
+                let budget = job.max_tokens - generated;
+                let more = self.forced_tokens(forced, &mut grammar, budget as usize);
+                for &token in &more {
+                    pending.extend(vocab.token_to_piece(token, false, None));
+                }
+                let more_text = take_utf8(&mut pending);
+                track_line(&mut line, &more_text);
+                text.push_str(&more_text);
+                generated += more.len() as u32;
+                forced_tokens += more.len() as u32;
+                batch.extend(more);
+            }
             if !text.is_empty() {
                 for part in parser.push(&text)? {
                     let _ = job.out.send(Ok(part));
                 }
             }
-            self.decode(&[token], self.cached.len())?;
+            self.decode(&batch, self.cached.len())?;
         }
         for part in parser.finish() {
             let _ = job.out.send(Ok(part));
@@ -249,6 +272,7 @@ impl Engine {
                 "generatedTokens": generated,
                 "generateMs": millis(done - prompt_done),
                 "grammarFallbackTokens": slow_tokens,
+                "forcedTokens": forced_tokens,
             }
         });
         let _ = job.out.send(Ok(ModelPart::Finish {
@@ -270,6 +294,39 @@ impl Engine {
             provider_metadata: ProviderMetadata(metadata.as_object().cloned().unwrap_or_default()),
         }));
         Ok(())
+    }
+
+    /// The tokens of `forced` text the grammar accepts, in order, at most `budget` of them,
+    /// each accepted into the grammar; none when the text does not tokenise back to itself
+    /// (then it is no use as the model's own continuation).
+    fn forced_tokens(
+        &self,
+        forced: &str,
+        grammar: &mut LlamaSampler,
+        budget: usize,
+    ) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let mut tokens = vocab.tokenize(forced.as_bytes(), false, false);
+        let pieces: Vec<u8> = tokens
+            .iter()
+            .flat_map(|&t| vocab.token_to_piece(t, false, None))
+            .collect();
+        if pieces != forced.as_bytes() {
+            return Vec::new();
+        }
+        tokens.truncate(budget);
+        let allowed = tokens
+            .iter()
+            .take_while(|&&token| {
+                let ok = accepts(grammar, token);
+                if ok {
+                    grammar.accept(token);
+                }
+                ok
+            })
+            .count();
+        tokens.truncate(allowed);
+        tokens
     }
 
     /// Brings the cache to `tokens`, reusing the longest cached prefix; returns its length.
@@ -415,6 +472,17 @@ fn argmax(scores: impl Iterator<Item = (usize, f32)>) -> LlamaToken {
         if score > best.1 { (i, score) } else { best }
     });
     LlamaToken(best as i32)
+}
+
+/// Keeps `line` the text after the last newline of the turn, as `text` is appended.
+fn track_line(line: &mut String, text: &str) {
+    match text.rfind('\n') {
+        Some(at) => {
+            line.clear();
+            line.push_str(&text[at + 1..]);
+        }
+        None => line.push_str(text),
+    }
 }
 
 /// Takes the longest valid UTF-8 prefix out of `pending` (a token may end inside a character).

@@ -26,6 +26,7 @@
 //! ```
 
 mod engine;
+mod forced;
 pub mod grammar;
 pub mod lookup;
 pub mod prompt;
@@ -42,6 +43,7 @@ use toolsmith_core::{
 };
 
 use self::engine::{EngineConfig, Job, Sampling};
+use self::forced::Skeleton;
 use self::grammar::TurnShape;
 pub use self::prompt::PromptFormat;
 use crate::provider_tools;
@@ -321,6 +323,7 @@ impl LanguageModel for LocalModel {
             prompt,
             parse_special: self.inner.settings.format == PromptFormat::Gemma,
             grammar,
+            skeleton: Skeleton::new(&tools, shape),
             sampling: Sampling {
                 temperature: settings.temperature,
                 top_p: settings.top_p,
