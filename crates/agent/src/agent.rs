@@ -11,6 +11,7 @@ use toolsmith_core::{
     CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver, Toolset,
 };
 
+use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
 use crate::run::Run;
 use crate::{ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition};
 
@@ -38,6 +39,7 @@ pub(crate) struct AgentInner {
     layers: Vec<Arc<dyn Layer>>,
     loop_detection: Option<LoopDetection>,
     tool_timeout: Option<Duration>,
+    pub(crate) approval: ApprovalSettings,
 }
 
 impl AgentInner {
@@ -88,6 +90,7 @@ impl Agent {
                 layers: Vec::new(),
                 loop_detection: None,
                 tool_timeout: None,
+                approval: ApprovalSettings::default(),
             },
         }
     }
@@ -265,6 +268,29 @@ impl AgentBuilder {
     /// The time limit of tool calls whose tools set none.
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.inner.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Which tools need approval agent-wide (default [`ApprovalPolicy::None`]: only those that
+    /// ask themselves). It adds to the tools' own settings and never lowers them.
+    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.inner.approval.policy = policy;
+        self
+    }
+
+    /// How long an approval may wait (default 5 minutes) and what happens when nobody answered
+    /// in time (default [`TimeoutAction::Deny`]). Pauses are data, so the timeout is applied
+    /// when the run resumes: an unanswered approval older than `timeout` is decided by `action`.
+    pub fn approval_timeout(mut self, timeout: Duration, action: TimeoutAction) -> Self {
+        self.inner.approval.timeout = timeout;
+        self.inner.approval.timeout_action = action;
+        self
+    }
+
+    /// The key approval ids are made with (default: random per agent). Set the same stored key
+    /// on every process that may resume a thread another one paused.
+    pub fn approval_key(mut self, key: ApprovalKey) -> Self {
+        self.inner.approval.key = key;
         self
     }
 

@@ -4,12 +4,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use toolsmith_core::{CancellationToken, Dependencies, Message, SessionState};
+use toolsmith_core::{
+    CancellationToken, Dependencies, Message, SessionState, ToolApprovalResponse,
+};
 
 /// What a run starts from: the thread so far, and the run's context.
 ///
 /// A prompt string is a one-message thread. Resuming a paused run is running again with the
-/// stored thread plus the answers (a client tool's result appended as a tool message).
+/// stored thread plus the answers: approval answers in [`approvals`](Self::approvals), a client
+/// tool's result appended as a tool message.
 ///
 /// ```
 /// use toolsmith_agent::RunInput;
@@ -37,6 +40,9 @@ pub struct RunInput {
     pub deps: Option<Arc<Dependencies>>,
     /// Variables: flags for optional tools, values tools declare.
     pub variables: HashMap<String, String>,
+    /// Answers to the approvals the thread waits for (resuming a paused run). An answer that
+    /// matches no waiting approval fails the run before anything happens.
+    pub approvals: Vec<ToolApprovalResponse>,
     /// Cancels the run from outside.
     pub cancellation: Option<CancellationToken>,
 }
@@ -83,6 +89,12 @@ impl RunInput {
     /// Sets a variable.
     pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.variables.insert(name.into(), value.into());
+        self
+    }
+
+    /// Adds an answer to a waiting approval.
+    pub fn with_approval(mut self, answer: ToolApprovalResponse) -> Self {
+        self.approvals.push(answer);
         self
     }
 

@@ -42,6 +42,7 @@
 //! ```
 
 mod agent;
+mod approval;
 mod emit;
 mod execute;
 mod input;
@@ -49,12 +50,17 @@ mod output;
 mod policy;
 mod prepare;
 mod repair;
+mod resume;
 mod run;
 mod step;
 mod stop;
 mod stream;
 
 pub use agent::{Agent, AgentBuilder};
+pub use approval::{
+    AUTO_APPROVED, ApprovalKey, ApprovalPolicy, DENIED_BY_REVIEWER, TIMED_OUT, TIMED_OUT_ERROR,
+    TimeoutAction,
+};
 pub use input::RunInput;
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;

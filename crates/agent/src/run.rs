@@ -1,20 +1,23 @@
 //! One run of the loop.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelOutput, ModelRequest, Part, Pause, PauseKind, Role, RunPart, RunScope, ToolError,
-    ToolResultPart, Toolset, Usage,
+    ModelOutput, ModelRequest, ModelToolCall, Part, Pause, PauseKind, Role, RunPart, RunScope,
+    ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart, Toolset, Usage,
 };
 
 use crate::agent::AgentInner;
+use crate::approval::{ApprovalKey, now_millis};
 use crate::emit::Emitter;
 use crate::execute::{CallRunner, cancelled_in_flight};
 use crate::input::flag_is_on;
 use crate::output::model_error_code;
-use crate::prepare::{Action, PreparedCall};
+use crate::prepare::{Action, PreparedCall, prepare};
+use crate::resume::{Decision, WaitingCall, always_approved, decide, waiting_calls};
 use crate::step::{ModelTurn, consume};
 use crate::{
     CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
@@ -40,6 +43,11 @@ pub(crate) struct Run {
     usage: Usage,
     finish_reason: FinishReason,
     pending: Vec<Pause>,
+    /// Calls of the loaded thread that wait for an answer, and the caller's approval answers.
+    waiting: Vec<WaitingCall>,
+    answers: Vec<ToolApprovalResponse>,
+    /// Tools approved with `always` in this thread.
+    always: HashSet<String>,
     cancel: CancellationToken,
     emit: Emitter,
 }
@@ -58,6 +66,7 @@ impl Run {
             state,
             deps,
             variables,
+            approvals,
             cancellation,
         } = input;
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -70,9 +79,6 @@ impl Run {
             deps: deps.unwrap_or_default(),
             events: events.clone(),
         });
-        repair_orphans(&mut messages, &[]);
-        let input_len = messages.len();
-
         let mut tools = agent.tools();
         if let Some(resolver) = &agent.resolver {
             match resolver.resolve(&scope).await {
@@ -82,8 +88,8 @@ impl Run {
                         kind: RunErrorKind::Config(format!("The tool resolver failed: {e}")),
                         output: Box::new(RunOutput {
                             run_id,
+                            input_len: messages.len(),
                             messages,
-                            input_len,
                             ..Default::default()
                         }),
                     });
@@ -98,6 +104,16 @@ impl Run {
                     .is_none_or(|flag| variables.get(flag).is_some_and(|v| flag_is_on(v)))
             });
         }
+
+        // Calls waiting for an answer are not orphans: repair leaves them unanswered.
+        let waiting = waiting_calls(&messages, &tools);
+        let ids: Vec<&str> = waiting
+            .iter()
+            .map(|w| w.call.tool_call_id.as_str())
+            .collect();
+        repair_orphans(&mut messages, &ids);
+        let input_len = messages.len();
+        let always = always_approved(&messages, &agent.approval.key);
 
         let mut request = ModelRequest {
             tools: tools.declarations(),
@@ -124,6 +140,9 @@ impl Run {
             usage: Usage::default(),
             finish_reason: FinishReason::default(),
             pending: Vec::new(),
+            waiting,
+            answers: approvals,
+            always,
             cancel,
             emit: Emitter::new(events),
         })
@@ -133,7 +152,17 @@ impl Run {
     pub(crate) async fn drive(mut self) -> Result<RunOutput, RunError> {
         let run_id = self.scope.run_id.to_string();
         self.emit.emit(|| RunPart::Start { run_id });
-        let max_steps = self.agent.max_steps;
+        if !self.waiting.is_empty() || !self.answers.is_empty() {
+            if let Err(kind) = self.resume().await {
+                return Err(self.fail(kind));
+            }
+        }
+        // Calls still waiting: the model is not called until they are answered.
+        let max_steps = if self.pending.is_empty() {
+            self.agent.max_steps
+        } else {
+            0
+        };
         for step in 0..max_steps {
             match self.step(step).await {
                 Ok(true) => continue,
@@ -244,8 +273,11 @@ impl Run {
                 Action::Run(tool) => {
                     let job = runner.job(index, &call.id, tool.clone(), call.input.clone());
                     // Fail closed: a call that needs approval never runs unapproved.
-                    if tool.meta().approval.required(&job.input, &job.cx) {
-                        outcomes[index] = Some(CallOutcome::Paused(approval_pause(call)));
+                    if self.agent.approval.required(tool, &job.input, &job.cx)
+                        && !self.always.contains(&call.name)
+                    {
+                        let pause = approval_pause(call, &self.agent.approval.key);
+                        outcomes[index] = Some(CallOutcome::Paused(pause));
                     } else {
                         jobs.push(job);
                     }
@@ -341,6 +373,9 @@ impl Run {
             CallOutcome::Output(out) => Some(out.model.clone()),
             CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
             CallOutcome::Paused(pause) => {
+                if pause.kind == PauseKind::Approval {
+                    self.record_approval_request(pause);
+                }
                 self.pending.push(pause.clone());
                 None
             }
@@ -365,6 +400,131 @@ impl Run {
             input: call.input.clone(),
             outcome: outcome.clone(),
         });
+    }
+
+    /// Records a pending approval in the thread, after its call in the assistant message.
+    fn record_approval_request(&mut self, pause: &Pause) {
+        let Some(assistant) = self
+            .request
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+        else {
+            return;
+        };
+        assistant
+            .content
+            .push(Part::ToolApprovalRequest(ToolApprovalRequest {
+                approval_id: approval_id_of(pause),
+                tool_call_id: pause.tool_call_id.clone(),
+                tool_name: pause.tool_name.clone(),
+                input: pause.input.clone(),
+                requested_at: Some(now_millis()),
+            }));
+    }
+
+    /// Answers the calls the loaded thread left waiting, before the first step: approved calls
+    /// run (with the reviewer's input, validated again), denied ones get the reason as their
+    /// error result, and calls without an answer keep waiting (then the model is not called).
+    /// Results and answers go into the tool message after the calls, in call order.
+    async fn resume(&mut self) -> Result<(), RunErrorKind> {
+        let waiting = std::mem::take(&mut self.waiting);
+        let answers = std::mem::take(&mut self.answers);
+        let decisions = decide(&waiting, &answers, &self.agent.approval, now_millis())
+            .map_err(RunErrorKind::Config)?;
+        let runner = CallRunner {
+            stack: self.stack.clone(),
+            scope: self.scope.clone(),
+            step: 0,
+            cancel: self.cancel.clone(),
+        };
+        let mut parts = Vec::new();
+        for (index, (waiting, decision)) in waiting.iter().zip(decisions).enumerate() {
+            let call = &waiting.call;
+            let (outcome, answer) = match decision {
+                Decision::Wait(pause) => {
+                    self.pending.push(pause);
+                    continue;
+                }
+                Decision::Fail(error) => (CallOutcome::Error(error), None),
+                Decision::Deny { reason, answer } => {
+                    self.emit.emit(|| RunPart::ToolOutputDenied {
+                        tool_call_id: call.tool_call_id.clone(),
+                        tool_name: call.tool_name.clone(),
+                        reason: Some(reason.clone()),
+                    });
+                    let error = ToolError::new(DENIED, reason);
+                    (CallOutcome::Error(error), Some(answer))
+                }
+                Decision::Run { input, answer } => {
+                    if answer.as_ref().is_some_and(|a| a.always) {
+                        self.always.insert(call.tool_name.clone());
+                    }
+                    let model_call =
+                        ModelToolCall::new(&call.tool_call_id, &call.tool_name, input.to_string());
+                    let outcome = match prepare(&model_call, &self.tools).action {
+                        Action::Run(tool) => {
+                            let job = runner.job(index, &call.tool_call_id, tool, input);
+                            tokio::select! {
+                                biased;
+                                (_, outcome) = runner.run(job) => outcome,
+                                () = self.cancel.cancelled() => cancelled_in_flight(),
+                            }
+                        }
+                        Action::Fail(error) => CallOutcome::Error(error),
+                        Action::Pause(pause) => CallOutcome::Paused(pause),
+                    };
+                    (outcome, answer)
+                }
+            };
+            let prepared = PreparedCall {
+                id: call.tool_call_id.clone(),
+                name: call.tool_name.clone(),
+                input: call.input.clone(),
+                invalid: false,
+                action: Action::Fail(ToolError::msg("")),
+            };
+            // A denial was reported as `tool-output-denied`.
+            if !matches!(&outcome, CallOutcome::Error(e) if e.code() == DENIED) {
+                emit_outcome(&self.emit, &prepared, &outcome);
+            }
+            if let Some(answer) = answer {
+                parts.push(Part::ToolApprovalResponse(answer));
+            }
+            match &outcome {
+                CallOutcome::Paused(pause) => self.pending.push(pause.clone()),
+                outcome => parts.push(Part::ToolResult(ToolResultPart {
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    output: model_output(outcome),
+                    provider_executed: false,
+                    provider_metadata: Default::default(),
+                })),
+            }
+            if let Some(error) = fatal_error(&outcome) {
+                return Err(RunErrorKind::Tool(error));
+            }
+        }
+        if !parts.is_empty() {
+            // Into the tool message after the calls (or a new one); repair puts the results in
+            // call order and leaves the calls that still wait unanswered.
+            let messages = &mut self.request.messages;
+            match messages.last_mut() {
+                Some(last) if last.role == Role::Tool => last.content.extend(parts),
+                _ => messages.push(Message::new(Role::Tool, parts)),
+            }
+            let still: Vec<&str> = self
+                .pending
+                .iter()
+                .map(|p| p.tool_call_id.as_str())
+                .collect();
+            repair_orphans(messages, &still);
+        }
+        if self.cancel.is_cancelled() {
+            return Err(RunErrorKind::Cancelled);
+        }
+        Ok(())
     }
 
     fn drop_empty_tool_message(&mut self) {
@@ -422,20 +582,41 @@ impl Run {
     }
 }
 
-/// The pause of a call that needs approval. Its approval id is derived from the call id.
-fn approval_pause(call: &PreparedCall) -> Pause {
+/// The pause of a call that needs approval, its approval id the HMAC of the call under `key`.
+fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
     Pause {
         kind: PauseKind::Approval,
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         input: call.input.clone(),
-        data: serde_json::json!({ "approvalId": approval_id(&call.id) }),
+        data: serde_json::json!({
+            "approvalId": key.approval_id(&call.id, &call.name, &call.input)
+        }),
     }
 }
 
-/// The approval id of a call: `approval-<tool call id>`.
-fn approval_id(tool_call_id: &str) -> String {
-    format!("approval-{tool_call_id}")
+/// The approval id an approval pause carries.
+fn approval_id_of(pause: &Pause) -> String {
+    pause.data["approvalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The error code of a denied call; the thread records it as an `execution-denied` output
+/// whose reason is what the model sees.
+const DENIED: &str = "DENIED";
+
+/// What the model sees of an outcome that is not a pause.
+fn model_output(outcome: &CallOutcome) -> ModelOutput {
+    match outcome {
+        CallOutcome::Output(out) => out.model.clone(),
+        CallOutcome::Error(e) if e.code() == DENIED => ModelOutput::ExecutionDenied {
+            reason: Some(e.message().to_string()),
+        },
+        CallOutcome::Error(e) => ModelOutput::error_text(e.message()),
+        CallOutcome::Paused(_) => ModelOutput::error_text(""),
+    }
 }
 
 fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
@@ -466,7 +647,7 @@ fn emit_outcome(emit: &Emitter, call: &PreparedCall, outcome: &CallOutcome) {
         }),
         CallOutcome::Paused(pause) if pause.kind == PauseKind::Approval => {
             emit.emit(|| RunPart::ToolApprovalRequest {
-                approval_id: approval_id(&pause.tool_call_id),
+                approval_id: approval_id_of(pause),
                 tool_call_id: pause.tool_call_id.clone(),
                 tool_name: pause.tool_name.clone(),
                 input: pause.input.clone(),

@@ -1,11 +1,11 @@
-//! Approval fails closed: a call that needs approval never runs unapproved. (Answering an
-//! approval and resuming arrive with the pause machinery.)
+//! Approval fails closed: a call that needs approval never runs unapproved. (Answering and
+//! resuming: `approval_resume.rs`.)
 
 mod common;
 
 use common::*;
 use serde_json::json;
-use toolsmith_agent::{ExecutionPolicy, RunInput};
+use toolsmith_agent::{ApprovalKey, ExecutionPolicy, RunInput};
 use toolsmith_core::{
     Approval, PauseKind, ProviderTool, RunPart, ToolError, ToolKind, ToolMeta, from_fn,
 };
@@ -29,9 +29,11 @@ async fn a_tool_that_always_needs_approval_pauses_and_never_runs() {
         ScriptedCall::new("transfer", json!({"amount": 5})).with_id("t1"),
         ScriptedCall::new("other", json!({})).with_id("o1"),
     ])]);
+    let key = ApprovalKey::new([9u8; 32]);
     let agent = builder(&model)
         .tool(transfer(runs.clone(), Approval::Always))
         .tool(ok_tool("other", other.clone()))
+        .approval_key(key.clone())
         .build();
 
     let (parts, result) = stream_run(&agent, "pay").await;
@@ -44,14 +46,16 @@ async fn a_tool_that_always_needs_approval_pauses_and_never_runs() {
     assert_eq!(pause.kind, PauseKind::Approval);
     assert_eq!(pause.tool_call_id, "t1");
     assert_eq!(pause.input, json!({"amount": 5}));
-    assert_eq!(pause.data, json!({"approvalId": "approval-t1"}));
+    // The id binds the approval to this call: an HMAC of its id, tool and input.
+    let id = key.approval_id("t1", "transfer", &json!({"amount": 5}));
+    assert_eq!(pause.data, json!({ "approvalId": id }));
     let request = parts
         .iter()
         .find(|p| matches!(p, RunPart::ToolApprovalRequest { .. }))
         .expect("a tool-approval-request part");
     assert_eq!(
         serde_json::to_value(request).unwrap(),
-        json!({"type": "tool-approval-request", "approvalId": "approval-t1", "toolCallId": "t1",
+        json!({"type": "tool-approval-request", "approvalId": id, "toolCallId": "t1",
                "toolName": "transfer", "input": {"amount": 5}})
     );
     assert_eq!(model.call_count(), 1, "the run stops at the pause");

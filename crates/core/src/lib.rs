@@ -38,6 +38,7 @@
 //! assert_eq!(tools.names().collect::<Vec<_>>(), ["add"]);
 //! ```
 
+mod approval;
 mod context;
 mod declarations;
 mod error;
@@ -58,6 +59,7 @@ mod tool;
 mod toolset;
 mod usage;
 
+pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
 pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext};
 pub use declarations::{ToolDeclaration, ToolDeclarations};
 pub use error::{Disposition, Pause, PauseKind, ToolError};

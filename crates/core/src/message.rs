@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ModelOutput;
+use crate::{ModelOutput, ToolApprovalRequest, ToolApprovalResponse};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -142,6 +142,11 @@ pub enum Part {
     ToolResult(ToolResultPart),
     /// A cited source.
     Source(Source),
+    /// A call waiting for approval (in the assistant message, after the call). Never sent to a
+    /// model.
+    ToolApprovalRequest(ToolApprovalRequest),
+    /// The answer to an approval request (in the tool message). Never sent to a model.
+    ToolApprovalResponse(ToolApprovalResponse),
 }
 
 impl Part {

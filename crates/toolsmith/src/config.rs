@@ -5,6 +5,7 @@
 //!   "model": "google:gemini-2.5-flash",
 //!   "instructions": "Answer with sources.",
 //!   "maxSteps": 8,
+//!   "approval": {"policy": ["write"], "timeout": 60000, "timeoutAction": "deny"},
 //!   "tools": {
 //!     "read": {},
 //!     "bash": {"needsApproval": true},
@@ -14,6 +15,10 @@
 //! ```
 //!
 //! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
+//! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of tool names;
+//!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
+//!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's own
+//!   `needsApproval` adds to the policy; the policy never lowers it.
 //! - `tools`: an object; each entry an object. A tool is enabled iff its entry exists and
 //!   `enabled` is not `false` (`{}` enables it). `enabled`, `needsApproval` and `async` are
 //!   optional booleans, `execution` is `same-invocation` | `external-dispatch`; they are removed
@@ -26,7 +31,10 @@
 //! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
 //! `config.tools.googleSearch requires config.model.provider to be google`.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
+use toolsmith_agent::{ApprovalPolicy, TimeoutAction};
 use toolsmith_core::{Approval, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
@@ -99,6 +107,86 @@ pub struct AgentConfig {
     pub max_steps: Option<u32>,
     /// The enabled tools, in config order; `None` when the config has no `tools` key.
     pub tools: Option<Vec<ToolConfig>>,
+    /// The approval settings, when the config has an `approval` key.
+    pub approval: Option<ApprovalConfig>,
+}
+
+/// The `approval` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalConfig {
+    /// Which tools need approval agent-wide.
+    pub policy: ApprovalPolicy,
+    /// How long an approval may wait.
+    pub timeout: Duration,
+    /// What happens when it waited too long.
+    pub timeout_action: TimeoutAction,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        ApprovalConfig {
+            policy: ApprovalPolicy::None,
+            timeout: Duration::from_millis(300_000),
+            timeout_action: TimeoutAction::Deny,
+        }
+    }
+}
+
+/// Parses the `approval` block.
+fn approval_block(mut block: Map<String, Value>) -> Result<ApprovalConfig, ConfigError> {
+    let mut config = ApprovalConfig::default();
+    match block.remove("policy") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) if p == "none" => config.policy = ApprovalPolicy::None,
+        Some(Value::String(p)) if p == "all" => config.policy = ApprovalPolicy::All,
+        Some(Value::Array(names)) => {
+            let names: Option<Vec<String>> = names
+                .iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect();
+            let names = names
+                .ok_or_else(|| error("config.approval.policy must list tool names as strings"))?;
+            config.policy = ApprovalPolicy::Tools(names);
+        }
+        Some(_) => {
+            return Err(error(
+                "config.approval.policy must be \"none\", \"all\" or a list of tool names",
+            ));
+        }
+    }
+    match block.remove("timeout") {
+        None | Some(Value::Null) => {}
+        Some(value) => match value.as_u64() {
+            Some(ms) => config.timeout = Duration::from_millis(ms),
+            None => {
+                return Err(error(
+                    "config.approval.timeout must be a number of milliseconds",
+                ));
+            }
+        },
+    }
+    match block.remove("timeoutAction") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(action)) => {
+            config.timeout_action = match action.as_str() {
+                "deny" => TimeoutAction::Deny,
+                "approve" => TimeoutAction::Approve,
+                "error" | "throw" => TimeoutAction::Error,
+                other => {
+                    return Err(error(format!(
+                        "config.approval.timeoutAction must be \"deny\", \"approve\" or \"error\", got \"{other}\""
+                    )));
+                }
+            }
+        }
+        Some(_) => return Err(error("config.approval.timeoutAction must be a string")),
+    }
+    if let Some(key) = block.keys().next() {
+        return Err(error(format!(
+            "config.approval.{key} is not a supported setting"
+        )));
+    }
+    Ok(config)
 }
 
 /// The built-in tools a config may enable.
@@ -177,6 +265,11 @@ impl AgentConfig {
             None | Some(Value::Null) => {}
             Some(Value::Object(tools)) => config.tools = Some(tool_entries(tools)?),
             Some(_) => return Err(error("config.tools must be an object")),
+        }
+        match root.remove("approval") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(block)) => config.approval = Some(approval_block(block)?),
+            Some(_) => return Err(error("config.approval must be an object")),
         }
         if let Some(key) = root.keys().next() {
             return Err(error(format!("config.{key} is not a supported setting")));
@@ -356,6 +449,18 @@ mod tests {
                 "config.tools.read.needsApproval must be a boolean",
             ),
             (
+                json!({"approval": {"policy": "some"}}),
+                "config.approval.policy must be \"none\", \"all\" or a list of tool names",
+            ),
+            (
+                json!({"approval": {"timeoutAction": "ignore"}}),
+                "config.approval.timeoutAction must be \"deny\", \"approve\" or \"error\", got \"ignore\"",
+            ),
+            (
+                json!({"approval": {"onApproval": "x"}}),
+                "config.approval.onApproval is not a supported setting",
+            ),
+            (
                 json!({"tools": {"read": {"execution": "later"}}}),
                 "config.tools.read.execution must be \"same-invocation\" or \"external-dispatch\"",
             ),
@@ -433,5 +538,24 @@ mod tests {
             .toolset(&builtins(), "openai")
             .unwrap();
         assert_eq!(all.len(), 1);
+    }
+
+    #[test]
+    fn the_approval_block() {
+        let config = parse(json!({
+            "approval": {"policy": ["write", "bash"], "timeout": 1500, "timeoutAction": "throw"}
+        }))
+        .unwrap();
+        assert_eq!(
+            config.approval,
+            Some(ApprovalConfig {
+                policy: ApprovalPolicy::Tools(vec!["write".into(), "bash".into()]),
+                timeout: Duration::from_millis(1500),
+                timeout_action: TimeoutAction::Error,
+            })
+        );
+        let all = parse(json!({"approval": {"policy": "all"}})).unwrap();
+        assert_eq!(all.approval.unwrap().policy, ApprovalPolicy::All);
+        assert_eq!(parse(json!({})).unwrap().approval, None);
     }
 }

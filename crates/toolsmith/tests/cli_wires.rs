@@ -346,3 +346,76 @@ fn google_gemini() {
         "{contents}"
     );
 }
+
+/// `toolsmith run --approve MODE` with a config whose approval policy names the calculator,
+/// over the Chat Completions wire; the JSON parts and the requests the server saw.
+fn approve_run(mode: &str) -> (Vec<Value>, Vec<Received>) {
+    let (base, received) = serve(chat_turns());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.json");
+    std::fs::write(
+        &config,
+        json!({"approval": {"policy": ["calculator"]}, "tools": {"calculator": {}}}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
+        .args(["--api-key", "sk-test-key", "--json", "--approve", mode])
+        .arg("--config")
+        .arg(&config)
+        .arg("What is 6 * 7?")
+        .env_remove("TOOLSMITH_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{mode}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parts = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let requests = received.lock().unwrap().clone();
+    (parts, requests)
+}
+
+fn of_type<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    parts.iter().filter(|p| p["type"] == kind).collect()
+}
+
+#[test]
+fn approve_auto_runs_the_call_after_the_pause() {
+    let (parts, requests) = approve_run("auto");
+    assert_eq!(of_type(&parts, "tool-approval-request").len(), 1);
+    let results = of_type(&parts, "tool-result");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["output"]["result"], 42);
+    assert_eq!(requests.len(), 2);
+    // The approval parts stay in the thread; the wire never carries them.
+    assert!(!requests[1].body.to_string().contains("approval"));
+}
+
+#[test]
+fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
+    for (mode, reason) in [
+        ("deny", "Denied by --approve deny."),
+        (
+            "ask",
+            "Tool approval is only supported through the direct API.",
+        ),
+    ] {
+        let (parts, requests) = approve_run(mode);
+        assert!(of_type(&parts, "tool-result").is_empty(), "{mode}");
+        let denied = of_type(&parts, "tool-output-denied");
+        assert_eq!(denied.len(), 1, "{mode}");
+        assert_eq!(denied[0]["reason"], reason, "{mode}");
+        // The model is told why, as the call's error result.
+        let messages = requests[1].body["messages"].as_array().unwrap();
+        let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        assert_eq!(tool["tool_call_id"], "call_1", "{mode}");
+        assert!(tool["content"].to_string().contains(reason), "{mode}: {tool}");
+    }
+}

@@ -1,15 +1,15 @@
 //! `toolsmith run`.
 
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use futures::StreamExt;
-use toolsmith_agent::{Agent, ExecutionPolicy, RunInput};
+use toolsmith_agent::{Agent, ExecutionPolicy, RunError, RunInput, RunOutput};
 use toolsmith_builtins::Workspace;
-use toolsmith_core::{CancellationToken, RunPart, Toolset};
+use toolsmith_core::{CancellationToken, Pause, PauseKind, RunPart, ToolApprovalResponse, Toolset};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
@@ -55,10 +55,29 @@ pub(crate) struct RunArgs {
     /// Print one JSON run part per line instead of text.
     #[arg(long)]
     json: bool,
+    /// What to do when a tool call needs approval: ask on the terminal (y / n / always; denied
+    /// when there is no terminal), approve every call, or deny every call.
+    #[arg(long, value_enum, default_value_t = ApproveMode::Ask)]
+    approve: ApproveMode,
     /// The prompt.
     #[arg(required = true, num_args = 1..)]
     prompt: Vec<String>,
 }
+
+/// `--approve`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApproveMode {
+    /// Ask on the terminal.
+    Ask,
+    /// Approve every call.
+    Auto,
+    /// Deny every call.
+    Deny,
+}
+
+/// The reason a call is denied when nobody can be asked (seed 000's text for channels that
+/// cannot show an approval).
+const CANNOT_ASK: &str = "Tool approval is only supported through the direct API.";
 
 /// The tools named by `--tools`, or all built-ins.
 fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
@@ -147,6 +166,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     if let Some(max) = args.parallel {
         builder = builder.execution(ExecutionPolicy::Parallel { max: max.into() });
     }
+    if let Some(approval) = &config.approval {
+        builder = builder
+            .approval_policy(approval.policy.clone())
+            .approval_timeout(approval.timeout, approval.timeout_action);
+    }
     let agent = builder.build();
 
     let cancel = CancellationToken::new();
@@ -158,19 +182,63 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             }
         }
     });
-    let input = RunInput::from(args.prompt.join(" ")).with_cancellation(cancel);
+    let mut input = RunInput::from(args.prompt.join(" ")).with_cancellation(cancel.clone());
 
     let mut printer: Box<dyn Printer> = if args.json {
         Box::new(JsonLines)
     } else {
         Box::new(Human::default())
     };
-    let first_wait = if provider == "local" {
+    let mut waiting = if provider == "local" {
         "loading the local model"
     } else {
         "waiting for the model"
     };
-    let mut spinner = Spinner::new(first_wait, args.json);
+    let stdout = std::io::stdout();
+    loop {
+        let result = show(&agent, input, &mut *printer, args.json, waiting).await;
+        let approvals: Vec<&Pause> = match &result {
+            Ok(out) => out
+                .pending
+                .iter()
+                .filter(|p| p.kind == PauseKind::Approval)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let out = match &result {
+            Ok(out) if !approvals.is_empty() && !cancel.is_cancelled() => out,
+            _ => {
+                let mut out = stdout.lock();
+                printer.end(&result, &mut out);
+                let _ = out.flush();
+                return match result {
+                    Ok(_) => ExitCode::SUCCESS,
+                    Err(_) => ExitCode::from(EXIT_FAILURE),
+                };
+            }
+        };
+        // The run paused for approval: answer, then resume with the thread and the answers.
+        let mut answers = Vec::new();
+        for pause in approvals {
+            answers.push(answer(pause, args.approve).await);
+        }
+        input = RunInput::from(out.messages.clone()).with_cancellation(cancel.clone());
+        for answer in answers {
+            input = input.with_approval(answer);
+        }
+        waiting = "running the tool";
+    }
+}
+
+/// Streams one run, printing its parts; its output.
+async fn show(
+    agent: &Agent,
+    input: RunInput,
+    printer: &mut dyn Printer,
+    json: bool,
+    waiting: &'static str,
+) -> Result<RunOutput, RunError> {
+    let mut spinner = Spinner::new(waiting, json);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(80));
     let mut stream = agent.stream(input);
     let stdout = std::io::stdout();
@@ -189,13 +257,55 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         let _ = out.flush();
     }
     spinner.clear();
-    let result = stream.output().await;
-    let mut out = stdout.lock();
-    printer.end(&result, &mut out);
-    let _ = out.flush();
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(_) => ExitCode::from(EXIT_FAILURE),
+    stream.output().await
+}
+
+/// The answer to one approval under `mode`: asked on the terminal (`y`, `n` or `a` for always),
+/// or given at once.
+async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
+    let id = pause.data["approvalId"].as_str().unwrap_or_default().to_string();
+    match mode {
+        ApproveMode::Auto => return ToolApprovalResponse::approve(id),
+        ApproveMode::Deny => {
+            return ToolApprovalResponse::deny(id, "Denied by --approve deny.");
+        }
+        ApproveMode::Ask => {}
+    }
+    if !std::io::stdin().is_terminal() {
+        return ToolApprovalResponse::deny(id, CANNOT_ASK);
+    }
+    let question = format!(
+        "approve {} {}? [y]es, [n]o, [a]lways for this tool: ",
+        pause.tool_name, pause.input
+    );
+    let reply = tokio::task::spawn_blocking(move || {
+        let mut stderr = std::io::stderr();
+        let stdin = std::io::stdin();
+        loop {
+            let _ = write!(stderr, "{question}");
+            let _ = stderr.flush();
+            let mut line = String::new();
+            match stdin.lock().read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return Some(ToolApprovalResponse::approve("")),
+                "n" | "no" => return Some(ToolApprovalResponse::deny("", "Denied at the terminal.")),
+                "a" | "always" => return Some(ToolApprovalResponse::approve("").always()),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    match reply {
+        Some(reply) => ToolApprovalResponse {
+            approval_id: id,
+            ..reply
+        },
+        None => ToolApprovalResponse::deny(id, CANNOT_ASK),
     }
 }
 

@@ -1,0 +1,106 @@
+//! Approval requests and answers live in the thread for the record and for resuming; no wire
+//! ever sends them to a model. A thread paused on an approval, then answered, is sent by every
+//! provider as the call and its result only.
+
+use serde_json::{Value, json};
+use toolsmith_core::{
+    Message, ModelOutput, ModelRequest, Part, Role, ToolApprovalRequest, ToolApprovalResponse,
+    ToolCallPart, ToolResultPart,
+};
+use toolsmith_providers::anthropic::AnthropicMessages;
+use toolsmith_providers::google::GoogleGemini;
+use toolsmith_providers::openai_chat::OpenAiChat;
+use toolsmith_providers::openai_responses::OpenAiResponses;
+
+fn answered_thread() -> ModelRequest {
+    let input = json!({"amount": 5});
+    ModelRequest {
+        messages: vec![
+            Message::user("Pay 5."),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    Part::ToolCall(ToolCallPart {
+                        tool_call_id: "call_1".into(),
+                        tool_name: "transfer".into(),
+                        input: input.clone(),
+                        provider_executed: false,
+                        provider_metadata: Default::default(),
+                    }),
+                    Part::ToolApprovalRequest(ToolApprovalRequest {
+                        approval_id: "apr_secretive".into(),
+                        tool_call_id: "call_1".into(),
+                        tool_name: "transfer".into(),
+                        input,
+                        requested_at: Some(1),
+                    }),
+                ],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![
+                    Part::ToolApprovalResponse(
+                        ToolApprovalResponse::deny("apr_secretive", "Not this month").always(),
+                    ),
+                    Part::ToolResult(ToolResultPart {
+                        tool_call_id: "call_1".into(),
+                        tool_name: "transfer".into(),
+                        output: ModelOutput::ExecutionDenied {
+                            reason: Some("Not this month".into()),
+                        },
+                        provider_executed: false,
+                        provider_metadata: Default::default(),
+                    }),
+                ],
+            ),
+        ],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn no_wire_sends_approval_parts() {
+    let request = answered_thread();
+    let base = Some("http://127.0.0.1:1/v1/");
+    let bodies: Vec<(&str, Value)> = vec![
+        (
+            "anthropic",
+            AnthropicMessages::new("claude", Some("k"), base)
+                .unwrap()
+                .request_body(&request)
+                .0,
+        ),
+        (
+            "openai",
+            OpenAiChat::openai("gpt", Some("k"), base)
+                .unwrap()
+                .request_body(&request)
+                .0,
+        ),
+        (
+            "openai-responses",
+            OpenAiResponses::openai("gpt", Some("k"), base)
+                .unwrap()
+                .request_body(&request)
+                .0,
+        ),
+        (
+            "google",
+            GoogleGemini::new("gemini", Some("k"), base)
+                .unwrap()
+                .request_body(&request)
+                .0,
+        ),
+    ];
+    for (wire, body) in bodies {
+        let text = body.to_string();
+        assert!(!text.contains("apr_secretive"), "{wire}: {text}");
+        assert!(!text.contains("approval"), "{wire}: {text}");
+        // The call and its denial still go: the model is told why.
+        assert!(
+            text.contains("call_1") || wire == "google",
+            "{wire}: {text}"
+        );
+        assert!(text.contains("Not this month"), "{wire}: {text}");
+    }
+}
