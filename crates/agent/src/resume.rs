@@ -10,8 +10,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 use toolsmith_core::{
-    Message, Part, Pause, PauseKind, Role, ToolApprovalRequest, ToolApprovalResponse,
-    ToolCallPart, ToolError, ToolKind, Toolset,
+    Message, Part, Pause, PauseKind, Role, ToolApprovalRequest, ToolApprovalResponse, ToolCallPart,
+    ToolError, ToolKind, Toolset,
 };
 
 use crate::approval::{
@@ -144,7 +144,11 @@ pub(crate) fn decide(
                 answer.approval_id
             ));
         }
-        if !expected.iter().flatten().any(|id| *id == answer.approval_id) {
+        if !expected
+            .iter()
+            .flatten()
+            .any(|id| *id == answer.approval_id)
+        {
             return Err(format!(
                 "Approval {} answers no approval waiting in this thread: its call has been \
                  answered already, or the id was not issued for this thread.",

@@ -152,10 +152,10 @@ impl Run {
     pub(crate) async fn drive(mut self) -> Result<RunOutput, RunError> {
         let run_id = self.scope.run_id.to_string();
         self.emit.emit(|| RunPart::Start { run_id });
-        if !self.waiting.is_empty() || !self.answers.is_empty() {
-            if let Err(kind) = self.resume().await {
-                return Err(self.fail(kind));
-            }
+        if (!self.waiting.is_empty() || !self.answers.is_empty())
+            && let Err(kind) = self.resume().await
+        {
+            return Err(self.fail(kind));
         }
         // Calls still waiting: the model is not called until they are answered.
         let max_steps = if self.pending.is_empty() {

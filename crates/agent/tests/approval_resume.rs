@@ -85,13 +85,19 @@ async fn an_approved_call_runs_on_resume_and_the_model_sees_its_result() {
     let bank = bank(vec![pay("t1", 5)]);
     let paused = bank.agent.run("pay 5").await.unwrap();
     let id = approval_id(&paused, "t1");
-    assert_eq!(id, key().approval_id("t1", "transfer", &json!({"amount": 5})));
+    assert_eq!(
+        id,
+        key().approval_id("t1", "transfer", &json!({"amount": 5}))
+    );
     // The pause is data in the thread: the request follows the call.
     let last = paused.messages.last().unwrap();
-    assert!(matches!(last.content.last(), Some(Part::ToolApprovalRequest(r)) if r.approval_id == id));
+    assert!(
+        matches!(last.content.last(), Some(Part::ToolApprovalRequest(r)) if r.approval_id == id)
+    );
     assert_eq!(bank.model.call_count(), 1);
 
-    let input = RunInput::from(stored(&paused.messages)).with_approval(ToolApprovalResponse::approve(&id));
+    let input =
+        RunInput::from(stored(&paused.messages)).with_approval(ToolApprovalResponse::approve(&id));
     let (parts, out) = stream_run(&bank.agent, input).await;
     let out = out.unwrap();
 
@@ -103,7 +109,10 @@ async fn an_approved_call_runs_on_resume_and_the_model_sees_its_result() {
     assert!(part_types(&parts).contains(&"tool-result".to_string()));
     // The model's second request carries the result, and never an approval part.
     let request = &bank.model.requests()[1];
-    assert_eq!(request_results(request), [("t1".to_string(), text("moved"))]);
+    assert_eq!(
+        request_results(request),
+        [("t1".to_string(), text("moved"))]
+    );
 }
 
 #[tokio::test]
@@ -153,9 +162,16 @@ async fn edited_arguments_are_validated_again() {
         .with_approval(ToolApprovalResponse::approve(&bad).with_input(json!({"amount": 5000})));
     let out = bank.agent.run(input).await.unwrap();
 
-    assert_eq!(*bank.moved.lock().unwrap(), [json!(4)], "only the valid edit ran");
+    assert_eq!(
+        *bank.moved.lock().unwrap(),
+        [json!(4)],
+        "only the valid edit ran"
+    );
     let ModelOutputText(message) = error_message(&result_of(&out.messages, "bad"));
-    assert!(message.starts_with("Invalid arguments: /amount: 5000 is greater than"), "{message}");
+    assert!(
+        message.starts_with("Invalid arguments: /amount: 5000 is greater than"),
+        "{message}"
+    );
     assert_thread_valid(&out.messages, &[]);
 }
 
@@ -166,21 +182,33 @@ async fn a_forged_or_replayed_answer_fails_the_run_before_anything_runs() {
     let id = approval_id(&paused, "t1");
 
     // An id made up by the client, or made with another key.
-    for forged in ["apr_00000000000000000000000000000000".to_string(),
-                   ApprovalKey::new([1u8; 32]).approval_id("t1", "transfer", &json!({"amount": 5}))] {
+    for forged in [
+        "apr_00000000000000000000000000000000".to_string(),
+        ApprovalKey::new([1u8; 32]).approval_id("t1", "transfer", &json!({"amount": 5})),
+    ] {
         let input = RunInput::from(paused.messages.clone())
             .with_approval(ToolApprovalResponse::approve(&forged));
         let error = bank.agent.run(input).await.unwrap_err();
-        let RunErrorKind::Config(message) = &error.kind else { panic!("{error:?}") };
-        assert!(message.contains("answers no approval waiting in this thread"), "{message}");
-        assert!(error.output.pending.is_empty() || error.output.messages.len() == paused.messages.len());
+        let RunErrorKind::Config(message) = &error.kind else {
+            panic!("{error:?}")
+        };
+        assert!(
+            message.contains("answers no approval waiting in this thread"),
+            "{message}"
+        );
+        assert!(
+            error.output.pending.is_empty() || error.output.messages.len() == paused.messages.len()
+        );
     }
     assert!(bank.moved.lock().unwrap().is_empty());
 
     // Answered once: the same answer again matches nothing.
     let done = bank
         .agent
-        .run(RunInput::from(paused.messages.clone()).with_approval(ToolApprovalResponse::approve(&id)))
+        .run(
+            RunInput::from(paused.messages.clone())
+                .with_approval(ToolApprovalResponse::approve(&id)),
+        )
         .await
         .unwrap();
     let replay = RunInput::from(done.messages).with_approval(ToolApprovalResponse::approve(&id));
@@ -269,7 +297,11 @@ async fn mixed_step_executed_client_and_approval_calls_resume_in_call_order() {
     thread.push(Message::tool_results(vec![client_result("ask", "savings")]));
     let half = agent.run(RunInput::from(thread)).await.unwrap();
     assert_eq!(model.call_count(), 1);
-    let waiting: Vec<&str> = half.pending.iter().map(|p| p.tool_call_id.as_str()).collect();
+    let waiting: Vec<&str> = half
+        .pending
+        .iter()
+        .map(|p| p.tool_call_id.as_str())
+        .collect();
     assert_eq!(waiting, ["pay"]);
     assert_thread_valid(&half.messages, &["pay"]);
 
@@ -279,7 +311,10 @@ async fn mixed_step_executed_client_and_approval_calls_resume_in_call_order() {
         .await
         .unwrap();
     assert_eq!(model.call_count(), 2);
-    let order: Vec<String> = results(&out.messages).into_iter().map(|(id, _)| id).collect();
+    let order: Vec<String> = results(&out.messages)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(order, ["pay", "ask", "run"]);
     assert_eq!(result_of(&out.messages, "ask"), text("savings"));
     assert_thread_valid(&out.messages, &[]);
@@ -300,7 +335,10 @@ async fn always_approves_the_tool_for_the_rest_of_the_thread() {
     let paused = agent.run("pay twice").await.unwrap();
     let id = approval_id(&paused, "first");
     let out = agent
-        .run(RunInput::from(stored(&paused.messages)).with_approval(ToolApprovalResponse::approve(&id).always()))
+        .run(
+            RunInput::from(stored(&paused.messages))
+                .with_approval(ToolApprovalResponse::approve(&id).always()),
+        )
         .await
         .unwrap();
     assert!(out.pending.is_empty(), "the second call did not ask");
@@ -341,7 +379,10 @@ async fn an_unanswered_approval_past_its_timeout_follows_the_timeout_action() {
     for (action, expected) in [
         (TimeoutAction::Deny, denied("Approval timed out")),
         (TimeoutAction::Approve, text("moved")),
-        (TimeoutAction::Error, error_text("Approval timed out (configured to throw)")),
+        (
+            TimeoutAction::Error,
+            error_text("Approval timed out (configured to throw)"),
+        ),
     ] {
         let moved = Arc::new(Mutex::new(Vec::new()));
         let model = recording([Turn::tool_calls([pay("t", 3)]), Turn::text("done")]);
@@ -352,7 +393,10 @@ async fn an_unanswered_approval_past_its_timeout_follows_the_timeout_action() {
             .build();
         let paused = agent.run("pay").await.unwrap();
         // Not yet timed out: still waiting.
-        let again = agent.run(RunInput::from(paused.messages.clone())).await.unwrap();
+        let again = agent
+            .run(RunInput::from(paused.messages.clone()))
+            .await
+            .unwrap();
         assert_eq!(again.pending.len(), 1, "{action:?}");
         tokio::time::sleep(Duration::from_millis(30)).await;
         let out = agent.run(RunInput::from(paused.messages)).await.unwrap();
