@@ -416,6 +416,9 @@ fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
         let messages = requests[1].body["messages"].as_array().unwrap();
         let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
         assert_eq!(tool["tool_call_id"], "call_1", "{mode}");
-        assert!(tool["content"].to_string().contains(reason), "{mode}: {tool}");
+        assert!(
+            tool["content"].to_string().contains(reason),
+            "{mode}: {tool}"
+        );
     }
 }

@@ -263,7 +263,10 @@ async fn show(
 /// The answer to one approval under `mode`: asked on the terminal (`y`, `n` or `a` for always),
 /// or given at once.
 async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
-    let id = pause.data["approvalId"].as_str().unwrap_or_default().to_string();
+    let id = pause.data["approvalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     match mode {
         ApproveMode::Auto => return ToolApprovalResponse::approve(id),
         ApproveMode::Deny => {
@@ -291,7 +294,9 @@ async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
             }
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Some(ToolApprovalResponse::approve("")),
-                "n" | "no" => return Some(ToolApprovalResponse::deny("", "Denied at the terminal.")),
+                "n" | "no" => {
+                    return Some(ToolApprovalResponse::deny("", "Denied at the terminal."));
+                }
                 "a" | "always" => return Some(ToolApprovalResponse::approve("").always()),
                 _ => {}
             }
