@@ -39,6 +39,7 @@
 //! ```
 
 mod approval;
+mod client_tool;
 mod context;
 mod declarations;
 mod error;
@@ -60,6 +61,7 @@ mod toolset;
 mod usage;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
+pub use client_tool::ClientTool;
 pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext};
 pub use declarations::{ToolDeclaration, ToolDeclarations};
 pub use error::{Disposition, Pause, PauseKind, ToolError};
