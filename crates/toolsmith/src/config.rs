@@ -15,6 +15,8 @@
 //! ```
 //!
 //! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
+//! - `clientTools`: `[{"name", "description"?, "inputSchema"?}]`, tools the caller answers: a
+//!   call pauses the run until the caller appends its result (`docs/approvals.md`).
 //! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of tool names;
 //!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
 //!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's own
@@ -35,7 +37,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use toolsmith_agent::{ApprovalPolicy, TimeoutAction};
-use toolsmith_core::{Approval, Toolset};
+use toolsmith_core::{Approval, ClientTool, ToolSpec, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
 };
@@ -109,6 +111,30 @@ pub struct AgentConfig {
     pub tools: Option<Vec<ToolConfig>>,
     /// The approval settings, when the config has an `approval` key.
     pub approval: Option<ApprovalConfig>,
+    /// Tools the caller answers (no executor here), in config order.
+    pub client_tools: Vec<ClientToolConfig>,
+}
+
+/// One `clientTools` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientToolConfig {
+    /// The tool's name.
+    pub name: String,
+    /// What the model is told it does.
+    pub description: Option<String>,
+    /// Its input's JSON Schema (default `{"type": "object"}`).
+    pub input_schema: Value,
+}
+
+impl ClientToolConfig {
+    /// The tool.
+    pub fn tool(&self) -> ClientTool {
+        let mut spec = ToolSpec::new(self.name.as_str(), self.input_schema.clone());
+        if let Some(description) = &self.description {
+            spec = spec.with_description(description.clone());
+        }
+        ClientTool::new(spec)
+    }
 }
 
 /// The `approval` block.
@@ -130,6 +156,49 @@ impl Default for ApprovalConfig {
             timeout_action: TimeoutAction::Deny,
         }
     }
+}
+
+/// Parses `clientTools`: `[{name, description?, inputSchema?}]`, names unique.
+fn client_tools(entries: Vec<Value>) -> Result<Vec<ClientToolConfig>, ConfigError> {
+    let mut tools: Vec<ClientToolConfig> = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let at = format!("config.clientTools[{i}]");
+        let Value::Object(mut entry) = entry else {
+            return Err(error(format!("{at} must be an object")));
+        };
+        let name = match entry.remove("name") {
+            Some(Value::String(name)) if !name.trim().is_empty() => name,
+            _ => return Err(error(format!("{at}.name must be a non-empty string"))),
+        };
+        if tools.iter().any(|t| t.name == name) {
+            return Err(error(format!(
+                "{at}: the client tool \"{name}\" is declared twice"
+            )));
+        }
+        let input_schema = match entry.remove("inputSchema") {
+            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
+            Some(schema @ Value::Object(_)) => schema,
+            Some(_) => {
+                return Err(error(format!(
+                    "{at}.inputSchema must be a JSON Schema object"
+                )));
+            }
+        };
+        let description = match entry.remove("description") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text),
+            Some(_) => return Err(error(format!("{at}.description must be a string"))),
+        };
+        if let Some(key) = entry.keys().next() {
+            return Err(error(format!("{at}.{key} is not a supported setting")));
+        }
+        tools.push(ClientToolConfig {
+            name,
+            description,
+            input_schema,
+        });
+    }
+    Ok(tools)
 }
 
 /// Parses the `approval` block.
@@ -266,6 +335,11 @@ impl AgentConfig {
             Some(Value::Object(tools)) => config.tools = Some(tool_entries(tools)?),
             Some(_) => return Err(error("config.tools must be an object")),
         }
+        match root.remove("clientTools") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(entries)) => config.client_tools = client_tools(entries)?,
+            Some(_) => return Err(error("config.clientTools must be an array")),
+        }
         match root.remove("approval") {
             None | Some(Value::Null) => {}
             Some(Value::Object(block)) => config.approval = Some(approval_block(block)?),
@@ -278,14 +352,29 @@ impl AgentConfig {
     }
 
     /// The config's tools for a run on a `provider` model: built-ins taken from `builtins`,
-    /// provider tools built by their factories, approval applied.
+    /// provider tools built by their factories, approval applied, then the client tools.
     ///
     /// # Errors
     ///
     /// A provider tool whose provider is not `provider`:
     /// `config.tools.googleSearch requires config.model.provider to be google`; a built-in
-    /// missing from `builtins`.
+    /// missing from `builtins`; a client tool named like another tool.
     pub fn toolset(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
+        let mut tools = self.server_tools(builtins, provider)?;
+        for client in &self.client_tools {
+            if tools.get(&client.name).is_some() {
+                return Err(error(format!(
+                    "config.clientTools: \"{}\" is already the name of a tool",
+                    client.name
+                )));
+            }
+            tools.add(client.tool());
+        }
+        Ok(tools)
+    }
+
+    /// The built-in and provider tools of [`toolset`](Self::toolset).
+    fn server_tools(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
         let Some(entries) = &self.tools else {
             return Ok(builtins.clone());
         };
@@ -557,5 +646,46 @@ mod tests {
         let all = parse(json!({"approval": {"policy": "all"}})).unwrap();
         assert_eq!(all.approval.unwrap().policy, ApprovalPolicy::All);
         assert_eq!(parse(json!({})).unwrap().approval, None);
+    }
+
+    #[test]
+    fn client_tools_are_declared_by_their_spec() {
+        let config = parse(json!({
+            "clientTools": [{"name": "ask_user", "description": "Ask the user.",
+                             "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]
+        }))
+        .unwrap();
+        let tools = config.toolset(&builtins(), "openai").unwrap();
+        let ask = tools.get("ask_user").unwrap();
+        assert!(matches!(ask.kind(), ToolKind::Client));
+        assert_eq!(ask.spec().description(), "Ask the user.");
+        for (bad, message) in [
+            (
+                json!({"clientTools": [{"name": ""}]}),
+                "config.clientTools[0].name must be a non-empty string",
+            ),
+            (
+                json!({"clientTools": [{"name": "a"}, {"name": "a"}]}),
+                "config.clientTools[1]: the client tool \"a\" is declared twice",
+            ),
+            (
+                json!({"clientTools": [{"name": "a", "run": true}]}),
+                "config.clientTools[0].run is not a supported setting",
+            ),
+            (
+                json!({"clientTools": [{"name": "a", "inputSchema": "x"}]}),
+                "config.clientTools[0].inputSchema must be a JSON Schema object",
+            ),
+        ] {
+            assert_eq!(parse(bad).unwrap_err().to_string(), message);
+        }
+        let clash = parse(json!({"clientTools": [{"name": "read"}]})).unwrap();
+        assert_eq!(
+            clash
+                .toolset(&builtins(), "openai")
+                .unwrap_err()
+                .to_string(),
+            "config.clientTools: \"read\" is already the name of a tool"
+        );
     }
 }

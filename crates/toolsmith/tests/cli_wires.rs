@@ -422,3 +422,45 @@ fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
         );
     }
 }
+
+#[test]
+fn a_client_tool_call_ends_the_run_paused_without_a_terminal() {
+    let (base, received) = serve(chat_turns());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.json");
+    std::fs::write(
+        &config,
+        json!({
+            "tools": {"read": {}},
+            "clientTools": [{"name": "calculator", "description": "The user computes.",
+                             "inputSchema": {"type": "object", "properties": {"expression": {"type": "string"}}}}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
+        .args(["--api-key", "sk-test-key", "--json", "--config"])
+        .arg(&config)
+        .arg("What is 6 * 7?")
+        .env_remove("TOOLSMITH_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let parts: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(of_type(&parts, "tool-call").len(), 1);
+    assert!(of_type(&parts, "tool-result").is_empty());
+    // The client tool is declared to the model, and the model is asked only once.
+    let requests = received.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].body["tools"]
+            .to_string()
+            .contains("The user computes.")
+    );
+}

@@ -9,7 +9,10 @@ use clap::{Args, ValueEnum};
 use futures::StreamExt;
 use toolsmith_agent::{Agent, ExecutionPolicy, RunError, RunInput, RunOutput};
 use toolsmith_builtins::Workspace;
-use toolsmith_core::{CancellationToken, Pause, PauseKind, RunPart, ToolApprovalResponse, Toolset};
+use toolsmith_core::{
+    CancellationToken, Message, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
+    ToolResultPart, Toolset,
+};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
@@ -197,16 +200,17 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let stdout = std::io::stdout();
     loop {
         let result = show(&agent, input, &mut *printer, args.json, waiting).await;
-        let approvals: Vec<&Pause> = match &result {
-            Ok(out) => out
-                .pending
-                .iter()
-                .filter(|p| p.kind == PauseKind::Approval)
-                .collect(),
-            Err(_) => Vec::new(),
+        let pending: &[Pause] = match &result {
+            Ok(out) => &out.pending,
+            Err(_) => &[],
         };
+        let clients = pending.iter().filter(|p| p.kind == PauseKind::ClientTool);
+        // Client tools are answered by the person at the terminal; without one the run ends
+        // paused, its pending calls in the output.
+        let can_answer =
+            pending.iter().all(|p| p.kind == PauseKind::Approval) || std::io::stdin().is_terminal();
         let out = match &result {
-            Ok(out) if !approvals.is_empty() && !cancel.is_cancelled() => out,
+            Ok(out) if !pending.is_empty() && can_answer && !cancel.is_cancelled() => out,
             _ => {
                 let mut out = stdout.lock();
                 printer.end(&result, &mut out);
@@ -217,16 +221,46 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
                 };
             }
         };
-        // The run paused for approval: answer, then resume with the thread and the answers.
-        let mut answers = Vec::new();
-        for pause in approvals {
-            answers.push(answer(pause, args.approve).await);
+        // The run paused: answer, then resume with the thread and the answers.
+        let mut thread = out.messages.clone();
+        let mut results = Vec::new();
+        for pause in clients {
+            results.push(client_result(pause).await);
         }
-        input = RunInput::from(out.messages.clone()).with_cancellation(cancel.clone());
-        for answer in answers {
-            input = input.with_approval(answer);
+        if !results.is_empty() {
+            thread.push(Message::tool_results(results));
+        }
+        input = RunInput::from(thread).with_cancellation(cancel.clone());
+        for pause in pending.iter().filter(|p| p.kind == PauseKind::Approval) {
+            input = input.with_approval(answer(pause, args.approve).await);
         }
         waiting = "running the tool";
+    }
+}
+
+/// A client tool's result, typed at the terminal.
+async fn client_result(pause: &Pause) -> ToolResultPart {
+    let question = format!("{} {} (your answer): ", pause.tool_name, pause.input);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{question}");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).ok()?;
+        Some(line.trim_end().to_string())
+    })
+    .await
+    .ok()
+    .flatten();
+    ToolResultPart {
+        tool_call_id: pause.tool_call_id.clone(),
+        tool_name: pause.tool_name.clone(),
+        output: match line {
+            Some(text) => ModelOutput::text(text),
+            None => ModelOutput::error_text("The user gave no answer."),
+        },
+        provider_executed: false,
+        provider_metadata: Default::default(),
     }
 }
 
