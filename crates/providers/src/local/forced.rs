@@ -94,17 +94,8 @@ fn first_property(schema: &Value) -> Option<&str> {
 mod tests {
     use serde_json::json;
 
+    use super::super::tests::tool;
     use super::*;
-
-    fn tool(name: &str, schema: Value) -> ToolDeclaration {
-        ToolDeclaration {
-            name: name.into(),
-            description: String::new(),
-            input_schema: std::sync::Arc::new(schema),
-            strict: false,
-            kind: toolsmith_core::ToolKind::Function,
-        }
-    }
 
     fn skeleton(shape: TurnShape) -> Skeleton {
         let read = tool(

@@ -262,21 +262,8 @@ pub fn with_turn_root(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use toolsmith_core::ToolKind;
-
+    use super::super::tests::tool;
     use super::*;
-
-    fn tool(name: &str, schema: Value) -> ToolDeclaration {
-        ToolDeclaration {
-            name: name.into(),
-            description: String::new(),
-            input_schema: Arc::new(schema),
-            strict: false,
-            kind: ToolKind::Function,
-        }
-    }
 
     #[test]
     fn tool_defs_are_hoisted_under_a_prefix_and_refs_follow() {

@@ -346,8 +346,19 @@ fn tokio_stream(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A function tool declaration, for the local model's unit tests.
+    pub(crate) fn tool(name: &str, schema: serde_json::Value) -> ToolDeclaration {
+        ToolDeclaration {
+            name: name.into(),
+            description: String::new(),
+            input_schema: Arc::new(schema),
+            strict: false,
+            kind: toolsmith_core::ToolKind::Function,
+        }
+    }
 
     #[test]
     fn tool_rounds_count_results_since_the_last_user_message() {
