@@ -1,11 +1,12 @@
 //! [`Agent`] and its builder.
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use toolsmith_core::layer::{
-    HookLayer, Layer, LayerStack, LoopDetection, LoopDetectionLayer, TimeoutLayer, ToolHook,
-    TracingLayer,
+    HookLayer, Layer, LayerStack, LoopDetection, LoopDetectionLayer, SecretsLayer, TimeoutLayer,
+    ToolHook, TracingLayer,
 };
 use toolsmith_core::{
     CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver, Toolset,
@@ -40,6 +41,8 @@ pub(crate) struct AgentInner {
     loop_detection: Option<LoopDetection>,
     tool_timeout: Option<Duration>,
     pub(crate) approval: ApprovalSettings,
+    /// The agent's variable values (below the thread's in precedence).
+    pub(crate) variables: HashMap<String, String>,
 }
 
 impl AgentInner {
@@ -47,11 +50,12 @@ impl AgentInner {
         self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The layers of one run, outermost first: tracing, loop detection (fresh counts per run),
+    /// The layers of one run, outermost first: tracing, secrets, loop detection (fresh counts per run),
     /// hooks, the caller's layers, timeout.
     pub(crate) fn layer_stack(&self) -> LayerStack {
         let mut stack = LayerStack::new();
         stack.push(TracingLayer);
+        stack.push(SecretsLayer);
         if let Some(settings) = self.loop_detection {
             stack.push(LoopDetectionLayer::new(settings));
         }
@@ -91,6 +95,7 @@ impl Agent {
                 loop_detection: None,
                 tool_timeout: None,
                 approval: ApprovalSettings::default(),
+                variables: HashMap::new(),
             },
         }
     }
@@ -291,6 +296,14 @@ impl AgentBuilder {
     /// on every process that may resume a thread another one paused.
     pub fn approval_key(mut self, key: ApprovalKey) -> Self {
         self.inner.approval.key = key;
+        self
+    }
+
+    /// Sets an agent-level variable: tools read it with `ToolContext::variable`; a run's own
+    /// value (`RunInput::with_variable`, the thread's) wins over it. Whether it is secret is
+    /// the declaring tool's say ([`toolsmith_core::VariableDecl`]).
+    pub fn variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.inner.variables.insert(name.into(), value.into());
         self
     }
 

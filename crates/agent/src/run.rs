@@ -8,6 +8,7 @@ use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
     ModelOutput, ModelRequest, ModelToolCall, Part, Pause, PauseKind, Role, RunPart, RunScope,
     ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart, Toolset, Usage,
+    Variables,
 };
 
 use crate::agent::AgentInner;
@@ -71,7 +72,16 @@ impl Run {
         } = input;
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let cancel = cancellation.unwrap_or_default();
+        let declared: Vec<toolsmith_core::VariableDecl> = agent
+            .tools()
+            .iter()
+            .flat_map(|t| t.meta().variables.iter().cloned())
+            .collect();
         let scope = Arc::new(RunScope {
+            variables: Arc::new(Variables::resolve(
+                [&agent.variables, &variables],
+                &declared,
+            )),
             run_id: run_id.as_str().into(),
             thread_id: thread_id.map(Into::into),
             metadata: Arc::new(metadata),
@@ -272,8 +282,10 @@ impl Run {
                 Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused(p.clone())),
                 Action::Run(tool) => {
                     let job = runner.job(index, &call.id, tool.clone(), call.input.clone());
+                    if let Some(error) = missing_variables(tool, &self.scope.variables) {
+                        outcomes[index] = Some(CallOutcome::Error(error));
                     // Fail closed: a call that needs approval never runs unapproved.
-                    if self.agent.approval.required(tool, &job.input, &job.cx)
+                    } else if self.agent.approval.required(tool, &job.input, &job.cx)
                         && !self.always.contains(&call.name)
                     {
                         let pause = approval_pause(call, &self.agent.approval.key);
@@ -464,6 +476,12 @@ impl Run {
                     let model_call =
                         ModelToolCall::new(&call.tool_call_id, &call.tool_name, input.to_string());
                     let outcome = match prepare(&model_call, &self.tools).action {
+                        Action::Run(tool)
+                            if let Some(error) =
+                                missing_variables(&tool, &self.scope.variables) =>
+                        {
+                            CallOutcome::Error(error)
+                        }
                         Action::Run(tool) => {
                             let job = runner.job(index, &call.tool_call_id, tool, input);
                             tokio::select! {
@@ -601,6 +619,31 @@ fn approval_id_of(pause: &Pause) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
+}
+
+/// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
+/// stops before it runs (seed 004: execution cannot continue until they resolve).
+fn missing_variables(
+    tool: &toolsmith_core::SharedTool,
+    variables: &Variables,
+) -> Option<ToolError> {
+    let missing = variables.missing(&tool.meta().variables);
+    if missing.is_empty() {
+        return None;
+    }
+    Some(
+        ToolError::new(
+            "VARIABLES_REQUIRED",
+            format!(
+                "Tool \"{}\" needs the variable{} {}, which {} not set.",
+                tool.spec().name(),
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" },
+            ),
+        )
+        .with_details(serde_json::json!({ "missing": missing })),
+    )
 }
 
 /// The error code of a denied call; the thread records it as an `execution-denied` output

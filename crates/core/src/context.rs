@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::RunPart;
+use crate::{RunPart, Variables};
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
 ///
@@ -29,6 +29,8 @@ pub struct RunScope {
     pub deps: Arc<Dependencies>,
     /// Where tools send their own events.
     pub events: EventSink,
+    /// The run's variables, resolved; secrets among them only for the tools' code.
+    pub variables: Arc<Variables>,
 }
 
 impl RunScope {
@@ -145,6 +147,12 @@ impl ToolContext {
     /// A typed dependency supplied by the caller.
     pub fn dep<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.scope.deps.get::<T>()
+    }
+
+    /// A variable's value, resolved (seed 004's precedence: prompt, tool, agent, thread). The
+    /// only way a secret reaches code: it is masked in whatever the call returns.
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.scope.variables.get(name)
     }
 
     /// The cancellation token: cancelled when the run is cancelled or the call times out.

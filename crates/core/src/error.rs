@@ -106,6 +106,24 @@ impl ToolError {
         self
     }
 
+    /// This error with `mask` applied to its message, details and operator detail (the
+    /// secrets layer's masking).
+    pub(crate) fn mask_with(mut self, mask: impl Fn(&str) -> String) -> Self {
+        self.0.message = mask(&self.0.message);
+        if let Some(detail) = &self.0.operator_detail {
+            self.0.operator_detail = Some(mask(detail));
+        }
+        if let Some(details) = &self.0.details {
+            let text = details.to_string();
+            let masked = mask(&text);
+            if masked != text {
+                self.0.details =
+                    Some(serde_json::from_str(&masked).unwrap_or(Value::String(masked)));
+            }
+        }
+        self
+    }
+
     /// The stable code.
     pub fn code(&self) -> &str {
         &self.0.code

@@ -59,6 +59,7 @@ mod spec;
 mod tool;
 mod toolset;
 mod usage;
+mod variables;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
 pub use client_tool::ClientTool;
@@ -82,6 +83,7 @@ pub use spec::ToolSpec;
 pub use tool::{IntoTool, SharedTool, Tool};
 pub use toolset::{ToolResolver, Toolset};
 pub use usage::{InputTokens, OutputTokens, Usage};
+pub use variables::{MIN_MASKED_LEN, SECRET_MASK, Variables};
 
 /// Re-exported so that implementors of [`Tool`] and [`LanguageModel`] use the same macro.
 pub use async_trait::async_trait;

@@ -16,9 +16,10 @@
 //!
 //! 1. [`TracingLayer`]: a span per call, `tool.call.started` / `finished` / `failed` events with
 //!    the duration.
-//! 2. [`LoopDetectionLayer`]: identical calls (same name, same canonical arguments) past a limit
+//! 2. [`SecretsLayer`]: the run's secret variables masked as `[secret]` in everything the call
+//!    returns, so no log, stream part, thread or model sees them.
+//! 3. [`LoopDetectionLayer`]: identical calls (same name, same canonical arguments) past a limit
 //!    get a hint or abort the run.
-//! 3. approval (added with pauses).
 //! 4. [`HookLayer`]s: caller hooks that may skip a call with a supplied result or rewrite what
 //!    the model sees.
 //! 5. cache, then [`TimeoutLayer`], then journal and result limits (added with their features).
@@ -27,6 +28,7 @@
 
 mod hooks;
 mod loop_detection;
+mod secrets;
 mod timeout;
 mod tracing;
 
@@ -37,6 +39,7 @@ use serde_json::Value;
 pub use self::tracing::TracingLayer;
 pub use hooks::{HookLayer, ToolHook};
 pub use loop_detection::{LoopAction, LoopDetection, LoopDetectionLayer};
+pub use secrets::SecretsLayer;
 pub use timeout::TimeoutLayer;
 
 use crate::{SharedTool, ToolContext, ToolError, ToolOutput};

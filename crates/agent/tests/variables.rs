@@ -1,0 +1,163 @@
+//! Variables and secrets: precedence, required variables, and a secret that never reaches a
+//! model request, a stream part, the thread, the output or a log line.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use serde_json::json;
+use toolsmith_agent::RunInput;
+use toolsmith_core::{ModelOutput, Tool, ToolError, ToolMeta, VariableDecl, VariableKind, from_fn};
+use toolsmith_providers::{ScriptedCall, Turn};
+
+const SECRET: &str = "sk-live-0123456789abcdef";
+
+fn decl(name: &str, kind: VariableKind, required: bool) -> VariableDecl {
+    VariableDecl {
+        name: name.into(),
+        kind,
+        required,
+        scoped: false,
+        description: format!("{name}, for the test."),
+    }
+}
+
+/// A tool that reads its variables and leaks its secret every way it can: in its value, in what
+/// the model sees, and in an error's message, details and operator detail.
+fn leaky(fail: bool) -> impl Tool {
+    from_fn(
+        "leaky",
+        "Calls the service.",
+        move |_: Args, cx| async move {
+            let key = cx.variable("API_KEY").unwrap_or("none").to_string();
+            let region = cx.variable("REGION").unwrap_or("none").to_string();
+            if fail {
+                return Err(ToolError::new("SERVICE", format!("401 for key {key}"))
+                    .with_details(json!({"key": key}))
+                    .with_operator_detail(format!("Authorization: Bearer {key}")));
+            }
+            Ok::<_, ToolError>(json!({"used": key, "region": region, "nested": [{"k": key}]}))
+        },
+    )
+    .with_meta(
+        ToolMeta::new()
+            .variable(decl("API_KEY", VariableKind::Secret, true))
+            .variable(decl("REGION", VariableKind::Text, false)),
+    )
+}
+
+/// A writer the test's tracing subscriber logs into.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_secret_reaches_the_tool_and_nothing_else() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    for fail in [false, true] {
+        let model = recording([
+            Turn::tool_calls([ScriptedCall::new("leaky", json!({})).with_id("c")]),
+            Turn::text("done"),
+        ]);
+        let agent = builder(&model)
+            .tool(leaky(fail))
+            .variable("REGION", "eu-west")
+            .build();
+        let input = RunInput::from("call the service")
+            .with_variable("API_KEY", SECRET)
+            .with_variable("REGION", "us-east");
+        let (parts, out) = stream_run(&agent, input).await;
+        let out = out.unwrap();
+
+        let everything = format!(
+            "{}\n{}\n{}\n{:?}",
+            serde_json::to_string(&parts).unwrap(),
+            serde_json::to_string(&out.messages).unwrap(),
+            serde_json::to_string(
+                &model
+                    .requests()
+                    .iter()
+                    .map(|r| &r.messages)
+                    .collect::<Vec<_>>()
+            )
+            .unwrap(),
+            out.steps,
+        );
+        assert!(!everything.contains(SECRET), "fail={fail}: {everything}");
+        assert!(
+            everything.contains("[secret]"),
+            "fail={fail}: the tool did read it"
+        );
+        // A text variable is not masked, and the thread's value wins over the agent's.
+        if !fail {
+            assert!(everything.contains("us-east") && !everything.contains("eu-west"));
+        }
+    }
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("tool.call.failed"),
+        "the failure was logged: {logs}"
+    );
+    assert!(!logs.contains(SECRET), "{logs}");
+}
+
+#[tokio::test]
+async fn a_required_variable_without_a_value_stops_the_call_before_it_runs() {
+    let runs = Counter::default();
+    let counted = runs.clone();
+    let tool = from_fn("deploy", "Deploy.", move |_: Args, _cx| {
+        let runs = counted.clone();
+        async move {
+            runs.hit();
+            Ok::<_, ToolError>("deployed")
+        }
+    })
+    .with_meta(
+        ToolMeta::new()
+            .variable(decl("DEPLOY_TOKEN", VariableKind::Secret, true))
+            .variable(decl("TARGET", VariableKind::Text, true))
+            .variable(decl("NOTE", VariableKind::Text, false)),
+    );
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("deploy", json!({})).with_id("d")]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model).tool(tool).build();
+    let out = agent
+        .run(RunInput::from("deploy").with_variable("TARGET", "prod"))
+        .await
+        .unwrap();
+    assert_eq!(runs.get(), 0);
+    assert_eq!(
+        result_of(&out.messages, "d"),
+        ModelOutput::error_text(
+            "Tool \"deploy\" needs the variable DEPLOY_TOKEN, which is not set."
+        )
+    );
+    let error = match &out.steps[0].tool_results[0].outcome {
+        toolsmith_agent::CallOutcome::Error(e) => e.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(error.code(), "VARIABLES_REQUIRED");
+    assert_eq!(error.details(), Some(&json!({"missing": ["DEPLOY_TOKEN"]})));
+}

@@ -1,0 +1,75 @@
+//! [`SecretsLayer`]: secrets never leave a call.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{Call, Layer, Next};
+use crate::{SECRET_MASK, ToolError, ToolOutput};
+
+/// Masks the run's secret variables ([`Variables`](crate::Variables)) in everything a call
+/// returns: the value, what the model sees, artifacts, and an error's message, details and
+/// operator detail. It sits just inside the tracing layer, so logs, stream parts, the thread and
+/// the model all get the masked result. A run without secrets pays nothing.
+pub struct SecretsLayer;
+
+#[async_trait]
+impl Layer for SecretsLayer {
+    async fn call(&self, call: Call<'_>, next: Next<'_>) -> Result<ToolOutput, ToolError> {
+        let variables = call.cx.scope().variables.clone();
+        let result = next.run(call).await;
+        let secrets = variables.secret_values();
+        if secrets.is_empty() {
+            return result;
+        }
+        match result {
+            Ok(output) => Ok(mask(output, &secrets)),
+            Err(error) => Err(error.mask_with(|text| mask_text(text, &secrets))),
+        }
+    }
+}
+
+fn mask_text(text: &str, secrets: &[&str]) -> String {
+    secrets.iter().fold(text.to_string(), |text, secret| {
+        text.replace(secret, SECRET_MASK)
+    })
+}
+
+/// `value` with every secret masked in every string it holds (keys included).
+fn mask<T: Serialize + DeserializeOwned>(value: T, secrets: &[&str]) -> T {
+    let Ok(mut json) = serde_json::to_value(&value) else {
+        return value;
+    };
+    if !mask_value(&mut json, secrets) {
+        return value;
+    }
+    serde_json::from_value(json).unwrap_or(value)
+}
+
+/// Masks in place; whether anything changed.
+fn mask_value(value: &mut Value, secrets: &[&str]) -> bool {
+    match value {
+        Value::String(text) if secrets.iter().any(|s| text.contains(s)) => {
+            *text = mask_text(text, secrets);
+            true
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| mask_value(item, secrets) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for key in keys {
+                if secrets.iter().any(|s| key.contains(s)) {
+                    let item = map.shift_remove(&key).unwrap_or_default();
+                    map.insert(mask_text(&key, secrets), item);
+                    changed = true;
+                }
+            }
+            map.values_mut()
+                .fold(changed, |changed, item| mask_value(item, secrets) | changed)
+        }
+        _ => false,
+    }
+}
