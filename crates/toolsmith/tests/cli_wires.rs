@@ -347,22 +347,19 @@ fn google_gemini() {
     );
 }
 
-/// `toolsmith run --approve MODE` with a config whose approval policy names the calculator,
-/// over the Chat Completions wire; the JSON parts and the requests the server saw.
-fn approve_run(mode: &str) -> (Vec<Value>, Vec<Received>) {
+/// `toolsmith run` over the Chat Completions wire with `config` as its `--config` file, `args`
+/// added, and no terminal; the JSON parts and the requests the server saw.
+fn run_with_config(config: Value, args: &[&str]) -> (Vec<Value>, Vec<Received>) {
     let (base, received) = serve(chat_turns());
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("agent.json");
-    std::fs::write(
-        &config,
-        json!({"approval": {"policy": ["calculator"]}, "tools": {"calculator": {}}}).to_string(),
-    )
-    .unwrap();
+    let path = dir.path().join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
         .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
-        .args(["--api-key", "sk-test-key", "--json", "--approve", mode])
+        .args(["--api-key", "sk-test-key", "--json"])
+        .args(args)
         .arg("--config")
-        .arg(&config)
+        .arg(&path)
         .arg("What is 6 * 7?")
         .env_remove("TOOLSMITH_MODEL")
         .stdin(std::process::Stdio::null())
@@ -371,7 +368,7 @@ fn approve_run(mode: &str) -> (Vec<Value>, Vec<Received>) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{mode}: {}\n{stdout}",
+        "{args:?}: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
     let parts = stdout
@@ -380,6 +377,14 @@ fn approve_run(mode: &str) -> (Vec<Value>, Vec<Received>) {
         .collect();
     let requests = received.lock().unwrap().clone();
     (parts, requests)
+}
+
+/// `toolsmith run --approve MODE` with a config whose approval policy names the calculator.
+fn approve_run(mode: &str) -> (Vec<Value>, Vec<Received>) {
+    run_with_config(
+        json!({"approval": {"policy": ["calculator"]}, "tools": {"calculator": {}}}),
+        &["--approve", mode],
+    )
 }
 
 fn of_type<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -425,38 +430,17 @@ fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
 
 #[test]
 fn a_client_tool_call_ends_the_run_paused_without_a_terminal() {
-    let (base, received) = serve(chat_turns());
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("agent.json");
-    std::fs::write(
-        &config,
+    let (parts, requests) = run_with_config(
         json!({
             "tools": {"read": {}},
             "clientTools": [{"name": "calculator", "description": "The user computes.",
                              "inputSchema": {"type": "object", "properties": {"expression": {"type": "string"}}}}]
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
-        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
-        .args(["--api-key", "sk-test-key", "--json", "--config"])
-        .arg(&config)
-        .arg("What is 6 * 7?")
-        .env_remove("TOOLSMITH_MODEL")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the binary runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    let parts: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        }),
+        &[],
+    );
     assert_eq!(of_type(&parts, "tool-call").len(), 1);
     assert!(of_type(&parts, "tool-result").is_empty());
     // The client tool is declared to the model, and the model is asked only once.
-    let requests = received.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
     assert!(
         requests[0].body["tools"]
