@@ -202,6 +202,8 @@ impl Engine {
         let mut forced_tokens = 0u32;
         // The turn's current line, for the skeleton.
         let mut line = String::new();
+        // The tokens of the answer's text so far, for the repeat ban.
+        let mut answer_tokens: Vec<LlamaToken> = Vec::new();
         let mut finish = UnifiedFinishReason::Stop;
         loop {
             if generated >= job.max_tokens {
@@ -211,7 +213,23 @@ impl Engine {
             if job.out.is_closed() {
                 return Ok(()); // the caller went away: cancelled
             }
-            let logits = self.ctx.get_logits_ith(-1);
+            let mut logits = self.ctx.get_logits_ith(-1);
+            // In an answer, a token that would repeat an n-gram of the answer is not allowed: a
+            // small model decoding greedily otherwise loops on one sentence to the token limit.
+            let banned_logits;
+            if parser.in_answer() {
+                let banned = repeats(&answer_tokens, NO_REPEAT_NGRAM);
+                if !banned.is_empty() {
+                    let mut copy = logits.to_vec();
+                    for token in banned {
+                        if let Some(logit) = copy.get_mut(token.0 as usize) {
+                            *logit = f32::NEG_INFINITY;
+                        }
+                    }
+                    banned_logits = copy;
+                    logits = &banned_logits;
+                }
+            }
             // Fast path: the model's own choice, if the grammar allows it.
             let wanted = chooser.choose_unconstrained(logits);
             let token = if accepts(&mut grammar, wanted) {
@@ -231,6 +249,9 @@ impl Engine {
             }
             grammar.accept(token);
             generated += 1;
+            if parser.in_answer() {
+                answer_tokens.push(token);
+            }
             let mut batch = vec![token];
             pending.extend(vocab.token_to_piece(token, false, None));
             let mut text = take_utf8(&mut pending);
@@ -474,6 +495,23 @@ fn argmax(scores: impl Iterator<Item = (usize, f32)>) -> LlamaToken {
     LlamaToken(best as i32)
 }
 
+/// The length of the token sequences an answer may not repeat.
+const NO_REPEAT_NGRAM: usize = 6;
+
+/// The tokens that would complete a second occurrence of an `n`-gram of `tokens`: for every
+/// earlier place where the last `n - 1` tokens occur, the token that followed them there.
+fn repeats(tokens: &[LlamaToken], n: usize) -> Vec<LlamaToken> {
+    if n < 2 || tokens.len() < n {
+        return Vec::new();
+    }
+    let tail = &tokens[tokens.len() - (n - 1)..];
+    tokens
+        .windows(n)
+        .filter(|w| &w[..n - 1] == tail)
+        .map(|w| w[n - 1])
+        .collect()
+}
+
 /// Keeps `line` the text after the last newline of the turn, as `text` is appended.
 fn track_line(line: &mut String, text: &str) {
     match text.rfind('\n') {
@@ -512,6 +550,15 @@ fn other(message: String) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_that_would_repeat_an_ngram_is_banned() {
+        let t = |ids: &[i32]| ids.iter().map(|&i| LlamaToken(i)).collect::<Vec<_>>();
+        // "1 2 3" was followed by 4; after "1 2 3" again, 4 would repeat "1 2 3 4".
+        assert_eq!(repeats(&t(&[1, 2, 3, 4, 9, 1, 2, 3]), 4), t(&[4]));
+        assert!(repeats(&t(&[1, 2, 3, 4, 9, 2, 3]), 4).is_empty());
+        assert!(repeats(&t(&[1, 2]), 4).is_empty());
+    }
 
     #[test]
     fn utf8_split_across_tokens_is_held_back() {

@@ -89,6 +89,11 @@ impl TurnParser {
         self.calls
     }
 
+    /// Whether the model is writing the answer's text (inside its string).
+    pub fn in_answer(&self) -> bool {
+        self.state == State::Answer
+    }
+
     /// Whether the text so far is a complete turn: at least one object, and nothing after the
     /// last but whitespace.
     pub fn is_complete(&self) -> bool {
