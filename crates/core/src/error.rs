@@ -106,20 +106,19 @@ impl ToolError {
         self
     }
 
-    /// This error with `mask` applied to its message, details and operator detail (the
-    /// secrets layer's masking).
-    pub(crate) fn mask_with(mut self, mask: impl Fn(&str) -> String) -> Self {
-        self.0.message = mask(&self.0.message);
+    /// This error with its texts passed through `mask_text` (message, operator detail) and its
+    /// details through `mask_value`: the secrets layer's masking, one walk for every JSON value.
+    pub(crate) fn mask_with(
+        mut self,
+        mask_text: impl Fn(&str) -> String,
+        mask_value: impl Fn(&mut Value),
+    ) -> Self {
+        self.0.message = mask_text(&self.0.message);
         if let Some(detail) = &self.0.operator_detail {
-            self.0.operator_detail = Some(mask(detail));
+            self.0.operator_detail = Some(mask_text(detail));
         }
-        if let Some(details) = &self.0.details {
-            let text = details.to_string();
-            let masked = mask(&text);
-            if masked != text {
-                self.0.details =
-                    Some(serde_json::from_str(&masked).unwrap_or(Value::String(masked)));
-            }
+        if let Some(details) = &mut self.0.details {
+            mask_value(details);
         }
         self
     }
@@ -214,6 +213,13 @@ pub struct Pause {
     /// Kind-specific data (an approval id, an async result id…).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub data: Value,
+}
+
+impl Pause {
+    /// The id to answer an approval pause with (`data.approvalId`); `None` for other pauses.
+    pub fn approval_id(&self) -> Option<&str> {
+        self.data.get("approvalId").and_then(Value::as_str)
+    }
 }
 
 /// What a [`Pause`] waits for.

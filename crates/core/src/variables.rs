@@ -100,15 +100,6 @@ impl Variables {
         values.dedup();
         values
     }
-
-    /// `text` with every secret value replaced by [`SECRET_MASK`].
-    pub fn mask(&self, text: &str) -> String {
-        self.secret_values()
-            .into_iter()
-            .fold(text.to_string(), |text, secret| {
-                text.replace(secret, SECRET_MASK)
-            })
-    }
 }
 
 impl fmt::Debug for Variables {

@@ -25,7 +25,12 @@ impl Layer for SecretsLayer {
         }
         match result {
             Ok(output) => Ok(mask(output, &secrets)),
-            Err(error) => Err(error.mask_with(|text| mask_text(text, &secrets))),
+            Err(error) => Err(error.mask_with(
+                |text| mask_text(text, &secrets),
+                |details| {
+                    mask_value(details, &secrets);
+                },
+            )),
         }
     }
 }
@@ -71,5 +76,32 @@ fn mask_value(value: &mut Value, secrets: &[&str]) -> bool {
                 .fold(changed, |changed, item| mask_value(item, secrets) | changed)
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_secret_with_json_escapes_is_masked_in_an_errors_details_too() {
+        let secrets = [r#"pa"ss\word"#];
+        let error = ToolError::new("E", r#"bad key pa"ss\word"#)
+            .with_details(json!({"key": r#"x pa"ss\word y"#, "list": [r#"pa"ss\word"#]}))
+            .with_operator_detail(r#"Bearer pa"ss\word"#)
+            .mask_with(
+                |text| mask_text(text, &secrets),
+                |details| {
+                    mask_value(details, &secrets);
+                },
+            );
+        assert_eq!(error.message(), "bad key [secret]");
+        assert_eq!(error.operator_detail(), Some("Bearer [secret]"));
+        assert_eq!(
+            error.details(),
+            Some(&json!({"key": "x [secret] y", "list": ["[secret]"]}))
+        );
     }
 }
