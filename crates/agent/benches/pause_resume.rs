@@ -63,10 +63,7 @@ fn paused_thread(runtime: &tokio::runtime::Runtime) -> (String, String) {
         .block_on(agent(turns).run("look everything up, then pay"))
         .expect("the run pauses");
     assert_eq!(out.steps.len(), STEPS + 1);
-    let id = out.pending[0].data["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = out.pending[0].approval_id().unwrap().to_string();
     (serde_json::to_string(&out.messages).unwrap(), id)
 }
 

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde_json::Value;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
@@ -72,15 +73,11 @@ impl Run {
         } = input;
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let cancel = cancellation.unwrap_or_default();
-        let declared: Vec<toolsmith_core::VariableDecl> = agent
-            .tools()
-            .iter()
-            .flat_map(|t| t.meta().variables.iter().cloned())
-            .collect();
+        let mut tools = agent.tools();
         let scope = Arc::new(RunScope {
             variables: Arc::new(Variables::resolve(
                 [&agent.variables, &variables],
-                &declared,
+                tools.iter().flat_map(|t| t.meta().variables.iter()),
             )),
             run_id: run_id.as_str().into(),
             thread_id: thread_id.map(Into::into),
@@ -89,7 +86,6 @@ impl Run {
             deps: deps.unwrap_or_default(),
             events: events.clone(),
         });
-        let mut tools = agent.tools();
         if let Some(resolver) = &agent.resolver {
             match resolver.resolve(&scope).await {
                 Ok(resolved) => tools = tools.with_resolved(resolved),
@@ -321,14 +317,15 @@ impl Run {
                 // Calls that cannot run are reported at once, before the others finish.
                 for (index, call) in calls.iter().enumerate() {
                     if let Some(outcome) = &outcomes[index] {
-                        emit_outcome(&self.emit, call, outcome);
+                        emit_outcome(&self.emit, &call.id, &call.name, &call.input, outcome);
                         emitted[index] = true;
                     }
                 }
                 let emit = self.emit.clone();
                 let mut done = |index: usize, outcome: CallOutcome| {
                     // Reported as soon as it finishes; appended in call order below.
-                    emit_outcome(&emit, &calls[index], &outcome);
+                    let call = &calls[index];
+                    emit_outcome(&emit, &call.id, &call.name, &call.input, &outcome);
                     emitted[index] = true;
                     let go_on = fatal_error(&outcome).is_none();
                     outcomes[index] = Some(outcome);
@@ -379,32 +376,27 @@ impl Run {
         emit: bool,
     ) {
         if emit {
-            emit_outcome(&self.emit, call, outcome);
+            emit_outcome(&self.emit, &call.id, &call.name, &call.input, outcome);
         }
-        let output = match outcome {
-            CallOutcome::Output(out) => Some(out.model.clone()),
-            CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
-            CallOutcome::Paused(pause) => {
-                if pause.kind == PauseKind::Approval {
-                    self.record_approval_request(pause);
-                }
-                self.pending.push(pause.clone());
-                None
+        match model_output(outcome) {
+            Some(output) => {
+                let message = self
+                    .request
+                    .messages
+                    .last_mut()
+                    .expect("the tool message was pushed");
+                message
+                    .content
+                    .push(result_part(&call.id, &call.name, output));
             }
-        };
-        if let Some(output) = output {
-            let message = self
-                .request
-                .messages
-                .last_mut()
-                .expect("the tool message was pushed");
-            message.content.push(Part::ToolResult(ToolResultPart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                output,
-                provider_executed: false,
-                provider_metadata: Default::default(),
-            }));
+            None => {
+                if let CallOutcome::Paused(pause) = outcome {
+                    if pause.kind == PauseKind::Approval {
+                        self.record_approval_request(pause);
+                    }
+                    self.pending.push(pause.clone());
+                }
+            }
         }
         result.tool_results.push(ToolCallResult {
             tool_call_id: call.id.clone(),
@@ -454,28 +446,36 @@ impl Run {
         let mut parts = Vec::new();
         for (index, (waiting, decision)) in waiting.iter().zip(decisions).enumerate() {
             let call = &waiting.call;
-            let (outcome, answer) = match decision {
+            let outcome = match decision {
                 Decision::Wait(pause) => {
                     self.pending.push(pause);
                     continue;
                 }
-                Decision::Fail(error) => (CallOutcome::Error(error), None),
                 Decision::Deny { reason, answer } => {
                     self.emit.emit(|| RunPart::ToolOutputDenied {
                         tool_call_id: call.tool_call_id.clone(),
                         tool_name: call.tool_name.clone(),
                         reason: Some(reason.clone()),
                     });
-                    let error = ToolError::new(DENIED, reason);
-                    (CallOutcome::Error(error), Some(answer))
+                    parts.push(Part::ToolApprovalResponse(answer));
+                    // Recorded as a denial; its reason is what the model sees.
+                    let output = ModelOutput::ExecutionDenied {
+                        reason: Some(reason),
+                    };
+                    parts.push(result_part(&call.tool_call_id, &call.tool_name, output));
+                    continue;
                 }
+                Decision::Fail(error) => CallOutcome::Error(error),
                 Decision::Run { input, answer } => {
-                    if answer.as_ref().is_some_and(|a| a.always) {
-                        self.always.insert(call.tool_name.clone());
+                    if let Some(answer) = answer {
+                        if answer.always {
+                            self.always.insert(call.tool_name.clone());
+                        }
+                        parts.push(Part::ToolApprovalResponse(answer));
                     }
                     let model_call =
                         ModelToolCall::new(&call.tool_call_id, &call.tool_name, input.to_string());
-                    let outcome = match prepare(&model_call, &self.tools).action {
+                    match prepare(&model_call, &self.tools).action {
                         Action::Run(tool)
                             if let Some(error) =
                                 missing_variables(&tool, &self.scope.variables) =>
@@ -492,33 +492,26 @@ impl Run {
                         }
                         Action::Fail(error) => CallOutcome::Error(error),
                         Action::Pause(pause) => CallOutcome::Paused(pause),
-                    };
-                    (outcome, answer)
+                    }
                 }
             };
-            let prepared = PreparedCall {
-                id: call.tool_call_id.clone(),
-                name: call.tool_name.clone(),
-                input: call.input.clone(),
-                invalid: false,
-                action: Action::Fail(ToolError::msg("")),
-            };
-            // A denial was reported as `tool-output-denied`.
-            if !matches!(&outcome, CallOutcome::Error(e) if e.code() == DENIED) {
-                emit_outcome(&self.emit, &prepared, &outcome);
-            }
-            if let Some(answer) = answer {
-                parts.push(Part::ToolApprovalResponse(answer));
-            }
-            match &outcome {
-                CallOutcome::Paused(pause) => self.pending.push(pause.clone()),
-                outcome => parts.push(Part::ToolResult(ToolResultPart {
-                    tool_call_id: call.tool_call_id.clone(),
-                    tool_name: call.tool_name.clone(),
-                    output: model_output(outcome),
-                    provider_executed: false,
-                    provider_metadata: Default::default(),
-                })),
+            emit_outcome(
+                &self.emit,
+                &call.tool_call_id,
+                &call.tool_name,
+                &call.input,
+                &outcome,
+            );
+            match model_output(&outcome) {
+                Some(output) => {
+                    parts.push(result_part(&call.tool_call_id, &call.tool_name, output));
+                }
+                None => {
+                    if let CallOutcome::Paused(pause) = outcome {
+                        self.pending.push(pause);
+                        continue;
+                    }
+                }
             }
             if let Some(error) = fatal_error(&outcome) {
                 return Err(RunErrorKind::Tool(error));
@@ -615,10 +608,7 @@ fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
 
 /// The approval id an approval pause carries.
 fn approval_id_of(pause: &Pause) -> String {
-    pause.data["approvalId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    pause.approval_id().unwrap_or_default().to_string()
 }
 
 /// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
@@ -646,20 +636,24 @@ fn missing_variables(
     )
 }
 
-/// The error code of a denied call; the thread records it as an `execution-denied` output
-/// whose reason is what the model sees.
-const DENIED: &str = "DENIED";
-
-/// What the model sees of an outcome that is not a pause.
-fn model_output(outcome: &CallOutcome) -> ModelOutput {
+/// What the model sees of an outcome; `None` for a pause (the call has no result yet).
+fn model_output(outcome: &CallOutcome) -> Option<ModelOutput> {
     match outcome {
-        CallOutcome::Output(out) => out.model.clone(),
-        CallOutcome::Error(e) if e.code() == DENIED => ModelOutput::ExecutionDenied {
-            reason: Some(e.message().to_string()),
-        },
-        CallOutcome::Error(e) => ModelOutput::error_text(e.message()),
-        CallOutcome::Paused(_) => ModelOutput::error_text(""),
+        CallOutcome::Output(out) => Some(out.model.clone()),
+        CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
+        CallOutcome::Paused(_) => None,
     }
+}
+
+/// A call's result, as the tool message records it.
+fn result_part(tool_call_id: &str, tool_name: &str, output: ModelOutput) -> Part {
+    Part::ToolResult(ToolResultPart {
+        tool_call_id: tool_call_id.to_string(),
+        tool_name: tool_name.to_string(),
+        output,
+        provider_executed: false,
+        provider_metadata: Default::default(),
+    })
 }
 
 fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
@@ -672,20 +666,26 @@ fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
 /// Emits the part that reports an outcome: `tool-result`, `tool-error`,
 /// `tool-approval-request`, or nothing for a client tool (its `tool-call` part already told the
 /// caller).
-fn emit_outcome(emit: &Emitter, call: &PreparedCall, outcome: &CallOutcome) {
+fn emit_outcome(
+    emit: &Emitter,
+    tool_call_id: &str,
+    tool_name: &str,
+    input: &Value,
+    outcome: &CallOutcome,
+) {
     match outcome {
         CallOutcome::Output(out) => emit.emit(|| RunPart::ToolResult {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            input: call.input.clone(),
+            tool_call_id: tool_call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            input: input.clone(),
             output: out.value.clone(),
             is_error: false,
             provider_executed: false,
         }),
         CallOutcome::Error(e) => emit.emit(|| RunPart::ToolError {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            input: call.input.clone(),
+            tool_call_id: tool_call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            input: input.clone(),
             error: ErrorInfo::from(e),
         }),
         CallOutcome::Paused(pause) if pause.kind == PauseKind::Approval => {

@@ -72,7 +72,7 @@ fn approval_id(out: &RunOutput, call: &str) -> String {
         .find(|p| p.tool_call_id == call)
         .expect("the call waits");
     assert_eq!(pause.kind, PauseKind::Approval);
-    pause.data["approvalId"].as_str().unwrap().to_string()
+    pause.approval_id().expect("an approval id").to_string()
 }
 
 /// The thread through JSON, as a store would keep it.
