@@ -240,18 +240,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
 
 /// A client tool's result, typed at the terminal.
 async fn client_result(pause: &Pause) -> ToolResultPart {
-    let question = format!("{} {} (your answer): ", pause.tool_name, pause.input);
-    let line = tokio::task::spawn_blocking(move || {
-        let mut stderr = std::io::stderr();
-        let _ = write!(stderr, "{question}");
-        let _ = stderr.flush();
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).ok()?;
-        Some(line.trim_end().to_string())
-    })
-    .await
-    .ok()
-    .flatten();
+    let line = ask_line(format!(
+        "{} {} (your answer): ",
+        pause.tool_name, pause.input
+    ))
+    .await;
     ToolResultPart {
         tool_call_id: pause.tool_call_id.clone(),
         tool_name: pause.tool_name.clone(),
@@ -262,6 +255,24 @@ async fn client_result(pause: &Pause) -> ToolResultPart {
         provider_executed: false,
         provider_metadata: Default::default(),
     }
+}
+
+/// Asks `question` on standard error and reads one line from standard input (without its line
+/// end); `None` at the end of input or on a read error.
+async fn ask_line(question: String) -> Option<String> {
+    tokio::task::spawn_blocking(move || {
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{question}");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end().to_string()),
+        }
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Streams one run, printing its parts; its output.
@@ -297,10 +308,7 @@ async fn show(
 /// The answer to one approval under `mode`: asked on the terminal (`y`, `n` or `a` for always),
 /// or given at once.
 async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
-    let id = pause.data["approvalId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = pause.approval_id().unwrap_or_default().to_string();
     match mode {
         ApproveMode::Auto => return ToolApprovalResponse::approve(id),
         ApproveMode::Deny => {
@@ -315,36 +323,16 @@ async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
         "approve {} {}? [y]es, [n]o, [a]lways for this tool: ",
         pause.tool_name, pause.input
     );
-    let reply = tokio::task::spawn_blocking(move || {
-        let mut stderr = std::io::stderr();
-        let stdin = std::io::stdin();
-        loop {
-            let _ = write!(stderr, "{question}");
-            let _ = stderr.flush();
-            let mut line = String::new();
-            match stdin.lock().read_line(&mut line) {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {}
-            }
-            match line.trim().to_ascii_lowercase().as_str() {
-                "y" | "yes" => return Some(ToolApprovalResponse::approve("")),
-                "n" | "no" => {
-                    return Some(ToolApprovalResponse::deny("", "Denied at the terminal."));
-                }
-                "a" | "always" => return Some(ToolApprovalResponse::approve("").always()),
-                _ => {}
-            }
+    loop {
+        let Some(line) = ask_line(question.clone()).await else {
+            return ToolApprovalResponse::deny(id, CANNOT_ASK);
+        };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return ToolApprovalResponse::approve(id),
+            "n" | "no" => return ToolApprovalResponse::deny(id, "Denied at the terminal."),
+            "a" | "always" => return ToolApprovalResponse::approve(id).always(),
+            _ => {}
         }
-    })
-    .await
-    .ok()
-    .flatten();
-    match reply {
-        Some(reply) => ToolApprovalResponse {
-            approval_id: id,
-            ..reply
-        },
-        None => ToolApprovalResponse::deny(id, CANNOT_ASK),
     }
 }
 
