@@ -120,6 +120,10 @@ impl Agent {
         RunStream::spawn(self.inner.clone(), input.into())
     }
 
+    pub(crate) fn inner(&self) -> &Arc<AgentInner> {
+        &self.inner
+    }
+
     /// A snapshot of the toolset.
     pub fn tools(&self) -> Toolset {
         self.inner.tools()

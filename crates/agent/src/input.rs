@@ -5,14 +5,16 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolsmith_core::{
-    CancellationToken, Dependencies, Message, SessionState, ToolApprovalResponse,
+    CancellationToken, Dependencies, Message, SessionState, ToolApprovalResponse, ToolResultPart,
+    Variables,
 };
 
 /// What a run starts from: the thread so far, and the run's context.
 ///
 /// A prompt string is a one-message thread. Resuming a paused run is running again with the
-/// stored thread plus the answers: approval answers in [`approvals`](Self::approvals), a client
-/// tool's result appended as a tool message.
+/// stored thread plus the answers: approval answers in [`approvals`](Self::approvals), client
+/// tools' results in [`tool_results`](Self::tool_results) (or appended as a tool message). Both
+/// reach calls waiting inside a sub-agent too.
 ///
 /// ```
 /// use toolsmith_agent::RunInput;
@@ -43,6 +45,11 @@ pub struct RunInput {
     /// Answers to the approvals the thread waits for (resuming a paused run). An answer that
     /// matches no waiting approval fails the run before anything happens.
     pub approvals: Vec<ToolApprovalResponse>,
+    /// Results of the client-tool calls the thread waits for, in this run or inside a paused
+    /// sub-agent. A result for a call that waits nowhere fails the run before anything happens.
+    pub tool_results: Vec<ToolResultPart>,
+    /// Variables inherited from a parent run (a sub-agent's), secret kinds included.
+    pub(crate) inherited: Option<Arc<Variables>>,
     /// Cancels the run from outside.
     pub cancellation: Option<CancellationToken>,
 }
@@ -95,6 +102,12 @@ impl RunInput {
     /// Adds an answer to a waiting approval.
     pub fn with_approval(mut self, answer: ToolApprovalResponse) -> Self {
         self.approvals.push(answer);
+        self
+    }
+
+    /// Adds a client tool's result (resuming a paused run).
+    pub fn with_tool_result(mut self, result: ToolResultPart) -> Self {
+        self.tool_results.push(result);
         self
     }
 

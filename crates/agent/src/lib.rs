@@ -43,18 +43,23 @@
 
 mod agent;
 mod approval;
+mod background;
+mod child_run;
 mod emit;
 mod execute;
 mod input;
 mod output;
 mod policy;
 mod prepare;
+mod prompt_tool;
 mod repair;
 mod resume;
 mod run;
 mod step;
 mod stop;
 mod stream;
+mod subagent;
+mod subagent_config;
 
 pub use agent::{Agent, AgentBuilder};
 pub use approval::{
@@ -64,6 +69,11 @@ pub use approval::{
 pub use input::RunInput;
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;
+pub use prompt_tool::{PromptTool, SubpromptConfig};
 pub use repair::repair_orphans;
 pub use stop::{StopCondition, has_tool_call, step_count_is};
 pub use stream::RunStream;
+pub use subagent::SubagentTool;
+pub use subagent_config::{
+    Immediate, ImmediateEnv, ParentCommunication, Resumable, Side, SubagentConfig,
+};

@@ -12,7 +12,7 @@ pub(crate) enum Action {
     /// It cannot run: this is its result.
     Fail(ToolError),
     /// It waits for the caller.
-    Pause(Pause),
+    Pause(Box<Pause>),
 }
 
 /// A call ready for execution.
@@ -112,13 +112,12 @@ pub(crate) fn prepare(call: &ModelToolCall, tools: &Toolset) -> PreparedCall {
     }
     prepared.invalid = false;
     prepared.action = match tool.kind() {
-        ToolKind::Client => Action::Pause(Pause {
-            kind: PauseKind::ClientTool,
-            tool_call_id: call.tool_call_id.clone(),
-            tool_name: call.tool_name.clone(),
-            input: input.clone(),
-            data: Value::Null,
-        }),
+        ToolKind::Client => Action::Pause(Box::new(Pause::new(
+            PauseKind::ClientTool,
+            &call.tool_call_id,
+            &call.tool_name,
+            input.clone(),
+        ))),
         _ => Action::Run(tool.clone()),
     };
     prepared.input = input;

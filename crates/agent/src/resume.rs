@@ -10,8 +10,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 use toolsmith_core::{
-    Message, Part, Pause, PauseKind, Role, ToolApprovalRequest, ToolApprovalResponse, ToolCallPart,
-    ToolError, ToolKind, Toolset,
+    Message, NestedResume, NestedRun, Part, Pause, PauseKind, Role, ToolApprovalRequest,
+    ToolApprovalResponse, ToolCallPart, ToolError, ToolKind, ToolResultPart, Toolset,
 };
 
 use crate::approval::{
@@ -23,8 +23,10 @@ use crate::approval::{
 #[derive(Debug, Clone)]
 pub(crate) struct WaitingCall {
     pub(crate) call: ToolCallPart,
-    /// The approval asked for it; `None` for a client tool's call.
+    /// The approval asked for it; `None` for a client tool's call or a sub-agent's.
     pub(crate) approval: Option<ToolApprovalRequest>,
+    /// A sub-agent call's paused run.
+    pub(crate) nested: Option<NestedRun>,
 }
 
 /// What a resumed run does with a waiting call.
@@ -44,6 +46,9 @@ pub(crate) enum Decision {
     Fail(ToolError),
     /// No answer yet: the run pauses again.
     Wait(Pause),
+    /// A paused sub-agent run: resumed with the answers meant for it (perhaps none: it then
+    /// applies its own approval timeouts and pauses again).
+    Resume(NestedResume),
 }
 
 /// The calls of the thread's last assistant message that have no result and wait: those with
@@ -70,6 +75,14 @@ pub(crate) fn waiting_calls(messages: &[Message], tools: &Toolset) -> Vec<Waitin
             _ => None,
         })
         .collect();
+    let nested: Vec<&NestedRun> = messages[last]
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::NestedRun(r) => Some(r),
+            _ => None,
+        })
+        .collect();
     messages[last]
         .tool_calls()
         .filter(|c| !c.provider_executed && !answered.contains(c.tool_call_id.as_str()))
@@ -78,12 +91,17 @@ pub(crate) fn waiting_calls(messages: &[Message], tools: &Toolset) -> Vec<Waitin
                 .iter()
                 .find(|r| r.tool_call_id == call.tool_call_id)
                 .map(|r| (*r).clone());
+            let nested = nested
+                .iter()
+                .find(|r| r.tool_call_id == call.tool_call_id)
+                .map(|r| (*r).clone());
             let client = tools
                 .get(&call.tool_name)
                 .is_some_and(|t| matches!(t.kind(), ToolKind::Client));
-            (approval.is_some() || client).then(|| WaitingCall {
+            (approval.is_some() || nested.is_some() || client).then(|| WaitingCall {
                 call: call.clone(),
                 approval,
+                nested,
             })
         })
         .collect()
@@ -120,6 +138,7 @@ pub(crate) fn always_approved(messages: &[Message], key: &ApprovalKey) -> HashSe
 pub(crate) fn decide(
     waiting: &[WaitingCall],
     answers: &[ToolApprovalResponse],
+    results: &[ToolResultPart],
     settings: &ApprovalSettings,
     now_millis: u64,
 ) -> Result<Vec<Decision>, String> {
@@ -144,10 +163,16 @@ pub(crate) fn decide(
                 answer.approval_id
             ));
         }
+        let nested = waiting
+            .iter()
+            .filter_map(|w| w.nested.as_ref())
+            .flat_map(NestedRun::approval_ids);
         if !expected
             .iter()
             .flatten()
-            .any(|id| *id == answer.approval_id)
+            .map(String::as_str)
+            .chain(nested)
+            .any(|id| id == answer.approval_id)
         {
             return Err(format!(
                 "Approval {} answers no approval waiting in this thread: its call has been \
@@ -160,6 +185,23 @@ pub(crate) fn decide(
         .iter()
         .zip(&expected)
         .map(|(w, expected)| {
+            if let Some(run) = &w.nested {
+                let ids: Vec<&str> = run.approval_ids().collect();
+                let calls: Vec<&str> = run.client_call_ids().collect();
+                return Decision::Resume(NestedResume {
+                    run: run.clone(),
+                    approvals: answers
+                        .iter()
+                        .filter(|a| ids.contains(&a.approval_id.as_str()))
+                        .cloned()
+                        .collect(),
+                    results: results
+                        .iter()
+                        .filter(|r| calls.contains(&r.tool_call_id.as_str()))
+                        .cloned()
+                        .collect(),
+                });
+            }
             let (Some(request), Some(expected)) = (&w.approval, expected) else {
                 return Decision::Wait(pause(w, PauseKind::ClientTool, Value::Null));
             };
@@ -221,11 +263,62 @@ fn timeout_decision(request: &ToolApprovalRequest, action: TimeoutAction) -> Dec
 }
 
 fn pause(waiting: &WaitingCall, kind: PauseKind, data: Value) -> Pause {
-    Pause {
+    Pause::new(
         kind,
-        tool_call_id: waiting.call.tool_call_id.clone(),
-        tool_name: waiting.call.tool_name.clone(),
-        input: waiting.call.input.clone(),
-        data,
+        &waiting.call.tool_call_id,
+        &waiting.call.tool_name,
+        waiting.call.input.clone(),
+    )
+    .with_data(data)
+}
+
+/// Places the caller's client-tool results: those for the thread's own waiting client calls go
+/// into the tool message after the calls; those for client calls inside a paused sub-agent are
+/// returned, to be routed to it.
+///
+/// # Errors
+///
+/// The message of a run that cannot start: a result for a call that waits nowhere.
+pub(crate) fn place_results(
+    messages: &mut Vec<Message>,
+    results: Vec<ToolResultPart>,
+    tools: &Toolset,
+) -> Result<Vec<ToolResultPart>, String> {
+    if results.is_empty() {
+        return Ok(results);
     }
+    let waiting = waiting_calls(messages, tools);
+    let mut own = Vec::new();
+    let mut nested = Vec::new();
+    for result in results {
+        let id = result.tool_call_id.as_str();
+        let is_own = waiting
+            .iter()
+            .any(|w| w.call.tool_call_id == id && w.approval.is_none() && w.nested.is_none());
+        if is_own
+            && !own
+                .iter()
+                .any(|p| matches!(p, Part::ToolResult(r) if r.tool_call_id == id))
+        {
+            own.push(Part::ToolResult(result));
+        } else if waiting
+            .iter()
+            .filter_map(|w| w.nested.as_ref())
+            .any(|run| run.client_call_ids().any(|c| c == id))
+        {
+            nested.push(result);
+        } else {
+            return Err(format!(
+                "The result for tool call {id} answers no client-tool call waiting in this \
+                 thread (answered already, answered twice, or not a client tool's call)."
+            ));
+        }
+    }
+    if !own.is_empty() {
+        match messages.last_mut() {
+            Some(last) if last.role == Role::Tool => last.content.extend(own),
+            _ => messages.push(Message::new(Role::Tool, own)),
+        }
+    }
+    Ok(nested)
 }

@@ -1,14 +1,14 @@
 //! One run of the loop.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelOutput, ModelRequest, ModelToolCall, Part, Pause, PauseKind, Role, RunPart, RunScope,
-    ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart, Toolset, Usage,
+    ModelOutput, ModelRequest, ModelToolCall, NestedRun, Part, Pause, PauseKind, Role, RunPart,
+    RunScope, ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart, Toolset, Usage,
     Variables,
 };
 
@@ -19,7 +19,7 @@ use crate::execute::{CallRunner, cancelled_in_flight};
 use crate::input::flag_is_on;
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall, prepare};
-use crate::resume::{Decision, WaitingCall, always_approved, decide, waiting_calls};
+use crate::resume::{Decision, WaitingCall, always_approved, decide, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
 use crate::{
     CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
@@ -48,6 +48,8 @@ pub(crate) struct Run {
     /// Calls of the loaded thread that wait for an answer, and the caller's approval answers.
     waiting: Vec<WaitingCall>,
     answers: Vec<ToolApprovalResponse>,
+    /// The caller's results for client calls waiting inside paused sub-agents.
+    nested_results: Vec<ToolResultPart>,
     /// Tools approved with `always` in this thread.
     always: HashSet<String>,
     cancel: CancellationToken,
@@ -69,15 +71,19 @@ impl Run {
             deps,
             variables,
             approvals,
+            tool_results,
+            inherited,
             cancellation,
         } = input;
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let cancel = cancellation.unwrap_or_default();
         let mut tools = agent.tools();
         let scope = Arc::new(RunScope {
-            variables: Arc::new(Variables::resolve(
-                [&agent.variables, &variables],
-                tools.iter().flat_map(|t| t.meta().variables.iter()),
+            variables: Arc::new(resolve_variables(
+                &agent.variables,
+                inherited.as_deref(),
+                &variables,
+                &tools,
             )),
             run_id: run_id.as_str().into(),
             thread_id: thread_id.map(Into::into),
@@ -85,20 +91,14 @@ impl Run {
             state,
             deps: deps.unwrap_or_default(),
             events: events.clone(),
+            ..Default::default()
         });
         if let Some(resolver) = &agent.resolver {
             match resolver.resolve(&scope).await {
                 Ok(resolved) => tools = tools.with_resolved(resolved),
                 Err(e) => {
-                    return Err(RunError {
-                        kind: RunErrorKind::Config(format!("The tool resolver failed: {e}")),
-                        output: Box::new(RunOutput {
-                            run_id,
-                            input_len: messages.len(),
-                            messages,
-                            ..Default::default()
-                        }),
-                    });
+                    let message = format!("The tool resolver failed: {e}");
+                    return Err(not_started(message, run_id, messages));
                 }
             }
         }
@@ -111,6 +111,10 @@ impl Run {
             });
         }
 
+        let nested_results = match place_results(&mut messages, tool_results, &tools) {
+            Ok(nested) => nested,
+            Err(message) => return Err(not_started(message, run_id, messages)),
+        };
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
         let ids: Vec<&str> = waiting
@@ -148,6 +152,7 @@ impl Run {
             pending: Vec::new(),
             waiting,
             answers: approvals,
+            nested_results,
             always,
             cancel,
             emit: Emitter::new(events),
@@ -190,6 +195,8 @@ impl Run {
             return Err(RunErrorKind::Cancelled);
         }
         self.emit.emit(|| RunPart::StartStep { step });
+        // Results of non-blocking sub-agents that arrived since the last step.
+        self.request.messages.extend(self.scope.inbox.take());
         let turn = self.call_model().await?;
         self.usage += turn.usage;
         self.finish_reason = turn.finish_reason.clone();
@@ -211,6 +218,9 @@ impl Run {
             .push(Message::new(Role::Assistant, content));
         let had_calls = !calls.is_empty();
         let executed = self.execute(step, calls, &mut result).await;
+        // What the step's sub-agents spent, into the run's total (not the step's: that is the
+        // model call's own).
+        self.usage += self.scope.usage.take();
 
         let (usage, unified, raw) = (
             result.usage,
@@ -230,7 +240,23 @@ impl Run {
             .stop_when
             .iter()
             .any(|c| c.should_stop(&self.steps));
-        Ok(had_calls && self.pending.is_empty() && !stop_condition)
+        if !self.pending.is_empty() || stop_condition {
+            return Ok(false);
+        }
+        if had_calls {
+            return Ok(true);
+        }
+        // The model is done; non-blocking sub-agents still running get the last word: wait for
+        // their results and go on with them (seed 004: results queued to the parent).
+        if self.scope.inbox.is_idle() {
+            return Ok(false);
+        }
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+            () = self.scope.inbox.changed() => {}
+        }
+        Ok(!self.scope.inbox.is_idle())
     }
 
     /// Streams the model, unless the run is cancelled first.
@@ -275,7 +301,7 @@ impl Run {
         for (index, call) in calls.iter().enumerate() {
             match &call.action {
                 Action::Fail(e) => outcomes[index] = Some(CallOutcome::Error(e.clone())),
-                Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused(p.clone())),
+                Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused((**p).clone())),
                 Action::Run(tool) => {
                     let job = runner.job(index, &call.id, tool.clone(), call.input.clone());
                     if let Some(error) = missing_variables(tool, &self.scope.variables) {
@@ -391,10 +417,7 @@ impl Run {
             }
             None => {
                 if let CallOutcome::Paused(pause) = outcome {
-                    if pause.kind == PauseKind::Approval {
-                        self.record_approval_request(pause);
-                    }
-                    self.pending.push(pause.clone());
+                    self.note_pause(pause.clone());
                 }
             }
         }
@@ -406,8 +429,45 @@ impl Run {
         });
     }
 
-    /// Records a pending approval in the thread, after its call in the assistant message.
-    fn record_approval_request(&mut self, pause: &Pause) {
+    /// Notes a call's pause: an approval request or a sub-agent's paused run is recorded in
+    /// the thread (after the call, in the assistant message); the items the caller must answer
+    /// join the run's pending list (a sub-agent's own, with the call's id prefixed to their
+    /// path).
+    fn note_pause(&mut self, pause: Pause) {
+        match pause.kind {
+            PauseKind::Approval => {
+                self.record(Part::ToolApprovalRequest(ToolApprovalRequest {
+                    approval_id: approval_id_of(&pause),
+                    tool_call_id: pause.tool_call_id.clone(),
+                    tool_name: pause.tool_name.clone(),
+                    input: pause.input.clone(),
+                    requested_at: Some(now_millis()),
+                }));
+                self.pending.push(pause);
+            }
+            PauseKind::Nested => match serde_json::from_value::<NestedRun>(pause.data.clone()) {
+                Ok(run) => {
+                    for mut inner in run.pending.iter().cloned() {
+                        inner.path.insert(0, pause.tool_call_id.clone());
+                        self.pending.push(inner);
+                    }
+                    self.record(Part::NestedRun(run));
+                }
+                // Not a sub-agent run (only ours make nested pauses): kept as it is.
+                Err(_) => self.pending.push(pause),
+            },
+            _ => self.pending.push(pause),
+        }
+    }
+
+    /// Records `part` in the last assistant message, replacing the record of the same call
+    /// that an earlier pause left (a resumed sub-agent that paused again).
+    fn record(&mut self, part: Part) {
+        let call_id = |p: &Part| match p {
+            Part::ToolApprovalRequest(r) => Some(r.tool_call_id.clone()),
+            Part::NestedRun(r) => Some(r.tool_call_id.clone()),
+            _ => None,
+        };
         let Some(assistant) = self
             .request
             .messages
@@ -417,15 +477,13 @@ impl Run {
         else {
             return;
         };
-        assistant
-            .content
-            .push(Part::ToolApprovalRequest(ToolApprovalRequest {
-                approval_id: approval_id_of(pause),
-                tool_call_id: pause.tool_call_id.clone(),
-                tool_name: pause.tool_name.clone(),
-                input: pause.input.clone(),
-                requested_at: Some(now_millis()),
-            }));
+        let id = call_id(&part);
+        match assistant.content.iter_mut().find(|p| {
+            std::mem::discriminant(*p) == std::mem::discriminant(&part) && call_id(p) == id
+        }) {
+            Some(old) => *old = part,
+            None => assistant.content.push(part),
+        }
     }
 
     /// Answers the calls the loaded thread left waiting, before the first step: approved calls
@@ -435,8 +493,15 @@ impl Run {
     async fn resume(&mut self) -> Result<(), RunErrorKind> {
         let waiting = std::mem::take(&mut self.waiting);
         let answers = std::mem::take(&mut self.answers);
-        let decisions = decide(&waiting, &answers, &self.agent.approval, now_millis())
-            .map_err(RunErrorKind::Config)?;
+        let results = std::mem::take(&mut self.nested_results);
+        let decisions = decide(
+            &waiting,
+            &answers,
+            &results,
+            &self.agent.approval,
+            now_millis(),
+        )
+        .map_err(RunErrorKind::Config)?;
         let runner = CallRunner {
             stack: self.stack.clone(),
             scope: self.scope.clone(),
@@ -466,6 +531,26 @@ impl Run {
                     continue;
                 }
                 Decision::Fail(error) => CallOutcome::Error(error),
+                Decision::Resume(resume) => match self.tools.get(&call.tool_name) {
+                    Some(tool) => {
+                        let mut job =
+                            runner.job(index, &call.tool_call_id, tool.clone(), call.input.clone());
+                        job.cx = job.cx.with_resume(resume);
+                        tokio::select! {
+                            biased;
+                            (_, outcome) = runner.run(job) => outcome,
+                            () = self.cancel.cancelled() => cancelled_in_flight(),
+                        }
+                    }
+                    None => CallOutcome::Error(ToolError::new(
+                        "TOOL_NOT_FOUND",
+                        format!(
+                            "The sub-agent tool \"{}\" that this paused call belongs to is no \
+                             longer available.",
+                            call.tool_name
+                        ),
+                    )),
+                },
                 Decision::Run { input, answer } => {
                     if let Some(answer) = answer {
                         if answer.always {
@@ -491,7 +576,7 @@ impl Run {
                             }
                         }
                         Action::Fail(error) => CallOutcome::Error(error),
-                        Action::Pause(pause) => CallOutcome::Paused(pause),
+                        Action::Pause(pause) => CallOutcome::Paused(*pause),
                     }
                 }
             };
@@ -508,7 +593,7 @@ impl Run {
                 }
                 None => {
                     if let CallOutcome::Paused(pause) = outcome {
-                        self.pending.push(pause);
+                        self.note_pause(pause);
                         continue;
                     }
                 }
@@ -525,13 +610,15 @@ impl Run {
                 Some(last) if last.role == Role::Tool => last.content.extend(parts),
                 _ => messages.push(Message::new(Role::Tool, parts)),
             }
+            // A sub-agent's pending item waits on the run's own call at the head of its path.
             let still: Vec<&str> = self
                 .pending
                 .iter()
-                .map(|p| p.tool_call_id.as_str())
+                .map(|p| p.path.first().unwrap_or(&p.tool_call_id).as_str())
                 .collect();
             repair_orphans(messages, &still);
         }
+        self.usage += self.scope.usage.take();
         if self.cancel.is_cancelled() {
             return Err(RunErrorKind::Cancelled);
         }
@@ -593,17 +680,57 @@ impl Run {
     }
 }
 
-/// The pause of a call that needs approval, its approval id the HMAC of the call under `key`.
-fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
-    Pause {
-        kind: PauseKind::Approval,
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        input: call.input.clone(),
-        data: serde_json::json!({
-            "approvalId": key.approval_id(&call.id, &call.name, &call.input)
+/// The error of a run that could not start: its thread as given.
+fn not_started(message: String, run_id: String, messages: Vec<Message>) -> RunError {
+    RunError {
+        kind: RunErrorKind::Config(message),
+        output: Box::new(RunOutput {
+            run_id,
+            input_len: messages.len(),
+            messages,
+            ..Default::default()
         }),
     }
+}
+
+/// The run's variables (seed 004's precedence): the agent's, then those inherited from a parent
+/// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
+/// own. Secret: what the tools declare so, and what the parent knew to be secret.
+fn resolve_variables(
+    agent: &HashMap<String, String>,
+    inherited: Option<&Variables>,
+    own: &HashMap<String, String>,
+    tools: &Toolset,
+) -> Variables {
+    let declared = || tools.iter().flat_map(|t| t.meta().variables.iter());
+    let Some(parent) = inherited else {
+        return Variables::resolve([agent, own], declared());
+    };
+    let scoped: HashSet<&str> = declared()
+        .filter(|d| d.scoped)
+        .map(|d| d.name.as_str())
+        .collect();
+    let from_parent: HashMap<String, String> = parent
+        .iter()
+        .filter(|(name, _)| !scoped.contains(name))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut variables = Variables::resolve([agent, &from_parent, own], declared());
+    variables.mark_secret(parent.secret_names());
+    variables
+}
+
+/// The pause of a call that needs approval, its approval id the HMAC of the call under `key`.
+fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
+    Pause::new(
+        PauseKind::Approval,
+        &call.id,
+        &call.name,
+        call.input.clone(),
+    )
+    .with_data(serde_json::json!({
+        "approvalId": key.approval_id(&call.id, &call.name, &call.input)
+    }))
 }
 
 /// The approval id an approval pause carries.

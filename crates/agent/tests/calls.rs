@@ -344,13 +344,12 @@ async fn client_tool_pauses_the_run_and_resuming_with_its_result_finishes() {
     assert!(out.is_paused());
     assert_eq!(
         out.pending,
-        [Pause {
-            kind: PauseKind::ClientTool,
-            tool_call_id: "c1".into(),
-            tool_name: "ask_user".into(),
-            input: json!({"question": "colour?"}),
-            data: Value::Null,
-        }]
+        [Pause::new(
+            PauseKind::ClientTool,
+            "c1",
+            "ask_user",
+            json!({"question": "colour?"})
+        )]
     );
     assert!(matches!(
         out.steps[0].tool_results[0].outcome,

@@ -133,13 +133,15 @@ async fn custom_stop_condition_is_checked_after_each_step() {
 #[tokio::test]
 async fn a_tool_returning_a_pause_pauses_the_run() {
     let tool = from_fn("dispatch", "Dispatch.", |_: Args, cx| async move {
-        Err::<String, _>(ToolError::pause(Pause {
-            kind: PauseKind::External,
-            tool_call_id: cx.tool_call_id().into(),
-            tool_name: cx.tool_name().into(),
-            input: json!({}),
-            data: json!({"job": 7}),
-        }))
+        Err::<String, _>(ToolError::pause(
+            Pause::new(
+                PauseKind::External,
+                cx.tool_call_id(),
+                cx.tool_name(),
+                json!({}),
+            )
+            .with_data(json!({"job": 7})),
+        ))
     });
     let model = recording([Turn::call("dispatch", json!({})), Turn::text("never")]);
     let agent = builder(&model).tool(tool).build();

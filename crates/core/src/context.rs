@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::{RunPart, Variables};
+use crate::{Inbox, NestedResume, RunPart, Usage, Variables};
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
 ///
@@ -31,6 +31,10 @@ pub struct RunScope {
     pub events: EventSink,
     /// The run's variables, resolved; secrets among them only for the tools' code.
     pub variables: Arc<Variables>,
+    /// Tokens spent by the calls' own model runs (sub-agents), folded into the run's usage.
+    pub usage: UsageReports,
+    /// Results that arrive after their call returned (non-blocking sub-agents).
+    pub inbox: Inbox,
 }
 
 impl RunScope {
@@ -63,6 +67,7 @@ pub struct ToolContext {
     tool_name: Arc<str>,
     idempotency_key: Arc<str>,
     cancel: CancellationToken,
+    resume: Option<Arc<NestedResume>>,
 }
 
 impl ToolContext {
@@ -82,6 +87,7 @@ impl ToolContext {
             tool_name,
             idempotency_key,
             cancel,
+            resume: None,
         }
     }
 
@@ -174,6 +180,24 @@ impl ToolContext {
         });
     }
 
+    /// Adds tokens this call spent on its own model runs (a sub-agent's) to the run's usage
+    /// (seed 002's `reportUsage`).
+    pub fn report_usage(&self, usage: Usage) {
+        self.scope.usage.add(usage);
+    }
+
+    /// For a sub-agent call resumed after its run paused: the saved run and the answers meant
+    /// for it. `None` for a first call.
+    pub fn resume(&self) -> Option<&NestedResume> {
+        self.resume.as_deref()
+    }
+
+    /// Marks this call as the resumption of a paused sub-agent run.
+    pub fn with_resume(mut self, resume: NestedResume) -> Self {
+        self.resume = Some(Arc::new(resume));
+        self
+    }
+
     /// The run-wide scope.
     pub fn scope(&self) -> &Arc<RunScope> {
         &self.scope
@@ -188,6 +212,23 @@ impl fmt::Debug for ToolContext {
             .field("tool_call_id", &self.tool_call_id)
             .field("tool_name", &self.tool_name)
             .finish_non_exhaustive()
+    }
+}
+
+/// Usage reported by a run's calls ([`ToolContext::report_usage`]), taken by the loop into the
+/// run's total.
+#[derive(Debug, Clone, Default)]
+pub struct UsageReports(Arc<Mutex<Usage>>);
+
+impl UsageReports {
+    /// Adds `usage` to the reports.
+    pub fn add(&self, usage: Usage) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) += usage;
+    }
+
+    /// Takes everything reported so far, leaving nothing.
+    pub fn take(&self) -> Usage {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 

@@ -213,9 +213,36 @@ pub struct Pause {
     /// Kind-specific data (an approval id, an async result id…).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub data: Value,
+    /// For a pause inside a sub-agent: the ids of the sub-agent calls that lead to it, outermost
+    /// first. Empty for the run's own calls. Answers need no path: the approval id routes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<String>,
 }
 
 impl Pause {
+    /// A pause of the run's own call, with no kind-specific data.
+    pub fn new(
+        kind: PauseKind,
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        input: Value,
+    ) -> Self {
+        Pause {
+            kind,
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            input,
+            data: Value::Null,
+            path: Vec::new(),
+        }
+    }
+
+    /// Sets the kind-specific data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = data;
+        self
+    }
+
     /// The id to answer an approval pause with (`data.approvalId`); `None` for other pauses.
     pub fn approval_id(&self) -> Option<&str> {
         self.data.get("approvalId").and_then(Value::as_str)

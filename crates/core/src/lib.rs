@@ -45,6 +45,7 @@ mod declarations;
 mod error;
 mod finish;
 mod from_fn;
+mod inbox;
 mod kind;
 pub mod layer;
 mod message;
@@ -52,6 +53,7 @@ mod meta;
 mod model;
 mod model_error;
 mod model_part;
+mod nested;
 mod output;
 mod run_part;
 pub mod schema;
@@ -63,11 +65,12 @@ mod variables;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
 pub use client_tool::ClientTool;
-pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext};
+pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext, UsageReports};
 pub use declarations::{ToolDeclaration, ToolDeclarations};
 pub use error::{Disposition, Pause, PauseKind, ToolError};
 pub use finish::{FinishReason, UnifiedFinishReason};
 pub use from_fn::{FnTool, IntoToolOutput, Json, from_fn};
+pub use inbox::{Inbox, InboxTicket};
 pub use kind::{ProviderTool, ToolKind};
 pub use message::{Message, Part, ProviderMetadata, Role, Source, ToolCallPart, ToolResultPart};
 pub use meta::{
@@ -77,6 +80,7 @@ pub use meta::{
 pub use model::{CallSettings, LanguageModel, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::{ModelError, ModelErrorKind};
 pub use model_part::{ModelPart, ModelToolCall};
+pub use nested::{NestedHop, NestedResume, NestedRun};
 pub use output::{Artifact, ContentPart, ModelOutput, ToolOutput};
 pub use run_part::{ErrorInfo, RunPart};
 pub use spec::ToolSpec;

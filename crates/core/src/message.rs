@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{ModelOutput, ToolApprovalRequest, ToolApprovalResponse};
+use crate::{ModelOutput, NestedRun, ToolApprovalRequest, ToolApprovalResponse};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -147,6 +147,9 @@ pub enum Part {
     ToolApprovalRequest(ToolApprovalRequest),
     /// The answer to an approval request (in the tool message). Never sent to a model.
     ToolApprovalResponse(ToolApprovalResponse),
+    /// A sub-agent call's paused run (in the assistant message, after the call). Never sent to
+    /// a model.
+    NestedRun(NestedRun),
 }
 
 impl Part {

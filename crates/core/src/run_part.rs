@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Source, ToolError, UnifiedFinishReason, Usage};
+use crate::{NestedHop, Source, ToolError, UnifiedFinishReason, Usage};
 
 /// One event of a run. The `type` names and camelCase fields follow the AI SDK's stream parts.
 ///
@@ -210,6 +210,40 @@ pub enum RunPart {
         /// Its data.
         data: Value,
     },
+    /// A part of a sub-agent's run, forwarded into its parent's stream.
+    Nested {
+        /// The sub-agent calls it came through, outermost first.
+        path: Vec<NestedHop>,
+        /// The sub-agent's own part (never itself `nested`: deeper parts lengthen the path).
+        part: Box<RunPart>,
+    },
+}
+
+impl RunPart {
+    /// This part as its parent's stream shows it: nested under `hop` (prefixed to the path of
+    /// a part that already is nested).
+    ///
+    /// ```
+    /// use toolsmith_core::{NestedHop, RunPart};
+    ///
+    /// let hop = |id: &str| NestedHop { tool_call_id: id.into(), tool_name: "helper".into() };
+    /// let part = RunPart::StartStep { step: 0 }.nested(hop("inner")).nested(hop("outer"));
+    /// let RunPart::Nested { path, part } = part else { unreachable!() };
+    /// assert_eq!(path, [hop("outer"), hop("inner")]);
+    /// assert_eq!(*part, RunPart::StartStep { step: 0 });
+    /// ```
+    pub fn nested(self, hop: NestedHop) -> RunPart {
+        match self {
+            RunPart::Nested { mut path, part } => {
+                path.insert(0, hop);
+                RunPart::Nested { path, part }
+            }
+            part => RunPart::Nested {
+                path: vec![hop],
+                part: Box::new(part),
+            },
+        }
+    }
 }
 
 /// An error as the run stream shows it: code, message, details. Never operator detail.

@@ -78,6 +78,21 @@ impl Variables {
         self.secret.contains(name)
     }
 
+    /// Every variable with its value, secrets included (for handing them to a sub-agent).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Marks `names` secret too (the kinds a parent run knew, for a sub-agent's variables).
+    pub fn mark_secret<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        self.secret.extend(names.into_iter().map(str::to_string));
+    }
+
+    /// The names of the secret variables.
+    pub fn secret_names(&self) -> impl Iterator<Item = &str> {
+        self.secret.iter().map(String::as_str)
+    }
+
     /// The declarations among `declared` that are required and have no value.
     pub fn missing<'a>(&self, declared: &'a [VariableDecl]) -> Vec<&'a str> {
         declared

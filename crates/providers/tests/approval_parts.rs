@@ -1,11 +1,11 @@
 //! Approval requests and answers live in the thread for the record and for resuming; no wire
 //! ever sends them to a model. A thread paused on an approval, then answered, is sent by every
-//! provider as the call and its result only.
+//! provider as the call and its result only. So is a sub-agent's paused run.
 
 use serde_json::{Value, json};
 use toolsmith_core::{
-    Message, ModelOutput, ModelRequest, Part, Role, ToolApprovalRequest, ToolApprovalResponse,
-    ToolCallPart, ToolResultPart,
+    Message, ModelOutput, ModelRequest, NestedRun, Part, Role, ToolApprovalRequest,
+    ToolApprovalResponse, ToolCallPart, ToolResultPart,
 };
 use toolsmith_providers::anthropic::AnthropicMessages;
 use toolsmith_providers::google::GoogleGemini;
@@ -33,6 +33,15 @@ fn answered_thread() -> ModelRequest {
                         tool_name: "transfer".into(),
                         input,
                         requested_at: Some(1),
+                    }),
+                    // A sub-agent's paused run, recorded the same way.
+                    Part::NestedRun(NestedRun {
+                        tool_call_id: "call_1".into(),
+                        tool_name: "transfer".into(),
+                        run_id: "child_run_hidden".into(),
+                        tags: vec!["name:hidden_child".into()],
+                        messages: vec![Message::user("the child's private thread")],
+                        pending: Vec::new(),
                     }),
                 ],
             ),
@@ -96,6 +105,8 @@ fn no_wire_sends_approval_parts() {
         let text = body.to_string();
         assert!(!text.contains("apr_secretive"), "{wire}: {text}");
         assert!(!text.contains("approval"), "{wire}: {text}");
+        assert!(!text.contains("hidden"), "{wire}: {text}");
+        assert!(!text.contains("private thread"), "{wire}: {text}");
         // The call and its denial still go: the model is told why.
         assert!(
             text.contains("call_1") || wire == "google",

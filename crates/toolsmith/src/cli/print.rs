@@ -61,53 +61,16 @@ impl Printer for Human {
                 let _ = writeln!(out);
                 self.mid_line = false;
             }
-            RunPart::ToolCall {
-                tool_name,
-                input,
-                provider_executed,
-                ..
-            } => {
-                let by = if *provider_executed {
-                    " (by the provider)"
-                } else {
-                    ""
-                };
-                self.line(out, &format!("→ {tool_name}{by} {}", summary(input)));
+            RunPart::Nested { path, part } => {
+                // A sub-agent's tool activity, indented under the calls it came through; its
+                // text is its answer, shown as the sub-agent call's result.
+                if let Some(line) = tool_line(part) {
+                    let names: Vec<&str> = path.iter().map(|h| h.tool_name.as_str()).collect();
+                    let indent = "  ".repeat(path.len());
+                    self.line(out, &format!("{indent}[{}] {line}", names.join(" › ")));
+                }
             }
-            RunPart::ToolResult {
-                tool_name,
-                output,
-                is_error,
-                ..
-            } => {
-                let mark = if *is_error { "✗" } else { "←" };
-                self.line(out, &format!("{mark} {tool_name}: {}", summary(output)));
-            }
-            RunPart::ToolError {
-                tool_name, error, ..
-            } => {
-                self.line(out, &format!("✗ {tool_name}: {}", one_line(&error.message)));
-            }
-            RunPart::ToolOutputDenied {
-                tool_name, reason, ..
-            } => {
-                let reason = reason.as_deref().unwrap_or("no reason given");
-                self.line(out, &format!("✗ {tool_name}: denied ({reason})"));
-            }
-            RunPart::ToolApprovalRequest {
-                tool_name,
-                input,
-                approval_id,
-                ..
-            } => {
-                self.line(
-                    out,
-                    &format!(
-                        "? {tool_name} {} needs approval ({approval_id})",
-                        summary(input)
-                    ),
-                );
-            }
+            part if let Some(line) = tool_line(part) => self.line(out, &line),
             RunPart::Source(source) => {
                 let what = source
                     .url
@@ -138,15 +101,67 @@ impl Printer for Human {
                 self.line(
                     out,
                     &format!(
-                        "… waiting for the caller: {} {} ({}, call {})",
+                        "… waiting for the caller: {} {} ({}, call {}{})",
                         pause.tool_name,
                         summary(&pause.input),
                         pause.kind.as_str(),
-                        pause.tool_call_id
+                        pause.tool_call_id,
+                        if pause.path.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" inside sub-agent call {}", pause.path.join(" › "))
+                        }
                     ),
                 );
             }
         }
+    }
+}
+
+/// The line for a tool part: a call, a result, an error, a denial, an approval request.
+fn tool_line(part: &RunPart) -> Option<String> {
+    match part {
+        RunPart::ToolCall {
+            tool_name,
+            input,
+            provider_executed,
+            ..
+        } => {
+            let by = if *provider_executed {
+                " (by the provider)"
+            } else {
+                ""
+            };
+            Some(format!("→ {tool_name}{by} {}", summary(input)))
+        }
+        RunPart::ToolResult {
+            tool_name,
+            output,
+            is_error,
+            ..
+        } => {
+            let mark = if *is_error { "✗" } else { "←" };
+            Some(format!("{mark} {tool_name}: {}", summary(output)))
+        }
+        RunPart::ToolError {
+            tool_name, error, ..
+        } => Some(format!("✗ {tool_name}: {}", one_line(&error.message))),
+        RunPart::ToolOutputDenied {
+            tool_name, reason, ..
+        } => {
+            let reason = reason.as_deref().unwrap_or("no reason given");
+            Some(format!("✗ {tool_name}: denied ({reason})"))
+        }
+        RunPart::ToolApprovalRequest {
+            tool_name,
+            input,
+            approval_id,
+            ..
+        } => Some(format!(
+            "? {tool_name} {} needs approval ({approval_id})",
+            summary(input)
+        )),
+        _ => None,
     }
 }
 
@@ -209,6 +224,30 @@ mod tests {
             text,
             "Let me check\n→ calculator {\"expression\":\"1+1\"}\n← calculator: {\"result\":2}\n"
         );
+    }
+
+    #[test]
+    fn a_sub_agent_s_tool_lines_are_indented_under_its_path_and_its_text_is_not_echoed() {
+        let hop = |id: &str, name: &str| toolsmith_core::NestedHop {
+            tool_call_id: id.into(),
+            tool_name: name.into(),
+        };
+        let call = RunPart::ToolCall {
+            tool_call_id: "c3".into(),
+            tool_name: "deploy".into(),
+            input: json!({"service": "api"}),
+            provider_executed: false,
+            invalid: false,
+        };
+        let text = render(&[
+            RunPart::TextDelta {
+                id: "t".into(),
+                text: "child thinking".into(),
+            }
+            .nested(hop("c1", "lead")),
+            call.nested(hop("c2", "ops")).nested(hop("c1", "lead")),
+        ]);
+        assert_eq!(text, "    [lead › ops] → deploy {\"service\":\"api\"}\n");
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! [`PromptTool`]: a prompt exposed as a tool, its result shaped by seed 004's
+//! `SubpromptConfig`.
+
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolsmith_core::{Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec};
+
+use crate::child_run::{ChildEnd, child_input, run_child};
+use crate::subagent::{input_schema, task_message};
+use crate::{Agent, CallOutcome, RunOutput, SubagentConfig};
+
+/// Seed 004's `SubpromptConfig` without its `name`: what a prompt tool's result carries, and
+/// which input properties start it. The JSON form uses the seed's camelCase keys; unknown keys
+/// are rejected.
+///
+/// ```
+/// use toolsmith_agent::SubpromptConfig;
+///
+/// let config: SubpromptConfig =
+///     serde_json::from_str(r#"{"includeToolCalls": false, "initUserMessageProperty": "q"}"#)
+///         .unwrap();
+/// assert!(config.include_text_response && config.include_errors && !config.include_tool_calls);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubpromptConfig {
+    /// The prompt's final text (default true).
+    #[serde(default = "yes")]
+    pub include_text_response: bool,
+    /// Each tool call the prompt made, with its result (default true).
+    #[serde(default = "yes")]
+    pub include_tool_calls: bool,
+    /// Tool errors and the prompt's own failure (default true). Off: failed calls are left
+    /// out, and a failed prompt says only that it failed.
+    #[serde(default = "yes")]
+    pub include_errors: bool,
+    /// The input property whose value is the prompt's user message (default `prompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_user_message_property: Option<String>,
+    /// The input property holding `/attachments/<file>` paths for the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_attachments_property: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for SubpromptConfig {
+    fn default() -> Self {
+        SubpromptConfig {
+            include_text_response: true,
+            include_tool_calls: true,
+            include_errors: true,
+            init_user_message_property: None,
+            init_attachments_property: None,
+        }
+    }
+}
+
+/// A prompt (an agent: instructions, model, tools) exposed as a tool. Each call runs it on the
+/// task property's value alone, like a [`SubagentTool`](crate::SubagentTool) (forwarded
+/// parts, folded usage, pauses that surface on the parent), and returns a result shaped by its
+/// [`SubpromptConfig`]: the text, the tool calls with their results, the errors.
+///
+/// ```
+/// use serde_json::json;
+/// use toolsmith_agent::{Agent, PromptTool, SubpromptConfig};
+/// use toolsmith_providers::{ScriptedModel, Turn};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let summarise = Agent::builder(ScriptedModel::new([Turn::text("Short.")]))
+///     .instructions("Summarise the text in one word.")
+///     .build();
+/// let tool = PromptTool::new("summarise", "Summarises.", summarise, SubpromptConfig::default());
+/// let parent = Agent::builder(ScriptedModel::new([
+///     Turn::call("summarise", json!({"prompt": "A long text."})),
+///     Turn::text("done"),
+/// ]))
+/// .tool(tool)
+/// .build();
+/// let out = parent.run("go").await.unwrap();
+/// assert_eq!(out.steps[0].tool_results[0].output_value(), Some(&json!("Short.")));
+/// # });
+/// ```
+pub struct PromptTool {
+    spec: ToolSpec,
+    agent: Agent,
+    config: SubpromptConfig,
+    /// The task and attachment properties, in the sub-agent form the shared code reads.
+    shape: SubagentConfig,
+}
+
+impl PromptTool {
+    /// The prompt `agent` as the tool `name`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        agent: Agent,
+        config: SubpromptConfig,
+    ) -> Self {
+        let shape = SubagentConfig {
+            init_user_message_property: config.init_user_message_property.clone(),
+            init_attachments_property: config.init_attachments_property.clone(),
+            ..SubagentConfig::default()
+        };
+        PromptTool {
+            spec: ToolSpec::new(name.into(), input_schema(&shape, false))
+                .with_description(description),
+            agent,
+            config,
+            shape,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SubpromptConfig {
+        &self.config
+    }
+
+    /// The result the model sees: what the include flags let through.
+    fn shape(&self, output: &RunOutput) -> String {
+        let mut text = String::new();
+        if self.config.include_tool_calls {
+            for result in output.steps.iter().flat_map(|s| &s.tool_results) {
+                let shown = match &result.outcome {
+                    CallOutcome::Output(out) => out.model.to_text(),
+                    CallOutcome::Error(e) if self.config.include_errors => {
+                        format!("error: {}", e.message())
+                    }
+                    _ => continue,
+                };
+                let _ = writeln!(
+                    text,
+                    "Tool call {}({}) → {shown}",
+                    result.tool_name, result.input
+                );
+            }
+        }
+        if self.config.include_text_response && !output.text.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&output.text);
+        }
+        text
+    }
+}
+
+#[async_trait]
+impl Tool for PromptTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        ToolMeta::default_ref()
+    }
+
+    fn kind(&self) -> &ToolKind {
+        &ToolKind::Prompt
+    }
+
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let first = if cx.resume().is_some() {
+            Vec::new()
+        } else {
+            vec![task_message(&self.shape, &input)?]
+        };
+        let child = child_input(cx, first, Vec::new());
+        match run_child(&self.agent, child, cx, &input, "Prompt").await {
+            Ok(ChildEnd::Done(output)) => Ok(ToolOutput::text(self.shape(&output))),
+            Ok(ChildEnd::Paused(pause)) => Err(pause),
+            Err(error) if self.config.include_errors => Err(error),
+            Err(error) => Err(ToolError::new(
+                error.code().to_string(),
+                format!("Prompt \"{}\" failed.", cx.tool_name()),
+            )),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! [`SubagentTool`]: an agent exposed as a tool (seed 002's `agentTool`, seed 004's
+//! sub-agents).
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolsmith_core::{
+    Message, Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
+};
+
+use crate::child_run::{ChildEnd, child_input, run_child};
+use crate::{Agent, RunOutput, SubagentConfig};
+
+/// An agent exposed as a tool: each call runs the agent's whole loop one level down.
+///
+/// - Its parts are forwarded into the parent's stream as `nested` parts with the path of
+///   sub-agent calls they came through.
+/// - Approvals (and client tools) inside it pause the parent: they surface in the parent's
+///   [`RunOutput::pending`] with the call's id at the head of their path, and answering them
+///   on the parent ([`RunInput::with_approval`](crate::RunInput::with_approval)) resumes the
+///   child, however deep.
+/// - Its usage, server tool uses included, folds into the parent's; cancelling the parent
+///   cancels it; it inherits the parent's variables but those its tools declare `scoped`.
+/// - [`SubagentConfig`] shapes it: the task property, a `name:<value>` tag, `blocking: false`
+///   (the result is queued to the parent later), the `optional` flag.
+///
+/// ```
+/// use serde_json::json;
+/// use toolsmith_agent::{Agent, SubagentTool};
+/// use toolsmith_providers::{ScriptedModel, Turn};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let researcher = Agent::builder(ScriptedModel::new([Turn::text("Paris.")])).build();
+/// let parent = Agent::builder(ScriptedModel::new([
+///     Turn::call("researcher", json!({"prompt": "Capital of France?"})),
+///     Turn::text("It is Paris."),
+/// ]))
+/// .tool(SubagentTool::new("researcher", "Looks things up.", researcher))
+/// .build();
+/// let out = parent.run("Where is the Louvre?").await.unwrap();
+/// assert_eq!(out.steps[0].tool_results[0].output_value(), Some(&json!("Paris.")));
+/// # });
+/// ```
+pub struct SubagentTool {
+    spec: ToolSpec,
+    meta: ToolMeta,
+    agent: Agent,
+    config: SubagentConfig,
+}
+
+impl SubagentTool {
+    /// The agent as a tool with the default configuration: a blocking call whose input is
+    /// `{"prompt": string}`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, agent: Agent) -> Self {
+        SubagentTool::with_config(name, description, agent, SubagentConfig::default())
+    }
+
+    /// The agent as a tool configured by `config`.
+    pub fn with_config(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        agent: Agent,
+        config: SubagentConfig,
+    ) -> Self {
+        let spec =
+            ToolSpec::new(name.into(), input_schema(&config, true)).with_description(description);
+        let mut meta = ToolMeta::new();
+        if let Some(flag) = &config.optional {
+            meta = meta.optional(flag.clone());
+        }
+        SubagentTool {
+            spec,
+            meta,
+            agent,
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SubagentConfig {
+        &self.config
+    }
+
+    /// The agent it runs.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// Replaces the runtime metadata (approval, timeout…); the `optional` flag is kept.
+    pub fn with_meta(mut self, meta: ToolMeta) -> Self {
+        let optional = self.meta.optional.take();
+        self.meta = meta;
+        self.meta.optional = self.meta.optional.take().or(optional);
+        self
+    }
+}
+
+/// The input schema of a sub-agent (or prompt) tool: the task property as a required string,
+/// then the name and attachments properties when configured.
+pub(crate) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
+    let task = config.task_property();
+    let mut properties = Map::new();
+    let mut required = vec![Value::from(task)];
+    properties.insert(
+        task.to_string(),
+        json!({
+            "type": "string",
+            "description": "The task, with everything needed to do it: the sub-agent sees \
+                            nothing else of this conversation."
+        }),
+    );
+    if let Some(name) = config
+        .init_agent_name_property
+        .as_deref()
+        .filter(|_| with_name)
+    {
+        properties.insert(
+            name.to_string(),
+            json!({"type": "string", "minLength": 1, "description": "A short name for this instance."}),
+        );
+        required.push(name.into());
+    }
+    if let Some(files) = &config.init_attachments_property {
+        properties.insert(
+            files.clone(),
+            json!({
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Files to hand over, as /attachments/<file> paths."
+            }),
+        );
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false
+    })
+}
+
+/// The child's first user message: the task property's value.
+pub(crate) fn task_message(config: &SubagentConfig, input: &Value) -> Result<Message, ToolError> {
+    let property = config.task_property();
+    match input.get(property).and_then(Value::as_str) {
+        Some(task) if !task.trim().is_empty() => Ok(Message::user(task)),
+        _ => Err(ToolError::new(
+            "INVALID_INPUT",
+            format!("The sub-agent needs its task as a non-empty string in \"{property}\"."),
+        )),
+    }
+}
+
+/// The child thread's tags: `name:<value>` from the name property.
+pub(crate) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
+    config
+        .init_agent_name_property
+        .as_deref()
+        .and_then(|p| input.get(p))
+        .and_then(Value::as_str)
+        .map(|name| vec![format!("name:{name}")])
+        .unwrap_or_default()
+}
+
+/// What the model sees of a finished child: its last text.
+pub(crate) fn answer(tool_name: &str, output: &RunOutput) -> ToolOutput {
+    if output.text.trim().is_empty() {
+        ToolOutput::text(format!(
+            "Sub-agent \"{tool_name}\" finished without an answer."
+        ))
+    } else {
+        ToolOutput::text(output.text.clone())
+    }
+}
+
+#[async_trait]
+impl Tool for SubagentTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn meta(&self) -> &ToolMeta {
+        &self.meta
+    }
+
+    fn kind(&self) -> &ToolKind {
+        &ToolKind::Agent
+    }
+
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let first = if cx.resume().is_some() {
+            Vec::new()
+        } else {
+            vec![task_message(&self.config, &input)?]
+        };
+        let child = child_input(cx, first, name_tags(&self.config, &input));
+        if !self.config.blocking {
+            return Ok(crate::background::spawn(
+                self.agent.clone(),
+                child,
+                cx,
+                input,
+            ));
+        }
+        match run_child(&self.agent, child, cx, &input, "Sub-agent").await? {
+            ChildEnd::Done(output) => Ok(answer(cx.tool_name(), &output)),
+            ChildEnd::Paused(pause) => Err(pause),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! [`SubagentConfig`]: seed 004's `SubagentToolConfig`, how an agent behaves as a tool.
+
+use serde::{Deserialize, Serialize};
+
+/// How an agent behaves as a tool: seed 004's `SubagentToolConfig` without its `name` (the
+/// tool has its own). The JSON form uses the seed's camelCase keys; unknown keys are rejected.
+///
+/// ```
+/// use toolsmith_agent::{ParentCommunication, SubagentConfig};
+///
+/// let config: SubagentConfig = serde_json::from_str(
+///     r#"{"blocking": false, "initUserMessageProperty": "task",
+///         "resumable": {"receives_messages": "side_a", "maxInstances": 2}}"#,
+/// )
+/// .unwrap();
+/// assert!(!config.blocking);
+/// let resumable = config.resumable.unwrap();
+/// assert_eq!(resumable.max_instances, Some(2));
+/// assert_eq!(resumable.parent_communication, ParentCommunication::Implicit);
+/// assert!(serde_json::from_str::<SubagentConfig>(r#"{"blockign": true}"#).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubagentConfig {
+    /// `true` (the default): the call returns the child's answer. `false`: the call returns at
+    /// once with an acknowledgement, and the child's result is queued to the parent as a user
+    /// message when it finishes; the parent's run does not end before it arrives.
+    #[serde(default = "yes")]
+    pub blocking: bool,
+    /// The input property whose value becomes the child's first user message; the tool's input
+    /// schema has it as a required string. Default: `prompt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_user_message_property: Option<String>,
+    /// The input property holding `/attachments/<file>` paths (a string or a list) handed to
+    /// the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_attachments_property: Option<String>,
+    /// The input property naming the child instance; the child thread is tagged
+    /// `name:<value>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_agent_name_property: Option<String>,
+    /// Spawn the child before the parent's first model step.
+    #[serde(default, skip_serializing_if = "Immediate::is_off")]
+    pub immediate: Immediate,
+    /// The variable that enables the tool: it is offered only when the variable is `true`,
+    /// `1` or `yes` (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<String>,
+    /// `None` (`false` in JSON, the default): tool-call semantics, one child per call. The
+    /// object form: long-lived instances driven by `subagent_create` and `subagent_message`.
+    #[serde(
+        default,
+        with = "resumable_or_false",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub resumable: Option<Resumable>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for SubagentConfig {
+    fn default() -> Self {
+        SubagentConfig {
+            blocking: true,
+            init_user_message_property: None,
+            init_attachments_property: None,
+            init_agent_name_property: None,
+            immediate: Immediate::default(),
+            optional: None,
+            resumable: None,
+        }
+    }
+}
+
+impl SubagentConfig {
+    /// The input property that carries the child's task.
+    pub fn task_property(&self) -> &str {
+        self.init_user_message_property
+            .as_deref()
+            .unwrap_or("prompt")
+    }
+}
+
+/// Seed 004's `immediate`: `false`, `true`, or the object form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Immediate {
+    /// `false` or `true`.
+    Flag(bool),
+    /// Spawn at once, with per-instance variables.
+    With(ImmediateEnv),
+}
+
+impl Immediate {
+    /// Whether the child spawns before the first step.
+    pub fn is_on(&self) -> bool {
+        !self.is_off()
+    }
+
+    fn is_off(&self) -> bool {
+        matches!(self, Immediate::Flag(false))
+    }
+
+    /// The per-instance variables of the object form.
+    pub fn env(&self) -> Option<&ImmediateEnv> {
+        match self {
+            Immediate::With(env) => Some(env),
+            Immediate::Flag(_) => None,
+        }
+    }
+}
+
+impl Default for Immediate {
+    fn default() -> Self {
+        Immediate::Flag(false)
+    }
+}
+
+/// The object form of [`Immediate`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImmediateEnv {
+    /// The variable whose value names the child (the only values besides `descriptionEnv`'s
+    /// that may be shown to a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_env: Option<String>,
+    /// The variable whose value is the child's task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description_env: Option<String>,
+    /// Variables copied into the child. Runtime-only: never shown to a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scoped_env: Vec<String>,
+}
+
+/// The object form of seed 004's `resumable`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Resumable {
+    /// Which side of the child receives the parent's messages (seed 004 keeps this key in
+    /// snake case): `side_a` as user messages, `side_b` as assistant messages.
+    #[serde(rename = "receives_messages")]
+    pub receives_messages: Side,
+    /// At most this many instances; at the limit `subagent_create` is no longer offered and
+    /// messages go to the existing instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_instances: Option<u32>,
+    /// How the child's completion reaches the parent.
+    #[serde(default)]
+    pub parent_communication: ParentCommunication,
+}
+
+/// Which side of a resumable child the parent's messages reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// As user messages.
+    SideA,
+    /// As assistant messages.
+    SideB,
+}
+
+/// How a resumable child's completion reaches its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentCommunication {
+    /// The child's reply is returned to the parent each time (the default).
+    #[default]
+    Implicit,
+    /// Only what the child sends with `notify_parent` reaches the parent.
+    Explicit,
+}
+
+/// `resumable: false | {…}`.
+mod resumable_or_false {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Resumable;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Wire {
+        Flag(bool),
+        On(Resumable),
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Resumable>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(resumable) => resumable.serialize(serializer),
+            None => false.serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Resumable>, D::Error> {
+        match Wire::deserialize(deserializer)? {
+            Wire::Flag(false) => Ok(None),
+            Wire::Flag(true) => Err(serde::de::Error::custom(
+                "resumable is false or an object {\"receives_messages\": \"side_a\" | \"side_b\", \
+                 \"maxInstances\"?, \"parentCommunication\"?}",
+            )),
+            Wire::On(resumable) => Ok(Some(resumable)),
+        }
+    }
+}
