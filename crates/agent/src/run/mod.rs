@@ -1,26 +1,30 @@
 //! One run of the loop.
 
-use std::collections::{HashMap, HashSet};
+mod answer;
+mod outcome;
+mod setup;
+
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde_json::Value;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelOutput, ModelRequest, ModelToolCall, NestedRun, Part, Pause, PauseKind, Role, RunPart,
-    RunScope, ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart, Toolset, Usage,
-    Variables,
+    ModelRequest, Pause, Role, RunPart, RunScope, ToolApprovalResponse, ToolError, ToolResultPart,
+    Toolset, Usage,
 };
 
 use crate::agent::AgentInner;
-use crate::approval::{ApprovalKey, now_millis};
 use crate::emit::Emitter;
 use crate::execute::{CallRunner, cancelled_in_flight};
 use crate::input::flag_is_on;
 use crate::output::model_error_code;
-use crate::prepare::{Action, PreparedCall, prepare};
-use crate::resume::{Decision, WaitingCall, always_approved, decide, place_results, waiting_calls};
+use crate::prepare::{Action, PreparedCall};
+use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
+use outcome::{approval_pause, emit_outcome, fatal_error, model_output, result_part};
+use setup::{missing_variables, not_started, resolve_variables};
+
 use crate::{
     CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
     ToolCallResult, repair_orphans,
@@ -429,202 +433,6 @@ impl Run {
         });
     }
 
-    /// Notes a call's pause: an approval request or a sub-agent's paused run is recorded in
-    /// the thread (after the call, in the assistant message); the items the caller must answer
-    /// join the run's pending list (a sub-agent's own, with the call's id prefixed to their
-    /// path).
-    fn note_pause(&mut self, pause: Pause) {
-        match pause.kind {
-            PauseKind::Approval => {
-                self.record(Part::ToolApprovalRequest(ToolApprovalRequest {
-                    approval_id: approval_id_of(&pause),
-                    tool_call_id: pause.tool_call_id.clone(),
-                    tool_name: pause.tool_name.clone(),
-                    input: pause.input.clone(),
-                    requested_at: Some(now_millis()),
-                }));
-                self.pending.push(pause);
-            }
-            PauseKind::Nested => match serde_json::from_value::<NestedRun>(pause.data.clone()) {
-                Ok(run) => {
-                    for mut inner in run.pending.iter().cloned() {
-                        inner.path.insert(0, pause.tool_call_id.clone());
-                        self.pending.push(inner);
-                    }
-                    self.record(Part::NestedRun(run));
-                }
-                // Not a sub-agent run (only ours make nested pauses): kept as it is.
-                Err(_) => self.pending.push(pause),
-            },
-            _ => self.pending.push(pause),
-        }
-    }
-
-    /// Records `part` in the last assistant message, replacing the record of the same call
-    /// that an earlier pause left (a resumed sub-agent that paused again).
-    fn record(&mut self, part: Part) {
-        let call_id = |p: &Part| match p {
-            Part::ToolApprovalRequest(r) => Some(r.tool_call_id.clone()),
-            Part::NestedRun(r) => Some(r.tool_call_id.clone()),
-            _ => None,
-        };
-        let Some(assistant) = self
-            .request
-            .messages
-            .iter_mut()
-            .rev()
-            .find(|m| m.role == Role::Assistant)
-        else {
-            return;
-        };
-        let id = call_id(&part);
-        match assistant.content.iter_mut().find(|p| {
-            std::mem::discriminant(*p) == std::mem::discriminant(&part) && call_id(p) == id
-        }) {
-            Some(old) => *old = part,
-            None => assistant.content.push(part),
-        }
-    }
-
-    /// Answers the calls the loaded thread left waiting, before the first step: approved calls
-    /// run (with the reviewer's input, validated again), denied ones get the reason as their
-    /// error result, and calls without an answer keep waiting (then the model is not called).
-    /// Results and answers go into the tool message after the calls, in call order.
-    async fn resume(&mut self) -> Result<(), RunErrorKind> {
-        let waiting = std::mem::take(&mut self.waiting);
-        let answers = std::mem::take(&mut self.answers);
-        let results = std::mem::take(&mut self.nested_results);
-        let decisions = decide(
-            &waiting,
-            &answers,
-            &results,
-            &self.agent.approval,
-            now_millis(),
-        )
-        .map_err(RunErrorKind::Config)?;
-        let runner = CallRunner {
-            stack: self.stack.clone(),
-            scope: self.scope.clone(),
-            step: 0,
-            cancel: self.cancel.clone(),
-        };
-        let mut parts = Vec::new();
-        for (index, (waiting, decision)) in waiting.iter().zip(decisions).enumerate() {
-            let call = &waiting.call;
-            let outcome = match decision {
-                Decision::Wait(pause) => {
-                    self.pending.push(pause);
-                    continue;
-                }
-                Decision::Deny { reason, answer } => {
-                    self.emit.emit(|| RunPart::ToolOutputDenied {
-                        tool_call_id: call.tool_call_id.clone(),
-                        tool_name: call.tool_name.clone(),
-                        reason: Some(reason.clone()),
-                    });
-                    parts.push(Part::ToolApprovalResponse(answer));
-                    // Recorded as a denial; its reason is what the model sees.
-                    let output = ModelOutput::ExecutionDenied {
-                        reason: Some(reason),
-                    };
-                    parts.push(result_part(&call.tool_call_id, &call.tool_name, output));
-                    continue;
-                }
-                Decision::Fail(error) => CallOutcome::Error(error),
-                Decision::Resume(resume) => match self.tools.get(&call.tool_name) {
-                    Some(tool) => {
-                        let mut job =
-                            runner.job(index, &call.tool_call_id, tool.clone(), call.input.clone());
-                        job.cx = job.cx.with_resume(resume);
-                        tokio::select! {
-                            biased;
-                            (_, outcome) = runner.run(job) => outcome,
-                            () = self.cancel.cancelled() => cancelled_in_flight(),
-                        }
-                    }
-                    None => CallOutcome::Error(ToolError::new(
-                        "TOOL_NOT_FOUND",
-                        format!(
-                            "The sub-agent tool \"{}\" that this paused call belongs to is no \
-                             longer available.",
-                            call.tool_name
-                        ),
-                    )),
-                },
-                Decision::Run { input, answer } => {
-                    if let Some(answer) = answer {
-                        if answer.always {
-                            self.always.insert(call.tool_name.clone());
-                        }
-                        parts.push(Part::ToolApprovalResponse(answer));
-                    }
-                    let model_call =
-                        ModelToolCall::new(&call.tool_call_id, &call.tool_name, input.to_string());
-                    match prepare(&model_call, &self.tools).action {
-                        Action::Run(tool)
-                            if let Some(error) =
-                                missing_variables(&tool, &self.scope.variables) =>
-                        {
-                            CallOutcome::Error(error)
-                        }
-                        Action::Run(tool) => {
-                            let job = runner.job(index, &call.tool_call_id, tool, input);
-                            tokio::select! {
-                                biased;
-                                (_, outcome) = runner.run(job) => outcome,
-                                () = self.cancel.cancelled() => cancelled_in_flight(),
-                            }
-                        }
-                        Action::Fail(error) => CallOutcome::Error(error),
-                        Action::Pause(pause) => CallOutcome::Paused(*pause),
-                    }
-                }
-            };
-            emit_outcome(
-                &self.emit,
-                &call.tool_call_id,
-                &call.tool_name,
-                &call.input,
-                &outcome,
-            );
-            match model_output(&outcome) {
-                Some(output) => {
-                    parts.push(result_part(&call.tool_call_id, &call.tool_name, output));
-                }
-                None => {
-                    if let CallOutcome::Paused(pause) = outcome {
-                        self.note_pause(pause);
-                        continue;
-                    }
-                }
-            }
-            if let Some(error) = fatal_error(&outcome) {
-                return Err(RunErrorKind::Tool(error));
-            }
-        }
-        if !parts.is_empty() {
-            // Into the tool message after the calls (or a new one); repair puts the results in
-            // call order and leaves the calls that still wait unanswered.
-            let messages = &mut self.request.messages;
-            match messages.last_mut() {
-                Some(last) if last.role == Role::Tool => last.content.extend(parts),
-                _ => messages.push(Message::new(Role::Tool, parts)),
-            }
-            // A sub-agent's pending item waits on the run's own call at the head of its path.
-            let still: Vec<&str> = self
-                .pending
-                .iter()
-                .map(|p| p.path.first().unwrap_or(&p.tool_call_id).as_str())
-                .collect();
-            repair_orphans(messages, &still);
-        }
-        self.usage += self.scope.usage.take();
-        if self.cancel.is_cancelled() {
-            return Err(RunErrorKind::Cancelled);
-        }
-        Ok(())
-    }
-
     fn drop_empty_tool_message(&mut self) {
         if self
             .request
@@ -677,152 +485,5 @@ impl Run {
             finish_reason: self.finish_reason,
             pending: self.pending,
         }
-    }
-}
-
-/// The error of a run that could not start: its thread as given.
-fn not_started(message: String, run_id: String, messages: Vec<Message>) -> RunError {
-    RunError {
-        kind: RunErrorKind::Config(message),
-        output: Box::new(RunOutput {
-            run_id,
-            input_len: messages.len(),
-            messages,
-            ..Default::default()
-        }),
-    }
-}
-
-/// The run's variables (seed 004's precedence): the agent's, then those inherited from a parent
-/// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
-/// own. Secret: what the tools declare so, and what the parent knew to be secret.
-fn resolve_variables(
-    agent: &HashMap<String, String>,
-    inherited: Option<&Variables>,
-    own: &HashMap<String, String>,
-    tools: &Toolset,
-) -> Variables {
-    let declared = || tools.iter().flat_map(|t| t.meta().variables.iter());
-    let Some(parent) = inherited else {
-        return Variables::resolve([agent, own], declared());
-    };
-    let scoped: HashSet<&str> = declared()
-        .filter(|d| d.scoped)
-        .map(|d| d.name.as_str())
-        .collect();
-    let from_parent: HashMap<String, String> = parent
-        .iter()
-        .filter(|(name, _)| !scoped.contains(name))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut variables = Variables::resolve([agent, &from_parent, own], declared());
-    variables.mark_secret(parent.secret_names());
-    variables
-}
-
-/// The pause of a call that needs approval, its approval id the HMAC of the call under `key`.
-fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
-    Pause::new(
-        PauseKind::Approval,
-        &call.id,
-        &call.name,
-        call.input.clone(),
-    )
-    .with_data(serde_json::json!({
-        "approvalId": key.approval_id(&call.id, &call.name, &call.input)
-    }))
-}
-
-/// The approval id an approval pause carries.
-fn approval_id_of(pause: &Pause) -> String {
-    pause.approval_id().unwrap_or_default().to_string()
-}
-
-/// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
-/// stops before it runs (seed 004: execution cannot continue until they resolve).
-fn missing_variables(
-    tool: &toolsmith_core::SharedTool,
-    variables: &Variables,
-) -> Option<ToolError> {
-    let missing = variables.missing(&tool.meta().variables);
-    if missing.is_empty() {
-        return None;
-    }
-    Some(
-        ToolError::new(
-            "VARIABLES_REQUIRED",
-            format!(
-                "Tool \"{}\" needs the variable{} {}, which {} not set.",
-                tool.spec().name(),
-                if missing.len() == 1 { "" } else { "s" },
-                missing.join(", "),
-                if missing.len() == 1 { "is" } else { "are" },
-            ),
-        )
-        .with_details(serde_json::json!({ "missing": missing })),
-    )
-}
-
-/// What the model sees of an outcome; `None` for a pause (the call has no result yet).
-fn model_output(outcome: &CallOutcome) -> Option<ModelOutput> {
-    match outcome {
-        CallOutcome::Output(out) => Some(out.model.clone()),
-        CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
-        CallOutcome::Paused(_) => None,
-    }
-}
-
-/// A call's result, as the tool message records it.
-fn result_part(tool_call_id: &str, tool_name: &str, output: ModelOutput) -> Part {
-    Part::ToolResult(ToolResultPart {
-        tool_call_id: tool_call_id.to_string(),
-        tool_name: tool_name.to_string(),
-        output,
-        provider_executed: false,
-        provider_metadata: Default::default(),
-    })
-}
-
-fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
-    match outcome {
-        CallOutcome::Error(e) if e.is_fatal() => Some(e.clone()),
-        _ => None,
-    }
-}
-
-/// Emits the part that reports an outcome: `tool-result`, `tool-error`,
-/// `tool-approval-request`, or nothing for a client tool (its `tool-call` part already told the
-/// caller).
-fn emit_outcome(
-    emit: &Emitter,
-    tool_call_id: &str,
-    tool_name: &str,
-    input: &Value,
-    outcome: &CallOutcome,
-) {
-    match outcome {
-        CallOutcome::Output(out) => emit.emit(|| RunPart::ToolResult {
-            tool_call_id: tool_call_id.to_string(),
-            tool_name: tool_name.to_string(),
-            input: input.clone(),
-            output: out.value.clone(),
-            is_error: false,
-            provider_executed: false,
-        }),
-        CallOutcome::Error(e) => emit.emit(|| RunPart::ToolError {
-            tool_call_id: tool_call_id.to_string(),
-            tool_name: tool_name.to_string(),
-            input: input.clone(),
-            error: ErrorInfo::from(e),
-        }),
-        CallOutcome::Paused(pause) if pause.kind == PauseKind::Approval => {
-            emit.emit(|| RunPart::ToolApprovalRequest {
-                approval_id: approval_id_of(pause),
-                tool_call_id: pause.tool_call_id.clone(),
-                tool_name: pause.tool_name.clone(),
-                input: pause.input.clone(),
-            })
-        }
-        CallOutcome::Paused(_) => {}
     }
 }

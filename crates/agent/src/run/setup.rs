@@ -1,0 +1,70 @@
+//! What a run needs before its first step: its variables, and the error of a run that could
+//! not start.
+
+use std::collections::{HashMap, HashSet};
+
+use toolsmith_core::{Message, SharedTool, ToolError, Toolset, Variables};
+
+use crate::{RunError, RunErrorKind, RunOutput};
+
+/// The error of a run that could not start: its thread as given.
+pub(super) fn not_started(message: String, run_id: String, messages: Vec<Message>) -> RunError {
+    RunError {
+        kind: RunErrorKind::Config(message),
+        output: Box::new(RunOutput {
+            run_id,
+            input_len: messages.len(),
+            messages,
+            ..Default::default()
+        }),
+    }
+}
+
+/// The run's variables (seed 004's precedence): the agent's, then those inherited from a parent
+/// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
+/// own. Secret: what the tools declare so, and what the parent knew to be secret.
+pub(super) fn resolve_variables(
+    agent: &HashMap<String, String>,
+    inherited: Option<&Variables>,
+    own: &HashMap<String, String>,
+    tools: &Toolset,
+) -> Variables {
+    let declared = || tools.iter().flat_map(|t| t.meta().variables.iter());
+    let Some(parent) = inherited else {
+        return Variables::resolve([agent, own], declared());
+    };
+    let scoped: HashSet<&str> = declared()
+        .filter(|d| d.scoped)
+        .map(|d| d.name.as_str())
+        .collect();
+    let from_parent: HashMap<String, String> = parent
+        .iter()
+        .filter(|(name, _)| !scoped.contains(name))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut variables = Variables::resolve([agent, &from_parent, own], declared());
+    variables.mark_secret(parent.secret_names());
+    variables
+}
+
+/// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
+/// stops before it runs (seed 004: execution cannot continue until they resolve).
+pub(super) fn missing_variables(tool: &SharedTool, variables: &Variables) -> Option<ToolError> {
+    let missing = variables.missing(&tool.meta().variables);
+    if missing.is_empty() {
+        return None;
+    }
+    Some(
+        ToolError::new(
+            "VARIABLES_REQUIRED",
+            format!(
+                "Tool \"{}\" needs the variable{} {}, which {} not set.",
+                tool.spec().name(),
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" },
+            ),
+        )
+        .with_details(serde_json::json!({ "missing": missing })),
+    )
+}
