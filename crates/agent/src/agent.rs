@@ -124,6 +124,11 @@ impl Agent {
         &self.inner
     }
 
+    /// The agent's own variable values.
+    pub(crate) fn variables(&self) -> &HashMap<String, String> {
+        &self.inner.variables
+    }
+
     /// A snapshot of the toolset.
     pub fn tools(&self) -> Toolset {
         self.inner.tools()

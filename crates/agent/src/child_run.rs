@@ -50,6 +50,7 @@ pub(crate) fn child_input(cx: &ToolContext, messages: Vec<Message>, tags: Vec<St
     input.tool_results = results;
     input.deps = Some(cx.scope().deps.clone());
     input.inherited = Some(cx.scope().variables.clone());
+    input.parent = Some(cx.scope().inbox.clone());
     input
 }
 

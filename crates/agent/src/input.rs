@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolsmith_core::{
-    CancellationToken, Dependencies, Message, SessionState, ToolApprovalResponse, ToolResultPart,
-    Variables,
+    CancellationToken, Dependencies, Inbox, Message, SessionState, ToolApprovalResponse,
+    ToolResultPart, Variables,
 };
 
 /// What a run starts from: the thread so far, and the run's context.
@@ -50,6 +50,8 @@ pub struct RunInput {
     pub tool_results: Vec<ToolResultPart>,
     /// Variables inherited from a parent run (a sub-agent's), secret kinds included.
     pub(crate) inherited: Option<Arc<Variables>>,
+    /// The parent run's inbox (a sub-agent's run), for `notify_parent`.
+    pub(crate) parent: Option<Inbox>,
     /// Cancels the run from outside.
     pub cancellation: Option<CancellationToken>,
 }

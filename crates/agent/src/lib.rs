@@ -48,6 +48,7 @@ mod child_run;
 mod emit;
 mod execute;
 mod input;
+mod instances;
 mod output;
 mod policy;
 mod prepare;
@@ -67,6 +68,9 @@ pub use approval::{
     TimeoutAction,
 };
 pub use input::RunInput;
+pub use instances::{
+    SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
+};
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;
 pub use prompt_tool::{PromptTool, SubpromptConfig};

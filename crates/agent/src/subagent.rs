@@ -1,6 +1,9 @@
 //! [`SubagentTool`]: an agent exposed as a tool (seed 002's `agentTool`, seed 004's
 //! sub-agents).
 
+use std::any::Any;
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
@@ -40,6 +43,7 @@ use crate::{Agent, RunOutput, SubagentConfig};
 /// assert_eq!(out.steps[0].tool_results[0].output_value(), Some(&json!("Paris.")));
 /// # });
 /// ```
+#[derive(Clone)]
 pub struct SubagentTool {
     spec: ToolSpec,
     meta: ToolMeta,
@@ -83,6 +87,11 @@ impl SubagentTool {
     /// The agent it runs.
     pub fn agent(&self) -> &Agent {
         &self.agent
+    }
+
+    /// What the model is told it does.
+    pub fn description(&self) -> &str {
+        self.spec.description()
     }
 
     /// Replaces the runtime metadata (approval, timeout…); the `optional` flag is kept.
@@ -160,6 +169,19 @@ pub(crate) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The per-instance variables copied into the child (`immediate.scopedEnv`, seed 004): the
+/// parent's values of those names. Runtime-only: they reach the child's tools, never a model.
+pub(crate) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMap<String, String> {
+    config
+        .immediate
+        .env()
+        .map(|env| env.scoped_env.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| Some((name.clone(), cx.variable(name)?.to_string())))
+        .collect()
+}
+
 /// What the model sees of a finished child: its last text.
 pub(crate) fn answer(tool_name: &str, output: &RunOutput) -> ToolOutput {
     if output.text.trim().is_empty() {
@@ -185,13 +207,18 @@ impl Tool for SubagentTool {
         &ToolKind::Agent
     }
 
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let first = if cx.resume().is_some() {
             Vec::new()
         } else {
             vec![task_message(&self.config, &input)?]
         };
-        let child = child_input(cx, first, name_tags(&self.config, &input));
+        let mut child = child_input(cx, first, name_tags(&self.config, &input));
+        child.variables = scoped_values(&self.config, cx);
         if !self.config.blocking {
             return Ok(crate::background::spawn(
                 self.agent.clone(),

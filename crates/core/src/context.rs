@@ -35,6 +35,9 @@ pub struct RunScope {
     pub usage: UsageReports,
     /// Results that arrive after their call returned (non-blocking sub-agents).
     pub inbox: Inbox,
+    /// For a sub-agent's run: its parent run's inbox, for
+    /// [`ToolContext::notify_parent`].
+    pub parent: Option<Inbox>,
 }
 
 impl RunScope {
@@ -184,6 +187,29 @@ impl ToolContext {
     /// (seed 002's `reportUsage`).
     pub fn report_usage(&self, usage: Usage) {
         self.scope.usage.add(usage);
+    }
+
+    /// Sends `text` to the parent run, when this run is a sub-agent's (seed 004's
+    /// `notifyParent`, the channel of `parentCommunication: explicit`): it reaches the parent's
+    /// model as a user message before its next step. Returns whether there is a parent.
+    pub fn notify_parent(&self, text: &str) -> bool {
+        let Some(parent) = &self.scope.parent else {
+            return false;
+        };
+        let name = self
+            .metadata()
+            .get("tags")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find_map(|t| t.strip_prefix("name:"))
+            .unwrap_or("");
+        parent.deliver(crate::Message::user(format!(
+            "Message from sub-agent \"{name}\" (run {}):\n{text}",
+            self.run_id()
+        )));
+        true
     }
 
     /// For a sub-agent call resumed after its run paused: the saved run and the answers meant

@@ -41,6 +41,12 @@ impl Inbox {
         InboxTicket(self.clone())
     }
 
+    /// Queues a message nobody announced (a sub-agent's `notify_parent`).
+    pub fn deliver(&self, message: Message) {
+        self.queue().push(message);
+        self.0.changed.notify_waiters();
+    }
+
     /// Takes every queued message, oldest first.
     pub fn take(&self) -> Vec<Message> {
         std::mem::take(&mut *self.queue())
@@ -94,7 +100,7 @@ impl InboxTicket {
     /// Queues the message for the run.
     pub fn deliver(self, message: Message) {
         self.0.queue().push(message);
-        // Drop settles the count and wakes the run.
+        // Dropping the ticket settles the count and wakes the run.
     }
 }
 

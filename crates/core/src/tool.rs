@@ -1,11 +1,12 @@
 //! The [`Tool`] trait.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::kind::ToolKind;
-use crate::{ToolContext, ToolError, ToolMeta, ToolOutput, ToolSpec};
+use crate::{RunScope, ToolContext, ToolError, ToolMeta, ToolOutput, ToolSpec};
 
 /// A tool: a model-facing [`ToolSpec`], runtime [`ToolMeta`], a [`ToolKind`] and one async
 /// method that runs it.
@@ -54,6 +55,21 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the tool on validated input.
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Whether the next request of the run offers the tool to the model. Defaults to `true`.
+    /// A tool that hides itself (`subagent_create` at its instance limit) must still refuse a
+    /// call the model makes anyway.
+    fn offered(&self, scope: &RunScope) -> bool {
+        let _ = scope;
+        true
+    }
+
+    /// The tool as [`Any`], for a runtime that treats a tool type specially (the agent loop
+    /// turns resumable sub-agents into `subagent_create` and `subagent_message`). Defaults to
+    /// `None`; wrappers delegate to the tool they wrap.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
 }
 
 /// A tool behind an [`Arc`], as toolsets hold them.

@@ -304,6 +304,12 @@ impl Tool for WithMeta {
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.inner.call(input, cx).await
     }
+    fn offered(&self, scope: &RunScope) -> bool {
+        self.inner.offered(scope)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.inner.as_any()
+    }
 }
 
 /// A tool under another name.
@@ -332,5 +338,11 @@ impl Tool for Renamed {
     }
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.inner.call(input, cx).await
+    }
+    fn offered(&self, scope: &RunScope) -> bool {
+        self.inner.offered(scope)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.inner.as_any()
     }
 }

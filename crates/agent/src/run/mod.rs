@@ -1,6 +1,7 @@
 //! One run of the loop.
 
 mod answer;
+mod immediate;
 mod outcome;
 mod setup;
 
@@ -10,8 +11,8 @@ use std::sync::Arc;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelRequest, Pause, Role, RunPart, RunScope, ToolApprovalResponse, ToolError, ToolResultPart,
-    Toolset, Usage,
+    ModelRequest, ModelToolCall, Pause, Role, RunPart, RunScope, ToolApprovalResponse, ToolError,
+    ToolResultPart, Toolset, Usage,
 };
 
 use crate::agent::AgentInner;
@@ -58,6 +59,10 @@ pub(crate) struct Run {
     always: HashSet<String>,
     cancel: CancellationToken,
     emit: Emitter,
+    /// Calls that start immediate sub-agents before the first step.
+    immediate: Vec<ModelToolCall>,
+    /// The tools not offered in the last request ([`Tool::offered`](toolsmith_core::Tool)).
+    hidden: Vec<String>,
 }
 
 impl Run {
@@ -77,6 +82,7 @@ impl Run {
             approvals,
             tool_results,
             inherited,
+            parent,
             cancellation,
         } = input;
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -95,6 +101,7 @@ impl Run {
             state,
             deps: deps.unwrap_or_default(),
             events: events.clone(),
+            parent,
             ..Default::default()
         });
         if let Some(resolver) = &agent.resolver {
@@ -119,6 +126,9 @@ impl Run {
             Ok(nested) => nested,
             Err(message) => return Err(not_started(message, run_id, messages)),
         };
+        let immediate = immediate::immediate_calls(&tools, &messages, &scope.variables);
+        // Resumable sub-agents are driven through subagent_create and subagent_message.
+        let tools = crate::instances::inject(tools);
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
         let ids: Vec<&str> = waiting
@@ -160,6 +170,8 @@ impl Run {
             always,
             cancel,
             emit: Emitter::new(events),
+            immediate,
+            hidden: Vec::new(),
         })
     }
 
@@ -169,6 +181,12 @@ impl Run {
         self.emit.emit(|| RunPart::Start { run_id });
         if (!self.waiting.is_empty() || !self.answers.is_empty())
             && let Err(kind) = self.resume().await
+        {
+            return Err(self.fail(kind));
+        }
+        let immediate = std::mem::take(&mut self.immediate);
+        if !immediate.is_empty()
+            && let Err(kind) = self.start_immediate(immediate).await
         {
             return Err(self.fail(kind));
         }
@@ -201,6 +219,7 @@ impl Run {
         self.emit.emit(|| RunPart::StartStep { step });
         // Results of non-blocking sub-agents that arrived since the last step.
         self.request.messages.extend(self.scope.inbox.take());
+        self.refresh_offered();
         let turn = self.call_model().await?;
         self.usage += turn.usage;
         self.finish_reason = turn.finish_reason.clone();
@@ -261,6 +280,25 @@ impl Run {
             () = self.scope.inbox.changed() => {}
         }
         Ok(!self.scope.inbox.is_idle())
+    }
+
+    /// Declares the tools again when the set of tools that hide themselves changed
+    /// (`subagent_create` at its instance limit).
+    fn refresh_offered(&mut self) {
+        let hidden: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|t| !t.offered(&self.scope))
+            .map(|t| t.spec().name().to_string())
+            .collect();
+        if hidden != self.hidden {
+            self.request.tools = self
+                .tools
+                .clone()
+                .filter(|t| !hidden.iter().any(|h| h == t.spec().name()))
+                .declarations();
+            self.hidden = hidden;
+        }
     }
 
     /// Streams the model, unless the run is cancelled first.
