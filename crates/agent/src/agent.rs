@@ -9,7 +9,8 @@ use toolsmith_core::layer::{
     ToolHook, TracingLayer,
 };
 use toolsmith_core::{
-    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver, Toolset,
+    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver,
+    Toolset, VariableDecl,
 };
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
@@ -43,6 +44,8 @@ pub(crate) struct AgentInner {
     pub(crate) approval: ApprovalSettings,
     /// The agent's variable values (below the thread's in precedence).
     pub(crate) variables: HashMap<String, String>,
+    /// Variables the agent itself declares (kinds, and required ones checked at start).
+    pub(crate) declared: Vec<VariableDecl>,
 }
 
 impl AgentInner {
@@ -96,6 +99,7 @@ impl Agent {
                 tool_timeout: None,
                 approval: ApprovalSettings::default(),
                 variables: HashMap::new(),
+                declared: Vec::new(),
             },
         }
     }
@@ -313,6 +317,14 @@ impl AgentBuilder {
     /// the declaring tool's say ([`toolsmith_core::VariableDecl`]).
     pub fn variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.inner.variables.insert(name.into(), value.into());
+        self
+    }
+
+    /// Declares a variable at the agent level (seed 004's `VariableDefinition`): a secret one
+    /// is masked like a tool's; a required one that no source sets stops every run before it
+    /// starts (`VARIABLES_REQUIRED`, naming it).
+    pub fn declare_variable(mut self, declaration: VariableDecl) -> Self {
+        self.inner.declared.push(declaration);
         self
     }
 

@@ -1,6 +1,7 @@
 //! [`RunInput`]: what a run starts from.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -25,7 +26,7 @@ use toolsmith_core::{
 ///     .with_variable("BETA_TOOLS", "yes");
 /// assert_eq!(input.messages, vec![Message::user("Hello")]);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 #[non_exhaustive]
 pub struct RunInput {
     /// The thread so far. Tool calls without results are repaired before the first request.
@@ -126,6 +127,23 @@ impl RunInput {
 }
 
 /// Whether a flag's value means on: `true`, `1` or `yes`, case-insensitive, spaces ignored.
+/// Variable values are never printed: any of them may be a secret.
+impl fmt::Debug for RunInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&String> = self.variables.keys().collect();
+        names.sort();
+        f.debug_struct("RunInput")
+            .field("messages", &self.messages)
+            .field("run_id", &self.run_id)
+            .field("thread_id", &self.thread_id)
+            .field("metadata", &self.metadata)
+            .field("variables", &names)
+            .field("approvals", &self.approvals)
+            .field("tool_results", &self.tool_results)
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) fn flag_is_on(value: &str) -> bool {
     ["true", "1", "yes"]
         .iter()

@@ -161,3 +161,67 @@ async fn a_required_variable_without_a_value_stops_the_call_before_it_runs() {
     assert_eq!(error.code(), "VARIABLES_REQUIRED");
     assert_eq!(error.details(), Some(&json!({"missing": ["DEPLOY_TOKEN"]})));
 }
+
+#[tokio::test]
+async fn an_agent_level_declaration_masks_its_secret_and_a_missing_required_one_stops_the_run() {
+    let echo = from_fn("echo", "Echoes the token.", |_: Args, cx| async move {
+        Ok::<_, ToolError>(format!("token {}", cx.variable("TOKEN").unwrap_or("-")))
+    });
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("echo", json!({})).with_id("e1")]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model)
+        .tool(echo)
+        .declare_variable(decl("TOKEN", VariableKind::Secret, true))
+        .build();
+
+    let error = agent.run("go").await.unwrap_err();
+    assert_eq!(error.code(), "CONFIG");
+    assert!(error.to_string().contains("VARIABLES_REQUIRED"), "{error}");
+    assert!(error.to_string().contains("TOKEN"), "{error}");
+    assert_eq!(model.call_count(), 0);
+
+    let out = agent
+        .run(RunInput::from("go").with_variable("TOKEN", SECRET))
+        .await
+        .unwrap();
+    assert_eq!(
+        result_of(&out.messages, "e1"),
+        ModelOutput::text("token [secret]")
+    );
+}
+
+#[tokio::test]
+async fn a_tool_event_and_a_printed_run_input_never_show_a_secret() {
+    let input = RunInput::from("go").with_variable("API_KEY", SECRET);
+    let printed = format!("{input:?}");
+    assert!(
+        printed.contains("API_KEY") && !printed.contains(SECRET),
+        "{printed}"
+    );
+
+    let chatty = from_fn("chatty", "Reports progress.", |_: Args, cx| async move {
+        let key = cx.variable("API_KEY").unwrap_or("-").to_string();
+        cx.emit(format!("progress {key}"), json!({"using": key, "step": 1}));
+        Ok::<_, ToolError>("ok")
+    })
+    .with_meta(ToolMeta::new().variable(decl("API_KEY", VariableKind::Secret, true)));
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("chatty", json!({}))]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model).tool(chatty).build();
+    let (parts, out) = stream_run(&agent, input).await;
+    out.unwrap();
+    let data: Vec<&toolsmith_core::RunPart> = parts
+        .iter()
+        .filter(|p| matches!(p, toolsmith_core::RunPart::Data { .. }))
+        .collect();
+    assert_eq!(data.len(), 1);
+    let text = serde_json::to_string(&data).unwrap();
+    assert!(
+        text.contains("[secret]") && !text.contains(SECRET),
+        "{text}"
+    );
+}

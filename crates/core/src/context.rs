@@ -174,11 +174,21 @@ impl ToolContext {
         self.cancel.is_cancelled()
     }
 
-    /// Sends a custom event into the run stream as a `data` part.
-    pub fn emit(&self, name: impl Into<String>, data: Value) {
+    /// Sends a custom event into the run stream as a `data` part, the run's secrets masked in
+    /// it like in a result.
+    pub fn emit(&self, name: impl Into<String>, mut data: Value) {
+        if !self.scope.events.is_active() {
+            return;
+        }
+        let mut name = name.into();
+        let secrets = self.scope.variables.secret_values();
+        if !secrets.is_empty() {
+            name = crate::layer::mask_text(&name, &secrets);
+            crate::layer::mask_value(&mut data, &secrets);
+        }
         self.scope.events.send(RunPart::Data {
             tool_call_id: Some(self.tool_call_id.to_string()),
-            name: name.into(),
+            name,
             data,
         });
     }

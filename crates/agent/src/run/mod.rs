@@ -90,7 +90,7 @@ impl Run {
         let mut tools = agent.tools();
         let scope = Arc::new(RunScope {
             variables: Arc::new(resolve_variables(
-                &agent.variables,
+                &agent,
                 inherited.as_deref(),
                 &variables,
                 &tools,
@@ -104,6 +104,16 @@ impl Run {
             parent,
             ..Default::default()
         });
+        let missing = scope.variables.missing(&agent.declared);
+        if !missing.is_empty() {
+            let message = format!(
+                "VARIABLES_REQUIRED: the agent needs the variable{} {}, which {} not set.",
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" },
+            );
+            return Err(not_started(message, run_id, messages));
+        }
         if let Some(resolver) = &agent.resolver {
             match resolver.resolve(&scope).await {
                 Ok(resolved) => tools = tools.with_resolved(resolved),

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use toolsmith_core::{Message, SharedTool, ToolError, Toolset, Variables};
 
+use crate::agent::AgentInner;
 use crate::{RunError, RunErrorKind, RunOutput};
 
 /// The error of a run that could not start: its thread as given.
@@ -24,12 +25,18 @@ pub(super) fn not_started(message: String, run_id: String, messages: Vec<Message
 /// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
 /// own. Secret: what the tools declare so, and what the parent knew to be secret.
 pub(super) fn resolve_variables(
-    agent: &HashMap<String, String>,
+    agent: &AgentInner,
     inherited: Option<&Variables>,
     own: &HashMap<String, String>,
     tools: &Toolset,
 ) -> Variables {
-    let declared = || tools.iter().flat_map(|t| t.meta().variables.iter());
+    let declared = || {
+        tools
+            .iter()
+            .flat_map(|t| t.meta().variables.iter())
+            .chain(&agent.declared)
+    };
+    let agent = &agent.variables;
     let Some(parent) = inherited else {
         return Variables::resolve([agent, own], declared());
     };

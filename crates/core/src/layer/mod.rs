@@ -40,6 +40,7 @@ pub use self::tracing::TracingLayer;
 pub use hooks::{HookLayer, ToolHook};
 pub use loop_detection::{LoopAction, LoopDetection, LoopDetectionLayer};
 pub use secrets::SecretsLayer;
+pub(crate) use secrets::{mask_text, mask_value};
 pub use timeout::TimeoutLayer;
 
 use crate::{SharedTool, ToolContext, ToolError, ToolOutput};

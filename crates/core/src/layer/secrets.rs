@@ -35,7 +35,7 @@ impl Layer for SecretsLayer {
     }
 }
 
-fn mask_text(text: &str, secrets: &[&str]) -> String {
+pub(crate) fn mask_text(text: &str, secrets: &[&str]) -> String {
     secrets.iter().fold(text.to_string(), |text, secret| {
         text.replace(secret, SECRET_MASK)
     })
@@ -53,7 +53,7 @@ fn mask<T: Serialize + DeserializeOwned>(value: T, secrets: &[&str]) -> T {
 }
 
 /// Masks in place; whether anything changed.
-fn mask_value(value: &mut Value, secrets: &[&str]) -> bool {
+pub(crate) fn mask_value(value: &mut Value, secrets: &[&str]) -> bool {
     match value {
         Value::String(text) if secrets.iter().any(|s| text.contains(s)) => {
             *text = mask_text(text, secrets);
