@@ -2,91 +2,12 @@
 //! provider's wire: the model calls the calculator with its arguments streamed in pieces, the
 //! tool runs, and the second request carries the call and its result back.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+mod common;
+
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
-use std::thread;
 
+use common::{Received, serve, sse};
 use serde_json::{Value, json};
-
-/// A request the server received: path, lower-case headers, JSON body.
-#[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Serves `replies` (SSE bodies) one per connection, in order, on a loopback port.
-fn serve(replies: Vec<String>) -> (String, Arc<Mutex<Vec<Received>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let log = received.clone();
-    thread::spawn(move || {
-        for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let path = line.split(' ').nth(1).unwrap_or_default().to_string();
-            let mut headers = Vec::new();
-            loop {
-                line.clear();
-                reader.read_line(&mut line).unwrap();
-                let Some((name, value)) = line.trim_end().split_once(':') else {
-                    break;
-                };
-                headers.push((name.trim().to_lowercase(), value.trim().to_string()));
-            }
-            let length: usize = headers
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .map_or(0, |(_, v)| v.parse().unwrap());
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock().unwrap().push(Received {
-                path,
-                headers,
-                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-            });
-            let head =
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-            stream.write_all(head.as_bytes()).unwrap();
-            // Written in small pieces, so the client decodes events split across reads.
-            for piece in reply.as_bytes().chunks(17) {
-                stream.write_all(piece).unwrap();
-                stream.flush().unwrap();
-            }
-        }
-    });
-    (base, received)
-}
-
-/// `data: …` events (with `event:` names when `named`), one per JSON value.
-fn sse(events: &[Value], named: bool, done: bool) -> String {
-    let mut out = String::new();
-    for event in events {
-        if named && let Some(kind) = event["type"].as_str() {
-            out.push_str(&format!("event: {kind}\n"));
-        }
-        out.push_str(&format!("data: {event}\n\n"));
-    }
-    if done {
-        out.push_str("data: [DONE]\n\n");
-    }
-    out
-}
 
 const ARGS_HEAD: &str = "{\"expression\":";
 const ARGS_TAIL: &str = "\"6 * 7\"}";

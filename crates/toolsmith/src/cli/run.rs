@@ -10,13 +10,13 @@ use futures::StreamExt;
 use toolsmith_agent::{Agent, ExecutionPolicy, RunError, RunInput, RunOutput};
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{
-    CancellationToken, Message, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
+    CancellationToken, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
     ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
-use toolsmith::config::AgentConfig;
+use toolsmith::config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
 
 use super::print::{Human, JsonLines, Printer};
 use super::spinner::Spinner;
@@ -24,9 +24,14 @@ use super::{EXIT_FAILURE, usage_error};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// An agent config (JSON): model, instructions, maxSteps and tools (see the `config` module).
+    /// An agent config (JSON): model, instructions, maxSteps, tools, approval, clientTools,
+    /// subagents, prompts and variables (see the `config` module and docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// A value for a variable the config declares (repeatable). Without one, the environment
+    /// variable of the same name is used.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
     /// The model, as PROVIDER:MODEL (for example openai:gpt-4.1-mini) [default: the config's
     /// model, else the provider whose API key is set, else the embedded local model].
     #[arg(long, env = "TOOLSMITH_MODEL")]
@@ -82,6 +87,14 @@ enum ApproveMode {
 /// cannot show an approval).
 const CANNOT_ASK: &str = "Tool approval is only supported through the direct API.";
 
+/// `--var NAME=VALUE`.
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err("expected NAME=VALUE".to_string()),
+    }
+}
+
 /// The tools named by `--tools`, or all built-ins.
 fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
     let Some(names) = names else { return Ok(all) };
@@ -106,11 +119,8 @@ fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, Strin
 pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let config = match &args.config {
         None => AgentConfig::default(),
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => match AgentConfig::from_json(&text) {
-                Ok(config) => config,
-                Err(e) => return usage_error(format!("--config {}: {e}", path.display())),
-            },
+        Some(path) => match AgentConfig::from_file(path) {
+            Ok(config) => config,
             Err(e) => return usage_error(format!("--config {}: {e}", path.display())),
         },
     };
@@ -139,7 +149,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         (Some(_), Some(_)) => {
             return usage_error("pass either --tools or a config with \"tools\", not both");
         }
-        (Some(names), None) => select_tools(builtins, Some(names)),
+        (Some(names), None) => select_tools(builtins.clone(), Some(names)),
         (None, _) => config
             .toolset(&builtins, provider)
             .map_err(|e| e.to_string()),
@@ -159,11 +169,41 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(model) => model,
         Err(e) => return usage_error(e),
     };
+    // Declared variables: --var, else the environment.
+    let vars = args.vars.clone();
+    let lookup = move |name: &str| {
+        vars.iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let resolve = |spec: &ModelConfig| {
+        let options = ProviderOptions {
+            base_url: spec.base_url.clone(),
+            api_key: None,
+        };
+        toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
+    };
+    let build = BuildContext {
+        builtins: &builtins,
+        resolve: &resolve,
+        lookup: &lookup,
+    };
+    let parent = ParentAgent {
+        model: Arc::clone(&model),
+        provider: provider.to_string(),
+        approval: config.approval.clone(),
+    };
+    let tools = match config.with_composite_tools(tools, &build, &parent) {
+        Ok(tools) => tools,
+        Err(e) => return usage_error(e.to_string()),
+    };
 
     let mut builder = Agent::builder_shared(Arc::clone(&model))
         .tools(tools)
         .max_steps(args.max_steps.or(config.max_steps).unwrap_or(10));
-    if let Some(instructions) = args.instructions.or(config.instructions) {
+    if let Some(instructions) = args.instructions.or(config.instructions.clone()) {
         builder = builder.instructions(instructions);
     }
     if let Some(max) = args.parallel {
@@ -174,7 +214,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             .approval_policy(approval.policy.clone())
             .approval_timeout(approval.timeout, approval.timeout_action);
     }
-    let agent = builder.build();
+    let agent = config.declare_variables(builder, &lookup).build();
 
     let cancel = CancellationToken::new();
     tokio::spawn({
@@ -221,16 +261,12 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
                 };
             }
         };
-        // The run paused: answer, then resume with the thread and the answers.
-        let mut thread = out.messages.clone();
-        let mut results = Vec::new();
+        // The run paused: answer, then resume with the thread and the answers (they reach
+        // calls waiting inside sub-agents too).
+        input = RunInput::from(out.messages.clone()).with_cancellation(cancel.clone());
         for pause in clients {
-            results.push(client_result(pause).await);
+            input = input.with_tool_result(client_result(pause).await);
         }
-        if !results.is_empty() {
-            thread.push(Message::tool_results(results));
-        }
-        input = RunInput::from(thread).with_cancellation(cancel.clone());
         for pause in pending.iter().filter(|p| p.kind == PauseKind::Approval) {
             input = input.with_approval(answer(pause, args.approve).await);
         }

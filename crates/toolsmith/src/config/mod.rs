@@ -33,6 +33,10 @@
 //! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
 //! `config.tools.googleSearch requires config.model.provider to be google`.
 
+mod build;
+mod composite;
+
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -41,6 +45,9 @@ use toolsmith_core::{Approval, ClientTool, ToolSpec, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
 };
+
+pub use build::{BuildContext, ParentAgent, ResolveModel};
+pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 
 /// A config error, with seed 000's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,6 +120,12 @@ pub struct AgentConfig {
     pub approval: Option<ApprovalConfig>,
     /// Tools the caller answers (no executor here), in config order.
     pub client_tools: Vec<ClientToolConfig>,
+    /// Agents exposed as tools, in config order.
+    pub subagents: Vec<SubagentEntry>,
+    /// Prompts exposed as tools, in config order.
+    pub prompts: Vec<PromptEntry>,
+    /// Declared variables, in config order.
+    pub variables: Vec<VariableEntry>,
 }
 
 /// One `clientTools` entry.
@@ -304,6 +317,33 @@ impl AgentConfig {
     ///
     /// As [`from_json`](Self::from_json).
     pub fn from_value(value: Value) -> Result<Self, ConfigError> {
+        Self::parse(value, Path::new("."), 0)
+    }
+
+    /// Reads and parses a config file; the paths of sub-agent configs in it are relative to
+    /// its folder.
+    ///
+    /// # Errors
+    ///
+    /// An unreadable file, or as [`from_json`](Self::from_json).
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        Self::from_file_at(path, 0)
+    }
+
+    fn from_file_at(path: &Path, depth: usize) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(format!("cannot read {}: {e}", path.display())))?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| error(format!("config is not valid JSON: {e}")))?;
+        Self::parse(value, path.parent().unwrap_or(Path::new(".")), depth)
+    }
+
+    fn parse(value: Value, base: &Path, depth: usize) -> Result<Self, ConfigError> {
+        if depth > MAX_NESTING {
+            return Err(error(format!(
+                "sub-agent configs nest more than {MAX_NESTING} deep (does a config name itself?)"
+            )));
+        }
         let Value::Object(mut root) = value else {
             return Err(error("config must be an object"));
         };
@@ -345,6 +385,14 @@ impl AgentConfig {
             Some(Value::Object(block)) => config.approval = Some(approval_block(block)?),
             Some(_) => return Err(error("config.approval must be an object")),
         }
+        let list = |root: &mut Map<String, Value>, key: &str| match root.remove(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(entries)) => Ok(entries),
+            Some(_) => Err(error(format!("config.{key} must be an array"))),
+        };
+        config.subagents = composite::subagents(list(&mut root, "subagents")?, base, depth)?;
+        config.prompts = composite::prompts(list(&mut root, "prompts")?, base, depth)?;
+        config.variables = composite::variables(list(&mut root, "variables")?)?;
         if let Some(key) = root.keys().next() {
             return Err(error(format!("config.{key} is not a supported setting")));
         }
@@ -504,188 +552,4 @@ fn provider_tool(
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-    use toolsmith_core::{ToolError, ToolKind, from_fn};
-
-    use super::*;
-
-    fn builtins() -> Toolset {
-        let read = from_fn("read", "Read.", |_: Value, _cx| async move {
-            Ok::<_, ToolError>("x")
-        });
-        Toolset::new().with(read)
-    }
-
-    fn parse(value: Value) -> Result<AgentConfig, ConfigError> {
-        AgentConfig::from_value(value)
-    }
-
-    #[test]
-    fn seed_messages_for_bad_entries() {
-        let cases = [
-            (json!({"tools": []}), "config.tools must be an object"),
-            (
-                json!({"tools": {"read": true}}),
-                "config.tools.read must be an object",
-            ),
-            (
-                json!({"tools": {"tavilySearch": {}}}),
-                "config.tools.tavilySearch is not a supported tool",
-            ),
-            (
-                json!({"tools": {"read": {"needsApproval": 1}}}),
-                "config.tools.read.needsApproval must be a boolean",
-            ),
-            (
-                json!({"approval": {"policy": "some"}}),
-                "config.approval.policy must be \"none\", \"all\" or a list of tool names",
-            ),
-            (
-                json!({"approval": {"timeoutAction": "ignore"}}),
-                "config.approval.timeoutAction must be \"deny\", \"approve\" or \"error\", got \"ignore\"",
-            ),
-            (
-                json!({"approval": {"onApproval": "x"}}),
-                "config.approval.onApproval is not a supported setting",
-            ),
-            (
-                json!({"tools": {"read": {"execution": "later"}}}),
-                "config.tools.read.execution must be \"same-invocation\" or \"external-dispatch\"",
-            ),
-            (
-                json!({"tools": {"read": {"depth": 2}}}),
-                "config.tools.read.depth is not a supported option (built-in tools take none)",
-            ),
-            (
-                json!({"model": "gpt"}),
-                "config.model must have the form PROVIDER:MODEL, got \"gpt\"",
-            ),
-            (
-                json!({"maxSteps": 0}),
-                "config.maxSteps must be a positive integer",
-            ),
-            (
-                json!({"temperature": 1}),
-                "config.temperature is not a supported setting",
-            ),
-        ];
-        for (value, message) in cases {
-            assert_eq!(parse(value).unwrap_err().to_string(), message);
-        }
-    }
-
-    #[test]
-    fn google_search_needs_a_google_model() {
-        let config =
-            parse(json!({"model": "openai:gpt-4.1", "tools": {"googleSearch": {}}})).unwrap();
-        assert_eq!(
-            config
-                .toolset(&builtins(), "openai")
-                .unwrap_err()
-                .to_string(),
-            "config.tools.googleSearch requires config.model.provider to be google"
-        );
-        let tools = config.toolset(&builtins(), "google").unwrap();
-        let ToolKind::Provider(tool) = tools.get("google_search").unwrap().kind() else {
-            panic!("not a provider tool")
-        };
-        assert_eq!(tool.id, "google.google_search");
-    }
-
-    #[test]
-    fn enabled_rules_control_keys_and_pass_through() {
-        let config = parse(json!({
-            "model": {"provider": "anthropic", "name": "claude-sonnet-4-5", "baseUrl": "http://x"},
-            "tools": {
-                "read": {"enabled": false},
-                "anthropicWebSearch": {
-                    "enabled": true, "needsApproval": true, "execution": "same-invocation",
-                    "max_uses": 2, "future": [1]
-                }
-            }
-        }))
-        .unwrap();
-        assert_eq!(
-            config.model.as_ref().unwrap().spec(),
-            "anthropic:claude-sonnet-4-5"
-        );
-        let tools = config.toolset(&builtins(), "anthropic").unwrap();
-        assert_eq!(tools.names().collect::<Vec<_>>(), ["web_search"]);
-        let search = tools.get("web_search").unwrap();
-        assert!(matches!(search.meta().approval, Approval::Always));
-        let ToolKind::Provider(tool) = search.kind() else {
-            panic!()
-        };
-        assert_eq!(
-            tool.args,
-            json!({"type": "web_search_20260318", "name": "web_search", "max_uses": 2, "future": [1]})
-        );
-        // No `tools` key: every built-in.
-        let all = parse(json!({}))
-            .unwrap()
-            .toolset(&builtins(), "openai")
-            .unwrap();
-        assert_eq!(all.len(), 1);
-    }
-
-    #[test]
-    fn the_approval_block() {
-        let config = parse(json!({
-            "approval": {"policy": ["write", "bash"], "timeout": 1500, "timeoutAction": "throw"}
-        }))
-        .unwrap();
-        assert_eq!(
-            config.approval,
-            Some(ApprovalConfig {
-                policy: ApprovalPolicy::Tools(vec!["write".into(), "bash".into()]),
-                timeout: Duration::from_millis(1500),
-                timeout_action: TimeoutAction::Error,
-            })
-        );
-        let all = parse(json!({"approval": {"policy": "all"}})).unwrap();
-        assert_eq!(all.approval.unwrap().policy, ApprovalPolicy::All);
-        assert_eq!(parse(json!({})).unwrap().approval, None);
-    }
-
-    #[test]
-    fn client_tools_are_declared_by_their_spec() {
-        let config = parse(json!({
-            "clientTools": [{"name": "ask_user", "description": "Ask the user.",
-                             "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]
-        }))
-        .unwrap();
-        let tools = config.toolset(&builtins(), "openai").unwrap();
-        let ask = tools.get("ask_user").unwrap();
-        assert!(matches!(ask.kind(), ToolKind::Client));
-        assert_eq!(ask.spec().description(), "Ask the user.");
-        for (bad, message) in [
-            (
-                json!({"clientTools": [{"name": ""}]}),
-                "config.clientTools[0].name must be a non-empty string",
-            ),
-            (
-                json!({"clientTools": [{"name": "a"}, {"name": "a"}]}),
-                "config.clientTools[1]: the client tool \"a\" is declared twice",
-            ),
-            (
-                json!({"clientTools": [{"name": "a", "run": true}]}),
-                "config.clientTools[0].run is not a supported setting",
-            ),
-            (
-                json!({"clientTools": [{"name": "a", "inputSchema": "x"}]}),
-                "config.clientTools[0].inputSchema must be a JSON Schema object",
-            ),
-        ] {
-            assert_eq!(parse(bad).unwrap_err().to_string(), message);
-        }
-        let clash = parse(json!({"clientTools": [{"name": "read"}]})).unwrap();
-        assert_eq!(
-            clash
-                .toolset(&builtins(), "openai")
-                .unwrap_err()
-                .to_string(),
-            "config.clientTools: \"read\" is already the name of a tool"
-        );
-    }
-}
+mod tests;

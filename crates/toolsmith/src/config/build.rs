@@ -1,0 +1,155 @@
+//! Building what a config declares beyond the top agent's own model and tools: its sub-agents
+//! and prompts as tools (each with an agent built from its own config), and its variables.
+
+use std::sync::Arc;
+
+use toolsmith_agent::{Agent, AgentBuilder, PromptTool, SubagentTool};
+use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
+
+use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, error};
+
+/// Builds the model a `model` entry names (`toolsmith run`: the provider registry).
+pub type ResolveModel<'a> = &'a dyn Fn(&ModelConfig) -> Result<Arc<dyn LanguageModel>, String>;
+
+/// What building a config's composite tools needs from its caller.
+pub struct BuildContext<'a> {
+    /// The built-in tools `tools` entries pick from.
+    pub builtins: &'a Toolset,
+    /// Builds the model a sub-agent or prompt names.
+    pub resolve: ResolveModel<'a>,
+    /// A declared variable's value from outside the config (`toolsmith run`: `--var`, then
+    /// the environment).
+    pub lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// The agent a config's composite tools belong to: what a sub-agent without its own model or
+/// approval block inherits.
+#[derive(Clone)]
+pub struct ParentAgent {
+    /// Its model.
+    pub model: Arc<dyn LanguageModel>,
+    /// Its model's provider (which provider tools a config may enable).
+    pub provider: String,
+    /// Its approval settings.
+    pub approval: Option<ApprovalConfig>,
+}
+
+impl AgentConfig {
+    /// The config's sub-agents and prompts as tools, in config order (sub-agents first), each
+    /// running an agent built from its own config under `parent`.
+    ///
+    /// # Errors
+    ///
+    /// A sub-agent's model that cannot be built, or its tools (as
+    /// [`toolset`](Self::toolset)).
+    pub fn composite_tools(
+        &self,
+        cx: &BuildContext<'_>,
+        parent: &ParentAgent,
+    ) -> Result<Toolset, ConfigError> {
+        let mut tools = Toolset::new();
+        for (i, entry) in self.subagents.iter().enumerate() {
+            let agent = child_agent(&entry.agent, cx, parent)
+                .map_err(|e| error(format!("config.subagents[{i}] ({}): {e}", entry.name)))?;
+            let tool = SubagentTool::with_config(
+                &entry.name,
+                &entry.description,
+                agent,
+                entry.tool.clone(),
+            );
+            tools.add(approved(Arc::new(tool), entry.needs_approval));
+        }
+        for (i, entry) in self.prompts.iter().enumerate() {
+            let agent = child_agent(&entry.agent, cx, parent)
+                .map_err(|e| error(format!("config.prompts[{i}] ({}): {e}", entry.name)))?;
+            let tool = PromptTool::new(&entry.name, &entry.description, agent, entry.tool.clone());
+            tools.add(approved(Arc::new(tool), entry.needs_approval));
+        }
+        Ok(tools)
+    }
+
+    /// Declares the config's variables on `builder`, with their values: the config's own
+    /// (text variables only), else `lookup`'s.
+    pub fn declare_variables(
+        &self,
+        mut builder: AgentBuilder,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> AgentBuilder {
+        for entry in &self.variables {
+            builder = builder.declare_variable(entry.decl.clone());
+            if let Some(value) = entry.value.clone().or_else(|| lookup(&entry.decl.name)) {
+                builder = builder.variable(entry.decl.name.clone(), value);
+            }
+        }
+        builder
+    }
+
+    /// Adds the composite tools to `tools`.
+    ///
+    /// # Errors
+    ///
+    /// A sub-agent or prompt named like a tool already there.
+    pub fn with_composite_tools(
+        &self,
+        mut tools: Toolset,
+        cx: &BuildContext<'_>,
+        parent: &ParentAgent,
+    ) -> Result<Toolset, ConfigError> {
+        for tool in self.composite_tools(cx, parent)?.iter() {
+            let name = tool.spec().name();
+            if tools.contains(name) {
+                return Err(error(format!(
+                    "config: the sub-agent or prompt \"{name}\" is named like another tool"
+                )));
+            }
+            tools.add(tool.clone());
+        }
+        Ok(tools)
+    }
+}
+
+/// `tool`, with approval required on every call when `needs_approval`.
+fn approved(tool: SharedTool, needs_approval: bool) -> SharedTool {
+    if !needs_approval {
+        return tool;
+    }
+    let name = tool.spec().name().to_string();
+    Toolset::new()
+        .with(tool)
+        .map_meta(&name, |meta: ToolMeta| meta.approval(Approval::Always))
+        .get(&name)
+        .cloned()
+        .expect("the tool was just added")
+}
+
+/// A sub-agent's or prompt's agent: its own model or its parent's, its own approval block or
+/// its parent's, its tools and composite tools, instructions, step cap and variables.
+fn child_agent(
+    config: &AgentConfig,
+    cx: &BuildContext<'_>,
+    parent: &ParentAgent,
+) -> Result<Agent, ConfigError> {
+    let (model, provider) = match &config.model {
+        Some(spec) => ((cx.resolve)(spec).map_err(error)?, spec.provider.clone()),
+        None => (parent.model.clone(), parent.provider.clone()),
+    };
+    let me = ParentAgent {
+        model: model.clone(),
+        provider,
+        approval: config.approval.clone().or_else(|| parent.approval.clone()),
+    };
+    let tools = config.toolset(cx.builtins, &me.provider)?;
+    let tools = config.with_composite_tools(tools, cx, &me)?;
+    let mut builder = Agent::builder_shared(model)
+        .tools(tools)
+        .max_steps(config.max_steps.unwrap_or(10));
+    if let Some(instructions) = &config.instructions {
+        builder = builder.instructions(instructions.clone());
+    }
+    if let Some(approval) = &me.approval {
+        builder = builder
+            .approval_policy(approval.policy.clone())
+            .approval_timeout(approval.timeout, approval.timeout_action);
+    }
+    Ok(config.declare_variables(builder, cx.lookup).build())
+}

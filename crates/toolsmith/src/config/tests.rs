@@ -1,0 +1,281 @@
+//! The config's parsing rules.
+
+use serde_json::json;
+use toolsmith_core::{ToolError, ToolKind, from_fn};
+
+use super::*;
+
+fn builtins() -> Toolset {
+    let read = from_fn("read", "Read.", |_: Value, _cx| async move {
+        Ok::<_, ToolError>("x")
+    });
+    Toolset::new().with(read)
+}
+
+fn parse(value: Value) -> Result<AgentConfig, ConfigError> {
+    AgentConfig::from_value(value)
+}
+
+#[test]
+fn seed_messages_for_bad_entries() {
+    let cases = [
+        (json!({"tools": []}), "config.tools must be an object"),
+        (
+            json!({"tools": {"read": true}}),
+            "config.tools.read must be an object",
+        ),
+        (
+            json!({"tools": {"tavilySearch": {}}}),
+            "config.tools.tavilySearch is not a supported tool",
+        ),
+        (
+            json!({"tools": {"read": {"needsApproval": 1}}}),
+            "config.tools.read.needsApproval must be a boolean",
+        ),
+        (
+            json!({"approval": {"policy": "some"}}),
+            "config.approval.policy must be \"none\", \"all\" or a list of tool names",
+        ),
+        (
+            json!({"approval": {"timeoutAction": "ignore"}}),
+            "config.approval.timeoutAction must be \"deny\", \"approve\" or \"error\", got \"ignore\"",
+        ),
+        (
+            json!({"approval": {"onApproval": "x"}}),
+            "config.approval.onApproval is not a supported setting",
+        ),
+        (
+            json!({"tools": {"read": {"execution": "later"}}}),
+            "config.tools.read.execution must be \"same-invocation\" or \"external-dispatch\"",
+        ),
+        (
+            json!({"tools": {"read": {"depth": 2}}}),
+            "config.tools.read.depth is not a supported option (built-in tools take none)",
+        ),
+        (
+            json!({"model": "gpt"}),
+            "config.model must have the form PROVIDER:MODEL, got \"gpt\"",
+        ),
+        (
+            json!({"maxSteps": 0}),
+            "config.maxSteps must be a positive integer",
+        ),
+        (
+            json!({"temperature": 1}),
+            "config.temperature is not a supported setting",
+        ),
+    ];
+    for (value, message) in cases {
+        assert_eq!(parse(value).unwrap_err().to_string(), message);
+    }
+}
+
+#[test]
+fn google_search_needs_a_google_model() {
+    let config = parse(json!({"model": "openai:gpt-4.1", "tools": {"googleSearch": {}}})).unwrap();
+    assert_eq!(
+        config
+            .toolset(&builtins(), "openai")
+            .unwrap_err()
+            .to_string(),
+        "config.tools.googleSearch requires config.model.provider to be google"
+    );
+    let tools = config.toolset(&builtins(), "google").unwrap();
+    let ToolKind::Provider(tool) = tools.get("google_search").unwrap().kind() else {
+        panic!("not a provider tool")
+    };
+    assert_eq!(tool.id, "google.google_search");
+}
+
+#[test]
+fn enabled_rules_control_keys_and_pass_through() {
+    let config = parse(json!({
+        "model": {"provider": "anthropic", "name": "claude-sonnet-4-5", "baseUrl": "http://x"},
+        "tools": {
+            "read": {"enabled": false},
+            "anthropicWebSearch": {
+                "enabled": true, "needsApproval": true, "execution": "same-invocation",
+                "max_uses": 2, "future": [1]
+            }
+        }
+    }))
+    .unwrap();
+    assert_eq!(
+        config.model.as_ref().unwrap().spec(),
+        "anthropic:claude-sonnet-4-5"
+    );
+    let tools = config.toolset(&builtins(), "anthropic").unwrap();
+    assert_eq!(tools.names().collect::<Vec<_>>(), ["web_search"]);
+    let search = tools.get("web_search").unwrap();
+    assert!(matches!(search.meta().approval, Approval::Always));
+    let ToolKind::Provider(tool) = search.kind() else {
+        panic!()
+    };
+    assert_eq!(
+        tool.args,
+        json!({"type": "web_search_20260318", "name": "web_search", "max_uses": 2, "future": [1]})
+    );
+    // No `tools` key: every built-in.
+    let all = parse(json!({}))
+        .unwrap()
+        .toolset(&builtins(), "openai")
+        .unwrap();
+    assert_eq!(all.len(), 1);
+}
+
+#[test]
+fn the_approval_block() {
+    let config = parse(json!({
+        "approval": {"policy": ["write", "bash"], "timeout": 1500, "timeoutAction": "throw"}
+    }))
+    .unwrap();
+    assert_eq!(
+        config.approval,
+        Some(ApprovalConfig {
+            policy: ApprovalPolicy::Tools(vec!["write".into(), "bash".into()]),
+            timeout: Duration::from_millis(1500),
+            timeout_action: TimeoutAction::Error,
+        })
+    );
+    let all = parse(json!({"approval": {"policy": "all"}})).unwrap();
+    assert_eq!(all.approval.unwrap().policy, ApprovalPolicy::All);
+    assert_eq!(parse(json!({})).unwrap().approval, None);
+}
+
+#[test]
+fn client_tools_are_declared_by_their_spec() {
+    let config = parse(json!({
+        "clientTools": [{"name": "ask_user", "description": "Ask the user.",
+                         "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]
+    }))
+    .unwrap();
+    let tools = config.toolset(&builtins(), "openai").unwrap();
+    let ask = tools.get("ask_user").unwrap();
+    assert!(matches!(ask.kind(), ToolKind::Client));
+    assert_eq!(ask.spec().description(), "Ask the user.");
+    for (bad, message) in [
+        (
+            json!({"clientTools": [{"name": ""}]}),
+            "config.clientTools[0].name must be a non-empty string",
+        ),
+        (
+            json!({"clientTools": [{"name": "a"}, {"name": "a"}]}),
+            "config.clientTools[1]: the client tool \"a\" is declared twice",
+        ),
+        (
+            json!({"clientTools": [{"name": "a", "run": true}]}),
+            "config.clientTools[0].run is not a supported setting",
+        ),
+        (
+            json!({"clientTools": [{"name": "a", "inputSchema": "x"}]}),
+            "config.clientTools[0].inputSchema must be a JSON Schema object",
+        ),
+    ] {
+        assert_eq!(parse(bad).unwrap_err().to_string(), message);
+    }
+    let clash = parse(json!({"clientTools": [{"name": "read"}]})).unwrap();
+    assert_eq!(
+        clash
+            .toolset(&builtins(), "openai")
+            .unwrap_err()
+            .to_string(),
+        "config.clientTools: \"read\" is already the name of a tool"
+    );
+}
+
+#[test]
+fn subagents_prompts_and_variables_parse_with_their_seed_fields() {
+    let config = parse(json!({
+        "subagents": [{
+            "name": "researcher",
+            "description": "Looks things up.",
+            "config": {"instructions": "Research.", "model": "anthropic:claude-x", "tools": {"read": {}}},
+            "blocking": false,
+            "initAgentNameProperty": "name",
+            "resumable": {"receives_messages": "side_a", "maxInstances": 2},
+            "needsApproval": true
+        }],
+        "prompts": [{
+            "name": "summarise",
+            "description": "Summarises.",
+            "instructions": "One word.",
+            "includeErrors": false
+        }],
+        "variables": [
+            {"name": "REGION", "type": "text", "value": "eu", "description": "Where."},
+            {"name": "API_KEY", "required": true, "scoped": true}
+        ]
+    }))
+    .unwrap();
+    let sub = &config.subagents[0];
+    assert_eq!(sub.name, "researcher");
+    assert!(sub.needs_approval && !sub.tool.blocking);
+    assert_eq!(sub.tool.resumable.as_ref().unwrap().max_instances, Some(2));
+    assert_eq!(
+        sub.agent.model.as_ref().unwrap().spec(),
+        "anthropic:claude-x"
+    );
+    assert_eq!(sub.agent.instructions.as_deref(), Some("Research."));
+    let prompt = &config.prompts[0];
+    assert!(!prompt.tool.include_errors && prompt.tool.include_text_response);
+    assert_eq!(prompt.agent.instructions.as_deref(), Some("One word."));
+    assert_eq!(config.variables[0].value.as_deref(), Some("eu"));
+    let key = &config.variables[1].decl;
+    assert!(key.required && key.scoped);
+    assert_eq!(
+        key.kind,
+        toolsmith_core::VariableKind::Secret,
+        "secret is the default type"
+    );
+}
+
+#[test]
+fn composite_entries_with_bad_fields_are_rejected_naming_them() {
+    for (value, message) in [
+        (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "resumable": true}]}),
+            "config.subagents[0]: resumable is false or an object",
+        ),
+        (
+            json!({"subagents": [{"name": "r", "description": "d"}]}),
+            "config.subagents[0].config is required",
+        ),
+        (
+            json!({"subagents": [{"name": "bad name", "description": "d", "config": {}}]}),
+            "config.subagents[0].name must be a tool name",
+        ),
+        (
+            json!({"subagents": [{"name": "r", "config": {}}]}),
+            "config.subagents[0].description must be a non-empty string",
+        ),
+        (
+            json!({"prompts": [{"name": "p", "description": "d", "instructions": "x", "includeText": true}]}),
+            "config.prompts[0]: config.includeText is not a supported setting",
+        ),
+        (
+            json!({"variables": [{"name": "A"}, {"name": "A"}]}),
+            "config.variables[1]: \"A\" is declared twice",
+        ),
+        (
+            json!({"variables": [{"name": "A", "type": "number"}]}),
+            "config.variables[0].type must be \"text\" or \"secret\"",
+        ),
+    ] {
+        let error = parse(value).unwrap_err().to_string();
+        assert!(error.contains(message), "{error}");
+    }
+}
+
+#[test]
+fn a_config_file_naming_itself_as_a_sub_agent_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loop.json");
+    std::fs::write(
+        &path,
+        json!({"subagents": [{"name": "again", "description": "d", "config": "loop.json"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let error = AgentConfig::from_file(&path).unwrap_err().to_string();
+    assert!(error.contains("nest more than 8 deep"), "{error}");
+}

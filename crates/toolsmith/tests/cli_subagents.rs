@@ -1,0 +1,225 @@
+//! `toolsmith run --config` with sub-agents, prompts and variables, against a loopback Chat
+//! Completions server: the parent delegates to a sub-agent whose tool needs approval, the
+//! approval surfaces on the parent, `--approve auto` answers it and the child resumes.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{Received, serve, sse};
+use serde_json::{Value, json};
+
+/// A Chat Completions stream that calls `name` with `args`.
+fn call(id: &str, name: &str, args: Value) -> String {
+    sse(
+        &[
+            json!({"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant",
+                "tool_calls": [{"index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 3}}),
+        ],
+        false,
+        true,
+    )
+}
+
+/// A Chat Completions stream that answers `text`.
+fn text(text: &str) -> String {
+    sse(
+        &[
+            json!({"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
+        ],
+        false,
+        true,
+    )
+}
+
+/// Runs `toolsmith run --json --config <config>` with `args` against `replies`, without a
+/// terminal; the output and the requests the server saw. `files` are written next to the
+/// config.
+fn run(
+    config: Value,
+    files: &[(&str, Value)],
+    args: &[&str],
+    replies: Vec<String>,
+) -> (Output, Vec<Received>) {
+    let (base, received) = serve(replies);
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content.to_string()).unwrap();
+    }
+    let path = dir.path().join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
+        .args(["--api-key", "sk-test-key", "--json"])
+        .args(args)
+        .arg("--config")
+        .arg(&path)
+        .arg("What is 6 * 7?")
+        .env_remove("TOOLSMITH_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let requests = received.lock().unwrap().clone();
+    (out, requests)
+}
+
+fn parts(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_sub_agent_s_approval_surfaces_on_the_parent_and_approve_auto_resumes_it() {
+    // The sub-agent's config is a file next to the parent's; it has no model: it uses the
+    // parent's.
+    let helper = json!({
+        "instructions": "Compute what you are asked.",
+        "tools": {"calculator": {"needsApproval": true}}
+    });
+    let config = json!({
+        "tools": {},
+        "subagents": [{
+            "name": "helper",
+            "description": "Computes things.",
+            "config": "helper.json",
+            "initUserMessageProperty": "task"
+        }]
+    });
+    let replies = vec![
+        call("p1", "helper", json!({"task": "compute 6 * 7"})),
+        call("h1", "calculator", json!({"expression": "6 * 7"})),
+        text("42"),
+        text("The helper says 42."),
+    ];
+    let (out, requests) = run(
+        config,
+        &[("helper.json", helper)],
+        &["--approve", "auto"],
+        replies,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parts = parts(&out);
+
+    // The parent declares the sub-agent with its task property.
+    let tools = &requests[0].body["tools"];
+    assert_eq!(tools[0]["function"]["name"], "helper");
+    assert_eq!(
+        tools[0]["function"]["parameters"]["required"],
+        json!(["task"])
+    );
+    // The child saw its instructions and task, and declared its own tool.
+    assert_eq!(
+        requests[1].body["messages"][0]["content"],
+        "Compute what you are asked."
+    );
+    assert_eq!(requests[1].body["messages"][1]["content"], "compute 6 * 7");
+    // The approval surfaced nested under the sub-agent call, and the resumed child ran it.
+    let nested = |kind: &str| {
+        parts
+            .iter()
+            .filter(|p| p["type"] == "nested" && p["part"]["type"] == kind)
+            .count()
+    };
+    assert_eq!(nested("tool-approval-request"), 1);
+    assert_eq!(nested("tool-result"), 1);
+    let approval = parts
+        .iter()
+        .find(|p| p["type"] == "nested" && p["part"]["type"] == "tool-approval-request")
+        .unwrap();
+    assert_eq!(
+        approval["path"],
+        json!([{"toolCallId": "p1", "toolName": "helper"}])
+    );
+    assert!(requests[2].body["messages"].to_string().contains("42"));
+    // The parent's last request has the sub-agent's answer as the call's result.
+    let last = &requests[3].body["messages"];
+    assert!(last.to_string().contains("\"content\":\"42\""), "{last}");
+    // The child's saved run, recorded in the parent's thread while it waited, never reaches
+    // the parent's model.
+    assert!(
+        !last.to_string().contains("Compute what you are asked."),
+        "{last}"
+    );
+}
+
+#[test]
+fn a_prompt_tool_and_declared_variables_from_var() {
+    let config = json!({
+        "tools": {},
+        "variables": [{"name": "REGION", "type": "text", "required": true, "description": "Where."}],
+        "prompts": [{
+            "name": "summarise",
+            "description": "Summarises a text.",
+            "instructions": "Summarise in one word.",
+            "tools": {},
+            "includeToolCalls": false
+        }]
+    });
+    // Without the required variable, the run does not start.
+    let (out, requests) = run(config.clone(), &[], &[], vec![text("never")]);
+    assert!(!out.status.success());
+    // With --json the error is the last part.
+    let error = parts(&out).pop().unwrap();
+    assert_eq!(error["type"], "error");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("VARIABLES_REQUIRED") && message.contains("REGION"),
+        "{message}"
+    );
+    assert!(requests.is_empty());
+
+    let replies = vec![
+        call("p1", "summarise", json!({"prompt": "a very long text"})),
+        text("Long."),
+        text("It is long."),
+    ];
+    let (out, requests) = run(config, &[], &["--var", "REGION=eu"], replies);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        requests[1].body["messages"][0]["content"],
+        "Summarise in one word."
+    );
+    assert!(requests[2].body["messages"].to_string().contains("Long."));
+}
+
+#[test]
+fn bad_composite_entries_are_rejected_naming_them() {
+    for (config, message) in [
+        (
+            json!({"subagents": [{"name": "h", "description": "d", "config": {}, "blockign": true}]}),
+            "config.subagents[0].blockign is not a supported setting",
+        ),
+        (
+            json!({"subagents": [{"name": "h", "description": "d", "config": {"tools": {"nope": {}}}}]}),
+            "config.subagents[0].config: config.tools.nope is not a supported tool",
+        ),
+        (
+            json!({"prompts": [{"name": "p", "description": "d"}]}),
+            "config.prompts[0].instructions must be a non-empty string",
+        ),
+        (
+            json!({"variables": [{"name": "K", "type": "secret", "value": "sk-1"}]}),
+            "a secret's value does not belong in a config file",
+        ),
+    ] {
+        let (out, _) = run(config, &[], &[], Vec::new());
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    }
+}
