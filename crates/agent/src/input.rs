@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolsmith_core::{
     CancellationToken, Dependencies, Inbox, Message, SessionState, ToolApprovalResponse,
-    ToolResultPart, Variables,
+    ToolResultPart, VariableCell,
 };
 
 /// What a run starts from: the thread so far, and the run's context.
@@ -49,8 +49,9 @@ pub struct RunInput {
     /// Results of the client-tool calls the thread waits for, in this run or inside a paused
     /// sub-agent. A result for a call that waits nowhere fails the run before anything happens.
     pub tool_results: Vec<ToolResultPart>,
-    /// Variables inherited from a parent run (a sub-agent's), secret kinds included.
-    pub(crate) inherited: Option<Arc<Variables>>,
+    /// The parent run's variables (a sub-agent's run), secret kinds included; its later
+    /// `set_variable`s reach this run too.
+    pub(crate) inherited: Option<VariableCell>,
     /// The parent run's inbox (a sub-agent's run), for `notify_parent`.
     pub(crate) parent: Option<Inbox>,
     /// Cancels the run from outside.

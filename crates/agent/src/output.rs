@@ -5,6 +5,7 @@ use std::fmt;
 use serde_json::Value;
 use toolsmith_core::{
     FinishReason, Message, ModelError, Pause, Source, ToolCallPart, ToolError, ToolOutput, Usage,
+    Variables,
 };
 
 /// The end of a run: the final text, every step, the whole thread, usage, and any pauses.
@@ -28,6 +29,9 @@ pub struct RunOutput {
     /// Calls waiting for an answer (client tools, approvals…). Resume by running again with
     /// `messages` plus the answers.
     pub pending: Vec<Pause>,
+    /// The variables tools set during the run (`ToolContext::set_variable`, seed 004's
+    /// `setEnv`), secret kinds included: keep them with the thread for its next run.
+    pub variables_set: Variables,
 }
 
 impl RunOutput {

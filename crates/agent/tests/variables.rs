@@ -225,3 +225,110 @@ async fn a_tool_event_and_a_printed_run_input_never_show_a_secret() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_variable_set_by_a_tool_reaches_later_calls_is_secret_by_default_and_is_reported() {
+    let login = from_fn("login", "Logs in.", |_: Args, cx| async move {
+        cx.set_variable("SESSION", "sess-0123456789", None);
+        cx.set_variable("REGION", "eu", Some(VariableKind::Text));
+        Ok::<_, ToolError>("logged in")
+    });
+    let whoami = from_fn("whoami", "Shows the session.", |_: Args, cx| async move {
+        Ok::<_, ToolError>(format!(
+            "session {} in {}",
+            cx.variable("SESSION").unwrap_or("-"),
+            cx.variable("REGION").unwrap_or("-")
+        ))
+    });
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("login", json!({})).with_id("l1")]),
+        Turn::tool_calls([ScriptedCall::new("whoami", json!({})).with_id("w1")]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model).tool(login).tool(whoami).build();
+    let out = agent.run("go").await.unwrap();
+
+    assert_eq!(
+        result_of(&out.messages, "w1"),
+        ModelOutput::text("session [secret] in eu")
+    );
+    assert_eq!(out.variables_set.get("SESSION"), Some("sess-0123456789"));
+    assert!(out.variables_set.is_secret("SESSION"));
+    assert!(!out.variables_set.is_secret("REGION"));
+    assert!(!format!("{out:?}").contains("sess-0123456789"));
+}
+
+#[tokio::test]
+async fn a_variable_set_in_the_parent_reaches_a_running_sub_agent_unless_it_is_scoped() {
+    use std::sync::Arc;
+    use tokio::sync::watch;
+    use toolsmith_agent::{ExecutionPolicy, SubagentTool};
+
+    let (flag_set, go) = watch::channel(false);
+    let flag_set = Arc::new(flag_set);
+    // How many children are waiting: the flag is set only once both runs are under way.
+    let started = Arc::new(watch::channel(0usize).0);
+    let seen = Log::default();
+    let child = |scoped: bool, id: &'static str| {
+        let (go, started) = (go.clone(), started.clone());
+        let wait = from_fn("wait", "Waits for the parent.", move |_: Args, _cx| {
+            let mut go = go.clone();
+            let started = started.clone();
+            async move {
+                started.send_modify(|n| *n += 1);
+                go.wait_for(|set| *set).await.unwrap();
+                Ok::<_, ToolError>("waited")
+            }
+        });
+        let log = seen.clone();
+        let read = from_fn("read_flag", "Reads FLAG.", move |_: Args, cx| {
+            let log = log.clone();
+            async move {
+                log.push(format!("{id}: {}", cx.variable("FLAG").unwrap_or("-")));
+                Ok::<_, ToolError>("read")
+            }
+        })
+        .with_meta(ToolMeta::new().variable(VariableDecl {
+            scoped,
+            ..decl("FLAG", VariableKind::Text, false)
+        }));
+        builder(&recording([
+            Turn::tool_calls([ScriptedCall::new("wait", json!({}))]),
+            Turn::tool_calls([ScriptedCall::new("read_flag", json!({}))]),
+            Turn::text("child done"),
+        ]))
+        .tool(wait)
+        .tool(read)
+        .build()
+    };
+    let open = child(false, "open");
+    let sealed = child(true, "sealed");
+    let set = from_fn("set_flag", "Sets FLAG.", move |_: Args, cx| {
+        let flag_set = flag_set.clone();
+        let mut waiting = started.subscribe();
+        async move {
+            // Both children run alongside (parallel calls); they read FLAG only after this.
+            waiting.wait_for(|n| *n == 2).await.unwrap();
+            cx.set_variable("FLAG", "on", Some(VariableKind::Text));
+            flag_set.send_replace(true);
+            Ok::<_, ToolError>("set")
+        }
+    });
+    let parent = builder(&recording([
+        Turn::tool_calls([
+            ScriptedCall::new("open_child", json!({"prompt": "go"})),
+            ScriptedCall::new("sealed_child", json!({"prompt": "go"})),
+            ScriptedCall::new("set_flag", json!({})),
+        ]),
+        Turn::text("done"),
+    ]))
+    .tool(SubagentTool::new("open_child", "Open.", open))
+    .tool(SubagentTool::new("sealed_child", "Sealed.", sealed))
+    .tool(set)
+    .execution(ExecutionPolicy::Parallel { max: 3 })
+    .build();
+    parent.run("go").await.unwrap();
+    let mut entries = seen.entries();
+    entries.sort();
+    assert_eq!(entries, ["open: on", "sealed: -"]);
+}

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Inbox, NestedResume, RunPart, Usage, Variables};
+use crate::{Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables};
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
 ///
@@ -29,8 +29,9 @@ pub struct RunScope {
     pub deps: Arc<Dependencies>,
     /// Where tools send their own events.
     pub events: EventSink,
-    /// The run's variables, resolved; secrets among them only for the tools' code.
-    pub variables: Arc<Variables>,
+    /// The run's variables, resolved; secrets among them only for the tools' code. Tools may
+    /// change them ([`ToolContext::set_variable`]).
+    pub variables: VariableCell,
     /// Tokens spent by the calls' own model runs (sub-agents), folded into the run's usage.
     pub usage: UsageReports,
     /// Results that arrive after their call returned (non-blocking sub-agents).
@@ -71,6 +72,8 @@ pub struct ToolContext {
     idempotency_key: Arc<str>,
     cancel: CancellationToken,
     resume: Option<Arc<NestedResume>>,
+    /// The variables as they were when the call started.
+    variables: Arc<Variables>,
 }
 
 impl ToolContext {
@@ -83,6 +86,7 @@ impl ToolContext {
         cancel: CancellationToken,
     ) -> Self {
         let idempotency_key = format!("{}:{}", scope.run_id, tool_call_id).into();
+        let variables = scope.variables.current();
         ToolContext {
             scope,
             step,
@@ -91,6 +95,7 @@ impl ToolContext {
             idempotency_key,
             cancel,
             resume: None,
+            variables,
         }
     }
 
@@ -161,7 +166,21 @@ impl ToolContext {
     /// A variable's value, resolved (seed 004's precedence: prompt, tool, agent, thread). The
     /// only way a secret reaches code: it is masked in whatever the call returns.
     pub fn variable(&self, name: &str) -> Option<&str> {
-        self.scope.variables.get(name)
+        self.variables.get(name)
+    }
+
+    /// The run's variables as they were when the call started.
+    pub fn variables(&self) -> &Variables {
+        &self.variables
+    }
+
+    /// Sets a variable for the thread (seed 004's `setEnv`): the calls that start after this
+    /// one see it, and so do the active sub-agent runs below this run (but those that declare
+    /// it `scoped`). Without a `kind`, an existing variable keeps its kind and a new one is
+    /// secret. The run's output lists what was set
+    /// ([`VariableCell::changes`]), for the caller to keep with the thread.
+    pub fn set_variable(&self, name: &str, value: &str, kind: Option<VariableKind>) {
+        self.scope.variables.set(name, value, kind);
     }
 
     /// The cancellation token: cancelled when the run is cancelled or the call times out.
@@ -181,7 +200,8 @@ impl ToolContext {
             return;
         }
         let mut name = name.into();
-        let secrets = self.scope.variables.secret_values();
+        let variables = self.scope.variables.current();
+        let secrets = variables.secret_values();
         if !secrets.is_empty() {
             name = crate::layer::mask_text(&name, &secrets);
             crate::layer::mask_value(&mut data, &secrets);

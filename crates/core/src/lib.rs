@@ -61,6 +61,7 @@ mod spec;
 mod tool;
 mod toolset;
 mod usage;
+mod variable_cell;
 mod variables;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
@@ -87,6 +88,7 @@ pub use spec::ToolSpec;
 pub use tool::{IntoTool, SharedTool, Tool};
 pub use toolset::{ToolResolver, Toolset};
 pub use usage::{InputTokens, OutputTokens, Usage};
+pub use variable_cell::VariableCell;
 pub use variables::{MIN_MASKED_LEN, SECRET_MASK, Variables};
 
 /// Re-exported so that implementors of [`Tool`] and [`LanguageModel`] use the same macro.

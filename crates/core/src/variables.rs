@@ -83,6 +83,16 @@ impl Variables {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// Sets a value, secret or not.
+    pub fn insert(&mut self, name: &str, value: &str, secret: bool) {
+        self.values.insert(name.to_string(), value.to_string());
+        if secret {
+            self.secret.insert(name.to_string());
+        } else {
+            self.secret.remove(name);
+        }
+    }
+
     /// Marks `names` secret too (the kinds a parent run knew, for a sub-agent's variables).
     pub fn mark_secret<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
         self.secret.extend(names.into_iter().map(str::to_string));

@@ -91,7 +91,7 @@ impl Run {
                     match prepare(&model_call, &self.tools).action {
                         Action::Run(tool)
                             if let Some(error) =
-                                missing_variables(&tool, &self.scope.variables) =>
+                                missing_variables(&tool, &self.scope.variables.current()) =>
                         {
                             CallOutcome::Error(error)
                         }

@@ -24,7 +24,7 @@ use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
 use outcome::{approval_pause, emit_outcome, fatal_error, model_output, result_part};
-use setup::{missing_variables, not_started, resolve_variables};
+use setup::{missing_variables, not_started, variable_cell};
 
 use crate::{
     CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
@@ -89,12 +89,7 @@ impl Run {
         let cancel = cancellation.unwrap_or_default();
         let mut tools = agent.tools();
         let scope = Arc::new(RunScope {
-            variables: Arc::new(resolve_variables(
-                &agent,
-                inherited.as_deref(),
-                &variables,
-                &tools,
-            )),
+            variables: variable_cell(&agent, inherited.as_ref(), &variables, &tools),
             run_id: run_id.as_str().into(),
             thread_id: thread_id.map(Into::into),
             metadata: Arc::new(metadata),
@@ -104,7 +99,7 @@ impl Run {
             parent,
             ..Default::default()
         });
-        let missing = scope.variables.missing(&agent.declared);
+        let missing = scope.variables.current().missing(&agent.declared);
         if !missing.is_empty() {
             let message = format!(
                 "VARIABLES_REQUIRED: the agent needs the variable{} {}, which {} not set.",
@@ -114,9 +109,17 @@ impl Run {
             );
             return Err(not_started(message, run_id, messages));
         }
+        let mut scope = scope;
         if let Some(resolver) = &agent.resolver {
             match resolver.resolve(&scope).await {
-                Ok(resolved) => tools = tools.with_resolved(resolved),
+                Ok(resolved) => {
+                    tools = tools.with_resolved(resolved);
+                    // The resolved tools' declarations count too (their secrets are masked).
+                    scope = Arc::new(RunScope {
+                        variables: variable_cell(&agent, inherited.as_ref(), &variables, &tools),
+                        ..(*scope).clone()
+                    });
+                }
                 Err(e) => {
                     let message = format!("The tool resolver failed: {e}");
                     return Err(not_started(message, run_id, messages));
@@ -136,7 +139,7 @@ impl Run {
             Ok(nested) => nested,
             Err(message) => return Err(not_started(message, run_id, messages)),
         };
-        let immediate = immediate::immediate_calls(&tools, &messages, &scope.variables);
+        let immediate = immediate::immediate_calls(&tools, &messages, &scope.variables.current());
         // Resumable sub-agents are driven through subagent_create and subagent_message.
         let tools = crate::instances::inject(tools);
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
@@ -356,7 +359,7 @@ impl Run {
                 Action::Pause(p) => outcomes[index] = Some(CallOutcome::Paused((**p).clone())),
                 Action::Run(tool) => {
                     let job = runner.job(index, &call.id, tool.clone(), call.input.clone());
-                    if let Some(error) = missing_variables(tool, &self.scope.variables) {
+                    if let Some(error) = missing_variables(tool, &self.scope.variables.current()) {
                         outcomes[index] = Some(CallOutcome::Error(error));
                     // Fail closed: a call that needs approval never runs unapproved.
                     } else if self.agent.approval.required(tool, &job.input, &job.cx)
@@ -532,6 +535,7 @@ impl Run {
             usage: self.usage,
             finish_reason: self.finish_reason,
             pending: self.pending,
+            variables_set: self.scope.variables.changes(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use toolsmith_core::{Message, SharedTool, ToolError, Toolset, Variables};
+use toolsmith_core::{Message, SharedTool, ToolError, Toolset, VariableCell, Variables};
 
 use crate::agent::AgentInner;
 use crate::{RunError, RunErrorKind, RunOutput};
@@ -21,10 +21,36 @@ pub(super) fn not_started(message: String, run_id: String, messages: Vec<Message
     }
 }
 
+/// The run's variable cell: the variables resolved, a child of the parent run's cell for a
+/// sub-agent (so the parent's later `set_variable`s reach it, but for the scoped names).
+pub(super) fn variable_cell(
+    agent: &AgentInner,
+    inherited: Option<&VariableCell>,
+    own: &HashMap<String, String>,
+    tools: &Toolset,
+) -> VariableCell {
+    let Some(parent) = inherited else {
+        return VariableCell::new(resolve_variables(agent, None, own, tools));
+    };
+    let variables = resolve_variables(agent, Some(&parent.current()), own, tools);
+    parent.child(variables, scoped_names(agent, tools))
+}
+
+/// The names the agent's tools (and the agent) declare `scoped`.
+fn scoped_names(agent: &AgentInner, tools: &Toolset) -> HashSet<String> {
+    tools
+        .iter()
+        .flat_map(|t| t.meta().variables.iter())
+        .chain(&agent.declared)
+        .filter(|d| d.scoped)
+        .map(|d| d.name.clone())
+        .collect()
+}
+
 /// The run's variables (seed 004's precedence): the agent's, then those inherited from a parent
 /// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
 /// own. Secret: what the tools declare so, and what the parent knew to be secret.
-pub(super) fn resolve_variables(
+fn resolve_variables(
     agent: &AgentInner,
     inherited: Option<&Variables>,
     own: &HashMap<String, String>,

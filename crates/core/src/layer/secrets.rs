@@ -17,12 +17,25 @@ pub struct SecretsLayer;
 #[async_trait]
 impl Layer for SecretsLayer {
     async fn call(&self, call: Call<'_>, next: Next<'_>) -> Result<ToolOutput, ToolError> {
-        let variables = call.cx.scope().variables.clone();
+        let scope = call.cx.scope().clone();
+        let before: Vec<String> = call
+            .cx
+            .variables()
+            .secret_values()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let result = next.run(call).await;
-        let secrets = variables.secret_values();
+        // The secrets as the call started and as it ended: one it set or replaced is masked
+        // in both its forms.
+        let variables = scope.variables.current();
+        let mut secrets = variables.secret_values();
+        secrets.extend(before.iter().map(String::as_str));
         if secrets.is_empty() {
             return result;
         }
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
         match result {
             Ok(output) => Ok(mask(output, &secrets)),
             Err(error) => Err(error.mask_with(
