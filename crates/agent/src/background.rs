@@ -23,7 +23,7 @@ pub(crate) fn spawn(agent: Agent, child: RunInput, cx: &ToolContext, input: Valu
     tokio::spawn(async move {
         let cx = call;
         let (status, result) = match run_child(&agent, child, &cx, &input, "Sub-agent").await {
-            Ok(ChildEnd::Done(output)) => ("completed", answer(&name, &output).model.to_text()),
+            Ok(ChildEnd::Done(output)) => ("completed", answer(&name, &output)),
             Ok(ChildEnd::Paused(_)) => ("failed", CANNOT_PAUSE.to_string()),
             Err(error) => ("failed", error.message().to_string()),
         };

@@ -19,24 +19,26 @@ pub(crate) enum ChildEnd {
     Paused(ToolError),
 }
 
+/// The child run's id: the saved run's for a resumed call, else `<run id>/<call id>`.
+pub(crate) fn child_run_id(cx: &ToolContext) -> String {
+    match cx.resume() {
+        Some(resume) => resume.run.run_id.clone(),
+        None => format!("{}/{}", cx.run_id(), cx.tool_call_id()),
+    }
+}
+
 /// Starts a child run of `agent` for the call `cx`: a resumed one when `cx` carries a saved
 /// run, otherwise one over `messages` tagged with `tags`.
 pub(crate) fn child_input(cx: &ToolContext, messages: Vec<Message>, tags: Vec<String>) -> RunInput {
-    let (messages, run_id, tags, approvals, results) = match cx.resume() {
+    let run_id = child_run_id(cx);
+    let (messages, tags, approvals, results) = match cx.resume() {
         Some(resume) => (
             resume.run.messages.clone(),
-            resume.run.run_id.clone(),
             resume.run.tags.clone(),
             resume.approvals.clone(),
             resume.results.clone(),
         ),
-        None => (
-            messages,
-            format!("{}/{}", cx.run_id(), cx.tool_call_id()),
-            tags,
-            Vec::new(),
-            Vec::new(),
-        ),
+        None => (messages, tags, Vec::new(), Vec::new()),
     };
     let mut metadata = cx.metadata().clone();
     metadata.insert("parentRunId".into(), cx.run_id().into());

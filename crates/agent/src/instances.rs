@@ -286,7 +286,7 @@ impl Lifecycle {
                  to say."
             )));
         }
-        Ok(answer(name, &output))
+        Ok(ToolOutput::text(answer(name, &output)))
     }
 }
 

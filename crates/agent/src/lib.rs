@@ -43,6 +43,7 @@
 
 mod agent;
 mod approval;
+mod attachments;
 mod background;
 mod child_run;
 mod emit;
@@ -67,6 +68,7 @@ pub use approval::{
     AUTO_APPROVED, ApprovalKey, ApprovalPolicy, DENIED_BY_REVIEWER, TIMED_OUT, TIMED_OUT_ERROR,
     TimeoutAction,
 };
+pub use attachments::{ATTACHMENTS_PREFIX, Attachments};
 pub use input::RunInput;
 pub use instances::{
     SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,

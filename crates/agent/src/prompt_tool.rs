@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec};
 
-use crate::child_run::{ChildEnd, child_input, run_child};
+use crate::attachments::{first_message, hand_back};
+use crate::child_run::{ChildEnd, child_input, child_run_id, run_child};
 use crate::subagent::{input_schema, task_message};
 use crate::{Agent, CallOutcome, RunOutput, SubagentConfig};
 
@@ -165,14 +166,19 @@ impl Tool for PromptTool {
     }
 
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let key = child_run_id(cx);
         let first = if cx.resume().is_some() {
             Vec::new()
         } else {
-            vec![task_message(&self.shape, &input)?]
+            let task = task_message(&self.shape, &input)?;
+            let files = self.shape.init_attachments_property.as_deref();
+            vec![first_message(task, files, &input, cx, &key)?]
         };
         let child = child_input(cx, first, Vec::new());
         match run_child(&self.agent, child, cx, &input, "Prompt").await {
-            Ok(ChildEnd::Done(output)) => Ok(ToolOutput::text(self.shape(&output))),
+            Ok(ChildEnd::Done(output)) => {
+                Ok(ToolOutput::text(hand_back(self.shape(&output), cx, &key)))
+            }
             Ok(ChildEnd::Paused(pause)) => Err(pause),
             Err(error) if self.config.include_errors => Err(error),
             Err(error) => Err(ToolError::new(

@@ -10,7 +10,8 @@ use toolsmith_core::{
     Message, Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
 };
 
-use crate::child_run::{ChildEnd, child_input, run_child};
+use crate::attachments::{first_message, hand_back};
+use crate::child_run::{ChildEnd, child_input, child_run_id, run_child};
 use crate::{Agent, RunOutput, SubagentConfig};
 
 /// An agent exposed as a tool: each call runs the agent's whole loop one level down.
@@ -183,13 +184,11 @@ pub(crate) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMa
 }
 
 /// What the model sees of a finished child: its last text.
-pub(crate) fn answer(tool_name: &str, output: &RunOutput) -> ToolOutput {
+pub(crate) fn answer(tool_name: &str, output: &RunOutput) -> String {
     if output.text.trim().is_empty() {
-        ToolOutput::text(format!(
-            "Sub-agent \"{tool_name}\" finished without an answer."
-        ))
+        format!("Sub-agent \"{tool_name}\" finished without an answer.")
     } else {
-        ToolOutput::text(output.text.clone())
+        output.text.clone()
     }
 }
 
@@ -212,10 +211,13 @@ impl Tool for SubagentTool {
     }
 
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let key = child_run_id(cx);
         let first = if cx.resume().is_some() {
             Vec::new()
         } else {
-            vec![task_message(&self.config, &input)?]
+            let task = task_message(&self.config, &input)?;
+            let files = self.config.init_attachments_property.as_deref();
+            vec![first_message(task, files, &input, cx, &key)?]
         };
         let mut child = child_input(cx, first, name_tags(&self.config, &input));
         child.variables = scoped_values(&self.config, cx);
@@ -228,7 +230,11 @@ impl Tool for SubagentTool {
             ));
         }
         match run_child(&self.agent, child, cx, &input, "Sub-agent").await? {
-            ChildEnd::Done(output) => Ok(answer(cx.tool_name(), &output)),
+            ChildEnd::Done(output) => Ok(ToolOutput::text(hand_back(
+                answer(cx.tool_name(), &output),
+                cx,
+                &key,
+            ))),
             ChildEnd::Paused(pause) => Err(pause),
         }
     }

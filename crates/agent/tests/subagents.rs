@@ -555,3 +555,100 @@ async fn a_failing_sub_agent_is_an_error_result_not_a_failed_parent() {
     );
     assert_eq!(out.text, "parent carries on");
 }
+
+#[tokio::test]
+async fn attachments_are_checked_copied_to_the_child_and_its_files_copied_back() {
+    use toolsmith_agent::Attachments;
+    use toolsmith_core::Dependencies;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Attachments::new(dir.path());
+    let parent_folder = store.folder("thread-9");
+    std::fs::create_dir_all(&parent_folder).unwrap();
+    std::fs::write(parent_folder.join("chart.png"), [0x89, b'P', b'N', b'G']).unwrap();
+    std::fs::write(parent_folder.join("notes.txt"), "q3 numbers").unwrap();
+
+    // The child writes a file of its own and names it in its answer.
+    let write = from_fn(
+        "write_summary",
+        "Writes a summary.",
+        |_: Args, cx| async move {
+            let store = cx.dep::<Attachments>().unwrap();
+            let folder = store.folder(cx.run_id());
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("summary.txt"), "all good").unwrap();
+            Ok::<_, ToolError>("written")
+        },
+    );
+    let child_model = recording([
+        call("w1", "write_summary", json!({})),
+        Turn::text("Done, see /attachments/summary.txt."),
+    ]);
+    let child = builder(&child_model).tool(write).build();
+    let config: SubagentConfig =
+        serde_json::from_value(json!({"initAttachmentsProperty": "files"})).unwrap();
+    let parent = builder(&recording([
+        call(
+            "p1",
+            "analyst",
+            json!({"prompt": "summarise", "files": ["/attachments/chart.png", "/attachments/notes.txt"]}),
+        ),
+        call(
+            "p2",
+            "analyst",
+            json!({"prompt": "again", "files": ["/attachments/missing.csv"]}),
+        ),
+        Turn::text("done"),
+    ]))
+    .tool(SubagentTool::with_config("analyst", "Analyses.", child, config))
+    .build();
+    let mut deps = Dependencies::new();
+    deps.insert(store.clone());
+    let out = parent
+        .run(
+            RunInput::from("go")
+                .with_thread_id("thread-9")
+                .with_run_id("run-9")
+                .with_deps(deps),
+        )
+        .await
+        .unwrap();
+
+    // The child's first message: the task, the image as a file part, and the paths.
+    let first = &child_model.requests()[0].messages[0];
+    assert!(
+        matches!(&first.content[1], Part::File { media_type, filename, .. }
+        if media_type == "image/png" && filename.as_deref() == Some("/attachments/chart.png"))
+    );
+    assert!(
+        first
+            .text()
+            .contains("Attachments: /attachments/chart.png, /attachments/notes.txt")
+    );
+    // The child's folder is its run's: `<parent run>/<call>`.
+    let child_folder = store.folder("run-9/p1");
+    assert_eq!(
+        std::fs::read_to_string(child_folder.join("notes.txt")).unwrap(),
+        "q3 numbers"
+    );
+    // The child's file is the parent's now, under the parent's path.
+    assert_eq!(
+        result_of(&out.messages, "p1"),
+        ModelOutput::text("Done, see /attachments/summary.txt.")
+    );
+    assert_eq!(
+        std::fs::read_to_string(parent_folder.join("summary.txt")).unwrap(),
+        "all good"
+    );
+    // A missing file stops the call before the child starts.
+    let missing = result_of(&out.messages, "p2");
+    assert!(missing.is_error());
+    assert!(
+        missing
+            .to_text()
+            .contains("/attachments/missing.csv does not exist"),
+        "{}",
+        missing.to_text()
+    );
+    assert_eq!(child_model.call_count(), 2);
+}
