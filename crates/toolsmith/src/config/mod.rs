@@ -30,8 +30,24 @@
 //!   (needs an `anthropic` model), `openaiWebSearch` (needs `openai-responses`) and
 //!   `googleSearch` (needs `google`), whose options are sent to the provider verbatim.
 //!
+//! - `subagents`: `[{"name", "description", "config": PATH | {…}, "needsApproval"?, …}]`,
+//!   agents exposed as tools, with seed 004's `SubagentToolConfig` keys (`blocking`,
+//!   `initUserMessageProperty`, `initAttachmentsProperty`, `initAgentNameProperty`,
+//!   `immediate`, `optional`, `resumable`). `config` is a file path (relative to the file
+//!   naming it) or an inline config; without a `model` the sub-agent uses its parent's, without
+//!   an `approval` block its parent's.
+//! - `prompts`: `[{"name", "description", "instructions", "model"?, "tools"?, "maxSteps"?,
+//!   "needsApproval"?, …}]`, prompts exposed as tools, with seed 004's `SubpromptConfig` keys
+//!   (`includeTextResponse`, `includeToolCalls`, `includeErrors`, `initUserMessageProperty`,
+//!   `initAttachmentsProperty`).
+//! - `variables`: `[{"name", "type"?: "text" | "secret", "required"?, "scoped"?,
+//!   "description"?, "value"?}]`, declared at the agent level; a secret's value is refused here
+//!   (`toolsmith run` takes values from `--var NAME=VALUE`, else the environment).
+//!
 //! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
-//! `config.tools.googleSearch requires config.model.provider to be google`.
+//! `config.tools.googleSearch requires config.model.provider to be google`; an unknown key
+//! anywhere is rejected with its path (`config.subagents[0].blockign is not a supported
+//! setting`). Sub-agents and prompts: `docs/subagents.md`.
 
 mod build;
 mod composite;
