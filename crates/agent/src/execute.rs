@@ -40,7 +40,8 @@ impl CallRunner {
             id.into(),
             tool.spec().shared_name().clone(),
             self.cancel.child_token(),
-        );
+        )
+        .with_defaults(&tool.meta().env);
         Job {
             index,
             tool,

@@ -52,6 +52,8 @@ pub struct RunInput {
     /// The parent run's variables (a sub-agent's run), secret kinds included; its later
     /// `set_variable`s reach this run too.
     pub(crate) inherited: Option<VariableCell>,
+    /// Prompt-level values (a sub-agent's or prompt tool's own): the lowest precedence.
+    pub(crate) defaults: HashMap<String, String>,
     /// The parent run's inbox (a sub-agent's run), for `notify_parent`.
     pub(crate) parent: Option<Inbox>,
     /// Cancels the run from outside.

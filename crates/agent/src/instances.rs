@@ -265,6 +265,7 @@ impl Lifecycle {
         let _turn = lock.lock().await;
         let mut child = child_input(cx, messages, vec![format!("name:{name}")]);
         child.variables = scoped_values(sub.config(), cx);
+        child.defaults = sub.defaults.clone();
         let output = match run_child(sub.agent(), child, cx, input, "Sub-agent").await? {
             ChildEnd::Done(output) => output,
             ChildEnd::Paused(pause) => return Err(pause),

@@ -1,6 +1,7 @@
 //! [`PromptTool`]: a prompt exposed as a tool, its result shaped by seed 004's
 //! `SubpromptConfig`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use async_trait::async_trait;
@@ -93,6 +94,8 @@ pub struct PromptTool {
     config: SubpromptConfig,
     /// The task and attachment properties, in the sub-agent form the shared code reads.
     shape: SubagentConfig,
+    /// Prompt-level variable values for the prompt's runs.
+    defaults: HashMap<String, String>,
 }
 
 impl PromptTool {
@@ -114,7 +117,15 @@ impl PromptTool {
             agent,
             config,
             shape,
+            defaults: HashMap::new(),
         }
+    }
+
+    /// A prompt-level variable value (seed 004's lowest precedence: the prompt agent's, the
+    /// parent's variables and the thread's win over it).
+    pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.defaults.insert(name.into(), value.into());
+        self
     }
 
     /// The configuration.
@@ -174,7 +185,8 @@ impl Tool for PromptTool {
             let files = self.shape.init_attachments_property.as_deref();
             vec![first_message(task, files, &input, cx, &key)?]
         };
-        let child = child_input(cx, first, Vec::new());
+        let mut child = child_input(cx, first, Vec::new());
+        child.defaults = self.defaults.clone();
         match run_child(&self.agent, child, cx, &input, "Prompt").await {
             Ok(ChildEnd::Done(output)) => {
                 Ok(ToolOutput::text(hand_back(self.shape(&output), cx, &key)))

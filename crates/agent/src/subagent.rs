@@ -50,6 +50,8 @@ pub struct SubagentTool {
     meta: ToolMeta,
     agent: Agent,
     config: SubagentConfig,
+    /// Prompt-level variable values for the child's runs.
+    pub(crate) defaults: HashMap<String, String>,
 }
 
 impl SubagentTool {
@@ -77,6 +79,7 @@ impl SubagentTool {
             meta,
             agent,
             config,
+            defaults: HashMap::new(),
         }
     }
 
@@ -93,6 +96,13 @@ impl SubagentTool {
     /// What the model is told it does.
     pub fn description(&self) -> &str {
         self.spec.description()
+    }
+
+    /// A prompt-level variable value for the child's runs (seed 004's lowest precedence: the
+    /// child's agent, the parent's variables and the thread's win over it).
+    pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.defaults.insert(name.into(), value.into());
+        self
     }
 
     /// Replaces the runtime metadata (approval, timeout…); the `optional` flag is kept.
@@ -221,6 +231,7 @@ impl Tool for SubagentTool {
         };
         let mut child = child_input(cx, first, name_tags(&self.config, &input));
         child.variables = scoped_values(&self.config, cx);
+        child.defaults = self.defaults.clone();
         if !self.config.blocking {
             return Ok(crate::background::spawn(
                 self.agent.clone(),

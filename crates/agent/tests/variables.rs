@@ -332,3 +332,74 @@ async fn a_variable_set_in_the_parent_reaches_a_running_sub_agent_unless_it_is_s
     entries.sort();
     assert_eq!(entries, ["open: on", "sealed: -"]);
 }
+
+#[tokio::test]
+async fn precedence_is_prompt_then_tool_then_agent_then_thread() {
+    use toolsmith_agent::{PromptTool, SubpromptConfig};
+
+    // (tool value, agent value, thread value) → what the tool inside the prompt reads.
+    for (tool, agent, thread, expected) in [
+        (None, None, None, "prompt"),
+        (Some("tool"), None, None, "tool"),
+        (Some("tool"), Some("agent"), None, "agent"),
+        (Some("tool"), Some("agent"), Some("thread"), "thread"),
+    ] {
+        let mut meta = ToolMeta::new();
+        if let Some(value) = tool {
+            meta = meta.env("X", value);
+        }
+        let read = from_fn("read_x", "Reads X.", |_: Args, cx| async move {
+            Ok::<_, ToolError>(cx.variable("X").unwrap_or("-").to_string())
+        })
+        .with_meta(meta);
+        let mut inner = builder(&recording([
+            Turn::tool_calls([ScriptedCall::new("read_x", json!({})).with_id("r1")]),
+            Turn::text("read"),
+        ]))
+        .tool(read);
+        if let Some(value) = agent {
+            inner = inner.variable("X", value);
+        }
+        let prompt = PromptTool::new(
+            "check",
+            "Checks.",
+            inner.build(),
+            SubpromptConfig::default(),
+        )
+        .with_variable("X", "prompt");
+        let parent = builder(&recording([
+            Turn::tool_calls([ScriptedCall::new("check", json!({"prompt": "go"})).with_id("c1")]),
+            Turn::text("done"),
+        ]))
+        .tool(prompt)
+        .build();
+        let mut input = RunInput::from("go");
+        if let Some(value) = thread {
+            input = input.with_variable("X", value);
+        }
+        let out = parent.run(input).await.unwrap();
+        let shown = result_of(&out.messages, "c1").to_text();
+        assert!(
+            shown.starts_with(&format!("Tool call read_x({{}}) → {expected}\n")),
+            "{tool:?} {agent:?} {thread:?}: {shown}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tool_level_value_satisfies_a_required_variable() {
+    let tool = from_fn("needs", "Needs REGION.", |_: Args, cx| async move {
+        Ok::<_, ToolError>(cx.variable("REGION").unwrap_or("-").to_string())
+    })
+    .with_meta(
+        ToolMeta::new()
+            .variable(decl("REGION", VariableKind::Text, true))
+            .env("REGION", "eu-west"),
+    );
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("needs", json!({})).with_id("n1")]),
+        Turn::text("done"),
+    ]);
+    let out = builder(&model).tool(tool).build().run("go").await.unwrap();
+    assert_eq!(result_of(&out.messages, "n1"), ModelOutput::text("eu-west"));
+}

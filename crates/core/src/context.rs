@@ -174,6 +174,27 @@ impl ToolContext {
         &self.variables
     }
 
+    /// The call's variables with `defaults` beneath them: a tool's own values
+    /// ([`ToolMeta::env`](crate::ToolMeta::env)), used where the run has none or only the
+    /// prompt's (seed 004's precedence: prompt, tool, agent, thread).
+    pub fn with_defaults(mut self, defaults: &[(String, String)]) -> Self {
+        if !defaults
+            .iter()
+            .any(|(name, _)| self.variables.open_to_tool_value(name))
+        {
+            return self;
+        }
+        let mut variables = (*self.variables).clone();
+        for (name, value) in defaults {
+            if variables.open_to_tool_value(name) {
+                let secret = variables.is_secret(name);
+                variables.insert(name, value, secret);
+            }
+        }
+        self.variables = Arc::new(variables);
+        self
+    }
+
     /// Sets a variable for the thread (seed 004's `setEnv`): the calls that start after this
     /// one see it, and so do the active sub-agent runs below this run (but those that declare
     /// it `scoped`). Without a `kind`, an existing variable keeps its kind and a new one is

@@ -44,6 +44,9 @@ pub struct ToolMeta {
     pub async_mode: Option<AsyncMode>,
     /// Variables the tool needs resolved before it runs.
     pub variables: Vec<VariableDecl>,
+    /// Tool-level variable values (seed 004's `PromptToolConfig.env`): for this tool's calls,
+    /// below the agent's and the thread's values in precedence.
+    pub env: Vec<(String, String)>,
     /// The name of a flag variable: the tool is offered only when it resolves to `true`, `1` or
     /// `yes` (case-insensitive).
     pub optional: Option<String>,
@@ -64,6 +67,7 @@ static DEFAULT_META: ToolMeta = ToolMeta {
     result_limit: None,
     async_mode: None,
     variables: Vec::new(),
+    env: Vec::new(),
     optional: None,
     accepts_idempotency_key: false,
     revert: None,
@@ -140,6 +144,12 @@ impl ToolMeta {
         self
     }
 
+    /// Adds a tool-level variable value ([`env`](Self::env)).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
     /// Sets [`optional`](Self::optional): the flag variable that enables the tool.
     pub fn optional(mut self, flag: impl Into<String>) -> Self {
         self.optional = Some(flag.into());
@@ -182,6 +192,11 @@ impl fmt::Debug for ToolMeta {
             .field("result_limit", &self.result_limit)
             .field("async_mode", &self.async_mode)
             .field("variables", &self.variables)
+            // Names only: a value may be a secret.
+            .field(
+                "env",
+                &self.env.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
             .field("optional", &self.optional)
             .field("accepts_idempotency_key", &self.accepts_idempotency_key)
             .field("revert", &self.revert.is_some())

@@ -47,6 +47,8 @@ pub const MIN_MASKED_LEN: usize = 4;
 pub struct Variables {
     values: HashMap<String, String>,
     secret: HashSet<String>,
+    /// Names whose value is the prompt's (the lowest level): a tool's own value wins.
+    prompt_level: HashSet<String>,
 }
 
 impl Variables {
@@ -65,7 +67,23 @@ impl Variables {
             .filter(|d| d.kind == VariableKind::Secret)
             .map(|d| d.name.clone())
             .collect();
-        Variables { values, secret }
+        Variables {
+            values,
+            secret,
+            prompt_level: HashSet::new(),
+        }
+    }
+
+    /// Marks the names whose value came from the prompt level only (seed 004's lowest
+    /// precedence), so that a tool's own value replaces it for that tool's calls.
+    pub fn mark_prompt_level<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        self.prompt_level
+            .extend(names.into_iter().map(str::to_string));
+    }
+
+    /// Whether `name` has no value, or only the prompt's: where a tool's own value applies.
+    pub fn open_to_tool_value(&self, name: &str) -> bool {
+        !self.values.contains_key(name) || self.prompt_level.contains(name)
     }
 
     /// A variable's value.
@@ -86,6 +104,7 @@ impl Variables {
     /// Sets a value, secret or not.
     pub fn insert(&mut self, name: &str, value: &str, secret: bool) {
         self.values.insert(name.to_string(), value.to_string());
+        self.prompt_level.remove(name);
         if secret {
             self.secret.insert(name.to_string());
         } else {

@@ -24,7 +24,7 @@ use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
 use outcome::{approval_pause, emit_outcome, fatal_error, model_output, result_part};
-use setup::{missing_variables, not_started, variable_cell};
+use setup::{Sources, missing_variables, not_started, variable_cell};
 
 use crate::{
     CallOutcome, ExecutionPolicy, RunError, RunErrorKind, RunInput, RunOutput, StepResult,
@@ -82,14 +82,20 @@ impl Run {
             approvals,
             tool_results,
             inherited,
+            defaults,
             parent,
             cancellation,
         } = input;
+        let sources = Sources {
+            defaults: &defaults,
+            inherited: inherited.as_ref(),
+            own: &variables,
+        };
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let cancel = cancellation.unwrap_or_default();
         let mut tools = agent.tools();
         let scope = Arc::new(RunScope {
-            variables: variable_cell(&agent, inherited.as_ref(), &variables, &tools),
+            variables: variable_cell(&agent, &sources, &tools),
             run_id: run_id.as_str().into(),
             thread_id: thread_id.map(Into::into),
             metadata: Arc::new(metadata),
@@ -116,7 +122,7 @@ impl Run {
                     tools = tools.with_resolved(resolved);
                     // The resolved tools' declarations count too (their secrets are masked).
                     scope = Arc::new(RunScope {
-                        variables: variable_cell(&agent, inherited.as_ref(), &variables, &tools),
+                        variables: variable_cell(&agent, &sources, &tools),
                         ..(*scope).clone()
                     });
                 }

@@ -21,19 +21,28 @@ pub(super) fn not_started(message: String, run_id: String, messages: Vec<Message
     }
 }
 
+/// Where a run's variable values come from, besides its agent.
+pub(super) struct Sources<'a> {
+    /// Prompt-level values: a sub-agent's or prompt tool's own (the lowest precedence).
+    pub(super) defaults: &'a HashMap<String, String>,
+    /// The parent run's variables (a sub-agent's run).
+    pub(super) inherited: Option<&'a VariableCell>,
+    /// The run's own (the thread's): the highest precedence.
+    pub(super) own: &'a HashMap<String, String>,
+}
+
 /// The run's variable cell: the variables resolved, a child of the parent run's cell for a
 /// sub-agent (so the parent's later `set_variable`s reach it, but for the scoped names).
 pub(super) fn variable_cell(
     agent: &AgentInner,
-    inherited: Option<&VariableCell>,
-    own: &HashMap<String, String>,
+    sources: &Sources<'_>,
     tools: &Toolset,
 ) -> VariableCell {
-    let Some(parent) = inherited else {
-        return VariableCell::new(resolve_variables(agent, None, own, tools));
-    };
-    let variables = resolve_variables(agent, Some(&parent.current()), own, tools);
-    parent.child(variables, scoped_names(agent, tools))
+    let variables = resolve_variables(agent, sources, tools);
+    match sources.inherited {
+        Some(parent) => parent.child(variables, scoped_names(agent, tools)),
+        None => VariableCell::new(variables),
+    }
 }
 
 /// The names the agent's tools (and the agent) declare `scoped`.
@@ -47,43 +56,62 @@ fn scoped_names(agent: &AgentInner, tools: &Toolset) -> HashSet<String> {
         .collect()
 }
 
-/// The run's variables (seed 004's precedence): the agent's, then those inherited from a parent
-/// run (as the parent thread's, minus the names the tools declare `scoped`), then the run's
-/// own. Secret: what the tools declare so, and what the parent knew to be secret.
-fn resolve_variables(
-    agent: &AgentInner,
-    inherited: Option<&Variables>,
-    own: &HashMap<String, String>,
-    tools: &Toolset,
-) -> Variables {
+/// The run's variables, in seed 004's precedence, lowest first: the prompt's (a sub-agent's or
+/// prompt tool's own values), the agent's, those inherited from a parent run (as the parent
+/// thread's, minus the names the tools declare `scoped`), then the run's own. (Tool-level
+/// values sit between the prompt's and the agent's, per call: `ToolContext::with_defaults`.)
+/// Secret: what the tools and the agent declare so, and what the parent knew to be secret.
+fn resolve_variables(agent: &AgentInner, sources: &Sources<'_>, tools: &Toolset) -> Variables {
     let declared = || {
         tools
             .iter()
             .flat_map(|t| t.meta().variables.iter())
             .chain(&agent.declared)
     };
-    let agent = &agent.variables;
-    let Some(parent) = inherited else {
-        return Variables::resolve([agent, own], declared());
+    let prompt_only = || {
+        sources.defaults.keys().map(String::as_str).filter(|name| {
+            !agent.variables.contains_key(*name)
+                && !sources.own.contains_key(*name)
+                && sources
+                    .inherited
+                    .is_none_or(|p| p.current().get(name).is_none())
+        })
     };
-    let scoped: HashSet<&str> = declared()
-        .filter(|d| d.scoped)
-        .map(|d| d.name.as_str())
-        .collect();
+    let Some(parent) = sources.inherited.map(VariableCell::current) else {
+        let mut variables = Variables::resolve(
+            [sources.defaults, &agent.variables, sources.own],
+            declared(),
+        );
+        variables.mark_prompt_level(prompt_only());
+        return variables;
+    };
+    let scoped = scoped_names(agent, tools);
     let from_parent: HashMap<String, String> = parent
         .iter()
-        .filter(|(name, _)| !scoped.contains(name))
+        .filter(|(name, _)| !scoped.contains(*name))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let mut variables = Variables::resolve([agent, &from_parent, own], declared());
+    let mut variables = Variables::resolve(
+        [
+            sources.defaults,
+            &agent.variables,
+            &from_parent,
+            sources.own,
+        ],
+        declared(),
+    );
     variables.mark_secret(parent.secret_names());
+    variables.mark_prompt_level(prompt_only());
     variables
 }
 
 /// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
 /// stops before it runs (seed 004: execution cannot continue until they resolve).
 pub(super) fn missing_variables(tool: &SharedTool, variables: &Variables) -> Option<ToolError> {
-    let missing = variables.missing(&tool.meta().variables);
+    let env = &tool.meta().env;
+    let mut missing = variables.missing(&tool.meta().variables);
+    // The tool's own values count.
+    missing.retain(|name| !env.iter().any(|(n, v)| n == name && !v.is_empty()));
     if missing.is_empty() {
         return None;
     }

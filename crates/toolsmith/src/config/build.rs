@@ -51,18 +51,25 @@ impl AgentConfig {
         for (i, entry) in self.subagents.iter().enumerate() {
             let agent = child_agent(&entry.agent, cx, parent)
                 .map_err(|e| error(format!("config.subagents[{i}] ({}): {e}", entry.name)))?;
-            let tool = SubagentTool::with_config(
+            let mut tool = SubagentTool::with_config(
                 &entry.name,
                 &entry.description,
                 agent,
                 entry.tool.clone(),
             );
+            for (name, value) in &entry.env {
+                tool = tool.with_variable(name, value);
+            }
             tools.add(approved(Arc::new(tool), entry.needs_approval));
         }
         for (i, entry) in self.prompts.iter().enumerate() {
             let agent = child_agent(&entry.agent, cx, parent)
                 .map_err(|e| error(format!("config.prompts[{i}] ({}): {e}", entry.name)))?;
-            let tool = PromptTool::new(&entry.name, &entry.description, agent, entry.tool.clone());
+            let mut tool =
+                PromptTool::new(&entry.name, &entry.description, agent, entry.tool.clone());
+            for (name, value) in &entry.env {
+                tool = tool.with_variable(name, value);
+            }
             tools.add(approved(Arc::new(tool), entry.needs_approval));
         }
         Ok(tools)

@@ -26,6 +26,8 @@ pub struct SubagentEntry {
     pub tool: SubagentConfig,
     /// Whether every call needs a human's approval.
     pub needs_approval: bool,
+    /// Prompt-level variable values for its runs (`env`).
+    pub env: Vec<(String, String)>,
 }
 
 /// One `prompts` entry: a prompt exposed as a tool.
@@ -41,6 +43,8 @@ pub struct PromptEntry {
     pub tool: SubpromptConfig,
     /// Whether every call needs a human's approval.
     pub needs_approval: bool,
+    /// Prompt-level variable values for its runs (`env`).
+    pub env: Vec<(String, String)>,
 }
 
 /// One `variables` entry: seed 004's `VariableDefinition`, and a value for a text variable.
@@ -82,8 +86,8 @@ pub(super) fn subagents(
     let mut parsed: Vec<SubagentEntry> = Vec::new();
     for (i, entry) in entries.into_iter().enumerate() {
         let at = format!("config.subagents[{i}]");
-        let (name, description, needs_approval, mut entry) = head(entry, &at)?;
-        check_unique(parsed.iter().map(|e| e.name.as_str()), &name, &at)?;
+        let (head, mut entry) = head(entry, &at)?;
+        check_unique(parsed.iter().map(|e| e.name.as_str()), &head.name, &at)?;
         let agent = match entry.remove("config") {
             Some(Value::String(path)) => {
                 let path = base.join(path);
@@ -107,11 +111,12 @@ pub(super) fn subagents(
         };
         let tool: SubagentConfig = fields(entry, SUBAGENT_KEYS, &at)?;
         parsed.push(SubagentEntry {
-            name,
-            description,
+            name: head.name,
+            description: head.description,
             agent: Box::new(agent),
             tool,
-            needs_approval,
+            needs_approval: head.needs_approval,
+            env: head.env,
         });
     }
     Ok(parsed)
@@ -127,8 +132,8 @@ pub(super) fn prompts(
     let mut parsed: Vec<PromptEntry> = Vec::new();
     for (i, entry) in entries.into_iter().enumerate() {
         let at = format!("config.prompts[{i}]");
-        let (name, description, needs_approval, mut entry) = head(entry, &at)?;
-        check_unique(parsed.iter().map(|e| e.name.as_str()), &name, &at)?;
+        let (head, mut entry) = head(entry, &at)?;
+        check_unique(parsed.iter().map(|e| e.name.as_str()), &head.name, &at)?;
         let mut shaping = Map::new();
         for key in SUBPROMPT_KEYS {
             if let Some(value) = entry.remove(*key) {
@@ -143,11 +148,12 @@ pub(super) fn prompts(
         let agent = AgentConfig::parse(Value::Object(entry), base, depth + 1)
             .map_err(|e| error(format!("{at}: {e}")))?;
         parsed.push(PromptEntry {
-            name,
-            description,
+            name: head.name,
+            description: head.description,
             agent: Box::new(agent),
             tool: fields(shaping, SUBPROMPT_KEYS, &at)?,
-            needs_approval,
+            needs_approval: head.needs_approval,
+            env: head.env,
         });
     }
     Ok(parsed)
@@ -213,8 +219,16 @@ pub(super) fn variables(entries: Vec<Value>) -> Result<Vec<VariableEntry>, Confi
     Ok(parsed)
 }
 
-/// An entry's `name`, `description` and `needsApproval`, and the rest of it.
-fn head(entry: Value, at: &str) -> Result<(String, String, bool, Map<String, Value>), ConfigError> {
+/// What every composite entry has.
+struct Head {
+    name: String,
+    description: String,
+    needs_approval: bool,
+    env: Vec<(String, String)>,
+}
+
+/// An entry's `name`, `description`, `needsApproval` and `env`, and the rest of it.
+fn head(entry: Value, at: &str) -> Result<(Head, Map<String, Value>), ConfigError> {
     let Value::Object(mut entry) = entry else {
         return Err(error(format!("{at} must be an object")));
     };
@@ -239,7 +253,35 @@ fn head(entry: Value, at: &str) -> Result<(String, String, bool, Map<String, Val
         Some(Value::Bool(b)) => b,
         Some(_) => return Err(error(format!("{at}.needsApproval must be a boolean"))),
     };
-    Ok((name, description, needs_approval, entry))
+    let env = env_values(entry.remove("env"), at)?;
+    let head = Head {
+        name,
+        description,
+        needs_approval,
+        env,
+    };
+    Ok((head, entry))
+}
+
+/// An `env` object (`{"NAME": "value"}`): variable values at a tool's or prompt's level. They
+/// are text: a secret does not belong in a config file.
+pub(super) fn env_values(
+    value: Option<Value>,
+    at: &str,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(value) if !name.is_empty() => Ok((name, value)),
+                _ => Err(error(format!("{at}.env.{name} must be a string"))),
+            })
+            .collect(),
+        Some(_) => Err(error(format!(
+            "{at}.env must be an object of variable values"
+        ))),
+    }
 }
 
 fn valid_tool_name(name: &str) -> bool {

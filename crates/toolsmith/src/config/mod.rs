@@ -117,6 +117,8 @@ pub struct ToolConfig {
     pub name: String,
     /// Whether every call needs a human's approval.
     pub needs_approval: bool,
+    /// Tool-level variable values (`env`).
+    pub env: Vec<(String, String)>,
     /// The options passed to the tool's factory.
     pub options: Map<String, Value>,
 }
@@ -464,6 +466,13 @@ impl AgentConfig {
             if entry.needs_approval {
                 tools = tools.map_meta(&name, |meta| meta.approval(Approval::Always));
             }
+            if !entry.env.is_empty() {
+                let env = entry.env.clone();
+                tools = tools.map_meta(&name, |mut meta| {
+                    meta.env.extend(env);
+                    meta
+                });
+            }
         }
         Ok(tools)
     }
@@ -511,6 +520,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         };
         let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
         let needs_approval = flag(&mut options, "needsApproval")?.unwrap_or(false);
+        let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
         let is_async = flag(&mut options, "async")?.unwrap_or(false);
         match options.remove("execution") {
             None | Some(Value::Null) => {}
@@ -538,6 +548,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
             enabled.push(ToolConfig {
                 name,
                 needs_approval,
+                env,
                 options,
             });
         }

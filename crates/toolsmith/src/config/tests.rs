@@ -279,3 +279,30 @@ fn a_config_file_naming_itself_as_a_sub_agent_is_a_clear_error() {
     let error = AgentConfig::from_file(&path).unwrap_err().to_string();
     assert!(error.contains("nest more than 8 deep"), "{error}");
 }
+
+#[test]
+fn env_gives_tool_and_prompt_level_values() {
+    let config = parse(json!({
+        "tools": {"read": {"env": {"REGION": "eu"}}},
+        "prompts": [{"name": "p", "description": "d", "instructions": "x", "env": {"TONE": "dry"}}]
+    }))
+    .unwrap();
+    assert_eq!(
+        config.tools.as_ref().unwrap()[0].env,
+        [("REGION".to_string(), "eu".to_string())]
+    );
+    assert_eq!(
+        config.prompts[0].env,
+        [("TONE".to_string(), "dry".to_string())]
+    );
+    let tools = config.toolset(&builtins(), "openai").unwrap();
+    assert_eq!(
+        tools.get("read").unwrap().meta().env,
+        [("REGION".to_string(), "eu".to_string())]
+    );
+    let error = parse(json!({"tools": {"read": {"env": {"N": 1}}}})).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "config.tools.read.env.N must be a string"
+    );
+}
