@@ -4,9 +4,9 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{Received, serve, sse};
+use common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
 
 /// A Chat Completions stream that calls `name` with `args`.
@@ -53,17 +53,7 @@ fn run(
     }
     let path = dir.path().join("agent.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
-        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
-        .args(["--api-key", "sk-test-key", "--json"])
-        .args(args)
-        .arg("--config")
-        .arg(&path)
-        .arg("What is 6 * 7?")
-        .env_remove("TOOLSMITH_MODEL")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the binary runs");
+    let out = run_config(&base, &path, args);
     let requests = received.lock().unwrap().clone();
     (out, requests)
 }

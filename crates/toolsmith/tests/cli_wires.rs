@@ -6,7 +6,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::{Received, serve, sse};
+use common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
 
 const ARGS_HEAD: &str = "{\"expression\":";
@@ -275,17 +275,7 @@ fn run_with_config(config: Value, args: &[&str]) -> (Vec<Value>, Vec<Received>) 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.json");
     std::fs::write(&path, config.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
-        .args(["run", "--model", "openai:gpt-x", "--base-url", &base])
-        .args(["--api-key", "sk-test-key", "--json"])
-        .args(args)
-        .arg("--config")
-        .arg(&path)
-        .arg("What is 6 * 7?")
-        .env_remove("TOOLSMITH_MODEL")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the binary runs");
+    let out = run_config(&base, &path, args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

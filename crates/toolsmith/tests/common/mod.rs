@@ -3,6 +3,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -84,4 +86,20 @@ pub fn sse(events: &[Value], named: bool, done: bool) -> String {
         out.push_str("data: [DONE]\n\n");
     }
     out
+}
+
+/// `toolsmith run --json --config <config>` on `openai:gpt-x` at `base`, with `args` added, the
+/// prompt `What is 6 * 7?`, and no terminal.
+pub fn run_config(base: &str, config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["run", "--model", "openai:gpt-x", "--base-url", base])
+        .args(["--api-key", "sk-test-key", "--json"])
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("What is 6 * 7?")
+        .env_remove("TOOLSMITH_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
 }
