@@ -208,6 +208,8 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     }
     if let Some(max) = args.parallel {
         builder = builder.execution(ExecutionPolicy::Parallel { max: max.into() });
+    } else if let Some(policy) = config.execution {
+        builder = builder.execution(policy);
     }
     if let Some(approval) = &config.approval {
         builder = builder

@@ -150,6 +150,9 @@ fn child_agent(
     let mut builder = Agent::builder_shared(model)
         .tools(tools)
         .max_steps(config.max_steps.unwrap_or(10));
+    if let Some(policy) = config.execution {
+        builder = builder.execution(policy);
+    }
     if let Some(instructions) = &config.instructions {
         builder = builder.instructions(instructions.clone());
     }

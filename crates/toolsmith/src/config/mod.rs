@@ -15,6 +15,8 @@
 //! ```
 //!
 //! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
+//! - `execution`: `"sequential"` (the default: one call at a time, in order), `"parallel"` (at
+//!   most 5 at once) or `{"mode": "parallel", "max": N}`.
 //! - `clientTools`: `[{"name", "description"?, "inputSchema"?}]`, tools the caller answers: a
 //!   call pauses the run until the caller appends its result (`docs/approvals.md`).
 //! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of tool names;
@@ -56,7 +58,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use toolsmith_agent::{ApprovalPolicy, TimeoutAction};
+use toolsmith_agent::{ApprovalPolicy, ExecutionPolicy, TimeoutAction};
 use toolsmith_core::{Approval, ClientTool, ToolSpec, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
@@ -132,6 +134,8 @@ pub struct AgentConfig {
     pub instructions: Option<String>,
     /// The most steps a run takes.
     pub max_steps: Option<u32>,
+    /// How a step's tool calls run, when the config says.
+    pub execution: Option<ExecutionPolicy>,
     /// The enabled tools, in config order; `None` when the config has no `tools` key.
     pub tools: Option<Vec<ToolConfig>>,
     /// The approval settings, when the config has an `approval` key.
@@ -388,6 +392,10 @@ impl AgentConfig {
                 _ => return Err(error("config.maxSteps must be a positive integer")),
             },
         }
+        match root.remove("execution") {
+            None | Some(Value::Null) => {}
+            Some(value) => config.execution = Some(execution(value)?),
+        }
         match root.remove("tools") {
             None | Some(Value::Null) => {}
             Some(Value::Object(tools)) => config.tools = Some(tool_entries(tools)?),
@@ -475,6 +483,46 @@ impl AgentConfig {
             }
         }
         Ok(tools)
+    }
+}
+
+/// Parses `execution`: `"sequential"`, `"parallel"` (at most 5 at once), or
+/// `{"mode": "sequential" | "parallel", "max"?: N}`.
+fn execution(value: Value) -> Result<ExecutionPolicy, ConfigError> {
+    let wrong = || {
+        error(
+            "config.execution must be \"sequential\", \"parallel\" or {\"mode\": \"parallel\", \"max\": N}",
+        )
+    };
+    let (mode, max) = match &value {
+        Value::String(mode) => (mode.as_str(), None),
+        Value::Object(block) => {
+            if let Some(key) = block.keys().find(|k| *k != "mode" && *k != "max") {
+                return Err(error(format!(
+                    "config.execution.{key} is not a supported setting"
+                )));
+            }
+            let mode = block
+                .get("mode")
+                .and_then(Value::as_str)
+                .ok_or_else(wrong)?;
+            let max = match block.get("max") {
+                None | Some(Value::Null) => None,
+                Some(n) => match n.as_u64() {
+                    Some(n) if n > 0 => Some(n as usize),
+                    _ => return Err(error("config.execution.max must be a positive integer")),
+                },
+            };
+            (mode, max)
+        }
+        _ => return Err(wrong()),
+    };
+    match mode {
+        "sequential" if max.is_none() => Ok(ExecutionPolicy::Sequential),
+        "parallel" => Ok(ExecutionPolicy::Parallel {
+            max: max.unwrap_or(5),
+        }),
+        _ => Err(wrong()),
     }
 }
 

@@ -306,3 +306,35 @@ fn env_gives_tool_and_prompt_level_values() {
         "config.tools.read.env.N must be a string"
     );
 }
+
+#[test]
+fn the_execution_policy() {
+    use toolsmith_agent::ExecutionPolicy;
+    for (value, expected) in [
+        (json!("sequential"), ExecutionPolicy::Sequential),
+        (json!("parallel"), ExecutionPolicy::Parallel { max: 5 }),
+        (
+            json!({"mode": "parallel", "max": 2}),
+            ExecutionPolicy::Parallel { max: 2 },
+        ),
+    ] {
+        assert_eq!(
+            parse(json!({"execution": value})).unwrap().execution,
+            Some(expected)
+        );
+    }
+    for (value, message) in [
+        (json!("fast"), "config.execution must be"),
+        (
+            json!({"mode": "parallel", "max": 0}),
+            "config.execution.max must be a positive integer",
+        ),
+        (
+            json!({"mode": "parallel", "width": 2}),
+            "config.execution.width is not a supported setting",
+        ),
+    ] {
+        let error = parse(json!({"execution": value})).unwrap_err().to_string();
+        assert!(error.starts_with(message), "{error}");
+    }
+}
