@@ -34,16 +34,31 @@ pub const ATTACHMENTS_PREFIX: &str = "/attachments/";
 #[derive(Debug, Clone)]
 pub struct Attachments {
     root: PathBuf,
+    /// Threads whose files live in a folder of their own choosing.
+    placed: Vec<(String, PathBuf)>,
 }
 
 impl Attachments {
     /// A store under `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Attachments { root: root.into() }
+        Attachments {
+            root: root.into(),
+            placed: Vec::new(),
+        }
+    }
+
+    /// Keeps the files of `thread` (a thread id, or a run id) in `folder` rather than under
+    /// the root: `toolsmith run --attachments DIR` makes DIR the run's own folder.
+    pub fn with_folder(mut self, thread: impl Into<String>, folder: impl Into<PathBuf>) -> Self {
+        self.placed.push((thread.into(), folder.into()));
+        self
     }
 
     /// The folder of a thread's files.
     pub fn folder(&self, thread: &str) -> PathBuf {
+        if let Some((_, folder)) = self.placed.iter().find(|(t, _)| t == thread) {
+            return folder.clone();
+        }
         let name: String = thread
             .chars()
             .map(|c| {

@@ -213,3 +213,59 @@ fn bad_composite_entries_are_rejected_naming_them() {
         assert!(stderr.contains(message), "{stderr}");
     }
 }
+
+#[test]
+fn attachments_are_handed_to_a_sub_agent_from_the_attachments_folder() {
+    let files = tempfile::tempdir().unwrap();
+    std::fs::write(files.path().join("notes.txt"), "q3 numbers").unwrap();
+    let config = json!({
+        "tools": {},
+        "subagents": [{
+            "name": "reader",
+            "description": "Reads files.",
+            "config": {"tools": {}},
+            "initAttachmentsProperty": "files"
+        }]
+    });
+    let replies = vec![
+        call(
+            "p1",
+            "reader",
+            json!({"prompt": "read it", "files": ["/attachments/notes.txt"]}),
+        ),
+        text("It has numbers."),
+        call(
+            "p2",
+            "reader",
+            json!({"prompt": "and this", "files": ["/attachments/gone.txt"]}),
+        ),
+        text("done"),
+    ];
+    let dir = files.path().to_str().unwrap();
+    let (out, requests) = run(config, &[], &["--attachments", dir], replies);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The child's first message names its copy, which sits in its own folder.
+    let first = requests[1].body["messages"][0].to_string();
+    assert!(
+        first.contains("Attachments: /attachments/notes.txt"),
+        "{first}"
+    );
+    let copies: Vec<_> = std::fs::read_dir(files.path().join(".subagents"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("notes.txt"))
+        .collect();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(std::fs::read_to_string(&copies[0]).unwrap(), "q3 numbers");
+    // A missing file is an error result, and no child starts for it.
+    assert_eq!(requests.len(), 4);
+    let last = requests[3].body["messages"].to_string();
+    assert!(
+        last.contains("/attachments/gone.txt does not exist"),
+        "{last}"
+    );
+}

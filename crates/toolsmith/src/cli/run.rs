@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures::StreamExt;
-use toolsmith_agent::{Agent, ExecutionPolicy, RunError, RunInput, RunOutput};
+use toolsmith_agent::{Agent, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput};
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{
-    CancellationToken, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
+    CancellationToken, Dependencies, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
     ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
@@ -42,6 +42,11 @@ pub(crate) struct RunArgs {
     /// Override the provider's API key (else its variable, such as OPENAI_API_KEY).
     #[arg(long, value_name = "KEY", hide_env_values = true)]
     api_key: Option<String>,
+    /// The folder of the files `/attachments/<file>` paths name, which sub-agents and prompt
+    /// tools with an `initAttachmentsProperty` hand over; sub-agents get folders of their own
+    /// beneath it, in `.subagents/`.
+    #[arg(long, value_name = "DIR")]
+    attachments: Option<PathBuf>,
     /// The workspace the built-in tools are confined to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
@@ -227,7 +232,26 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             }
         }
     });
-    let mut input = RunInput::from(args.prompt.join(" ")).with_cancellation(cancel.clone());
+    // One run id for the first run and its resumptions: a sub-agent's folder and saved run
+    // are named after it.
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let deps = Arc::new(match &args.attachments {
+        Some(dir) => {
+            let store = Attachments::new(dir.join(".subagents")).with_folder(&run_id, dir);
+            let mut deps = Dependencies::new();
+            deps.insert(store);
+            deps
+        }
+        None => Dependencies::new(),
+    });
+    let start = |input: RunInput| {
+        let mut input = input
+            .with_run_id(run_id.clone())
+            .with_cancellation(cancel.clone());
+        input.deps = Some(deps.clone());
+        input
+    };
+    let mut input = start(RunInput::from(args.prompt.join(" ")));
 
     let mut printer: Box<dyn Printer> = if args.json {
         Box::new(JsonLines)
@@ -265,7 +289,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         };
         // The run paused: answer, then resume with the thread and the answers (they reach
         // calls waiting inside sub-agents too).
-        input = RunInput::from(out.messages.clone()).with_cancellation(cancel.clone());
+        input = start(RunInput::from(out.messages.clone()));
         for pause in clients {
             input = input.with_tool_result(client_result(pause).await);
         }
