@@ -52,7 +52,12 @@ fn deploy(log: Log) -> impl Tool {
 
 #[tokio::test]
 async fn a_blocking_sub_agent_answers_the_call_and_its_parts_are_forwarded_with_the_path() {
-    let child_model = recording([Turn::text("Paris.").with_usage(Usage::new(30, 4))]);
+    // The child searched the web twice (server tool uses fold in too).
+    let child_usage = Usage {
+        server_tool_uses: 2,
+        ..Usage::new(30, 4)
+    };
+    let child_model = recording([Turn::text("Paris.").with_usage(child_usage)]);
     let child = builder(&child_model).build();
     let parent_model = recording([
         call("c1", "researcher", json!({"prompt": "Capital of France?"}))
@@ -97,12 +102,16 @@ async fn a_blocking_sub_agent_answers_the_call_and_its_parts_are_forwarded_with_
     let result = types.iter().position(|t| t == "tool-result").unwrap();
     assert!(first_nested < result);
     // The child's usage folds into the run's, not into the step's.
-    assert_eq!(out.usage, Usage::new(250, 19));
+    let total = Usage {
+        server_tool_uses: 2,
+        ..Usage::new(250, 19)
+    };
+    assert_eq!(out.usage, total);
     assert_eq!(out.steps[0].usage, Usage::new(100, 10));
     let Some(RunPart::Finish { usage, .. }) = parts.last() else {
         panic!("the stream ends with finish")
     };
-    assert_eq!(*usage, Usage::new(250, 19));
+    assert_eq!(*usage, total);
 }
 
 /// Three levels: `top` calls `lead` (c1), which calls `ops` (c2), whose `deploy` call (c3)
