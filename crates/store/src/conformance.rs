@@ -1,0 +1,403 @@
+//! The conformance suite every backend passes: `conformance::check(store).await` panics,
+//! naming the rule, on the first thing the backend gets wrong.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolsmith_store::{MemoryStore, conformance};
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! conformance::check(Arc::new(MemoryStore::new())).await;
+//! # });
+//! ```
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolsmith_core::{
+    Message, ModelOutput, NestedRun, Part, Pause, PauseKind, Role, ToolApprovalRequest,
+    ToolCallPart, ToolResultPart,
+};
+
+use crate::{
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, ThreadQuery, ThreadStatus,
+};
+
+/// Runs every rule against `store`, which must be empty.
+pub async fn check<S: Store>(store: Arc<S>) {
+    threads(&*store).await;
+    messages_round_trip(&*store).await;
+    conditional_writes(&*store).await;
+    queries(&*store).await;
+    journal(&*store).await;
+    ledger(&*store).await;
+    concurrent_writers(store.clone()).await;
+    concurrent_claims(store).await;
+}
+
+/// A thread with every kind of part a run stores.
+fn rich_thread() -> Vec<Message> {
+    let call = ToolCallPart {
+        tool_call_id: "c1".into(),
+        tool_name: "transfer".into(),
+        input: json!({"amount": 5, "to": "ünïcode ✓"}),
+        provider_executed: false,
+        provider_metadata: Default::default(),
+    };
+    let pause = Pause::new(PauseKind::Approval, "c9", "deploy", json!({}))
+        .with_data(json!({"approvalId": "apr_1"}));
+    vec![
+        Message::system("Be brief."),
+        Message::user("Pay 5."),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::text("Paying."),
+                Part::ToolCall(call),
+                Part::ToolApprovalRequest(ToolApprovalRequest {
+                    approval_id: "apr_0".into(),
+                    tool_call_id: "c1".into(),
+                    tool_name: "transfer".into(),
+                    input: json!({"amount": 5}),
+                    requested_at: Some(7),
+                }),
+                Part::NestedRun(NestedRun {
+                    tool_call_id: "c2".into(),
+                    tool_name: "helper".into(),
+                    run_id: "r/c2".into(),
+                    tags: vec!["name:x".into()],
+                    messages: vec![Message::user("child")],
+                    pending: vec![pause],
+                }),
+            ],
+        ),
+        Message::tool_results(vec![ToolResultPart {
+            tool_call_id: "c1".into(),
+            tool_name: "transfer".into(),
+            output: ModelOutput::error_text("denied"),
+            provider_executed: false,
+            provider_metadata: Default::default(),
+        }]),
+    ]
+}
+
+async fn threads<S: Store>(store: &S) {
+    let created = store
+        .create_thread(NewThread::new("t-basic").with_tag("a").with_tag("b"))
+        .await
+        .expect("create a thread");
+    assert_eq!(created.version, 0, "a new thread is at version 0");
+    assert_eq!(created.status, ThreadStatus::Idle, "a new thread is idle");
+    assert_eq!(created.message_count, 0);
+    assert_eq!(created.tags, ["a", "b"], "tags are kept in order");
+    assert!(
+        matches!(
+            store.create_thread(NewThread::new("t-basic")).await,
+            Err(StoreError::Exists(id)) if id == "t-basic"
+        ),
+        "creating a thread twice is Exists"
+    );
+    assert_eq!(store.thread("t-basic").await.unwrap(), Some(created));
+    assert_eq!(store.thread("nope").await.unwrap(), None);
+    assert!(
+        matches!(store.messages("nope").await, Err(StoreError::NotFound(_))),
+        "the messages of a missing thread are NotFound"
+    );
+    assert!(
+        matches!(
+            store
+                .write("nope", 0, 0, &[], ThreadStatus::Idle, &[])
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "a write to a missing thread is NotFound"
+    );
+}
+
+async fn messages_round_trip<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-rich")).await.unwrap();
+    let thread = rich_thread();
+    let pending = vec![Pause::new(
+        PauseKind::ClientTool,
+        "c3",
+        "ask",
+        json!({"q": 1}),
+    )];
+    let version = store
+        .write("t-rich", 0, 0, &thread, ThreadStatus::Paused, &pending)
+        .await
+        .unwrap();
+    assert_eq!(version, 1, "a write bumps the version by one");
+    assert_eq!(
+        store.messages("t-rich").await.unwrap(),
+        thread,
+        "messages read back exactly as written, every part kind"
+    );
+    let stored = store.thread("t-rich").await.unwrap().unwrap();
+    assert_eq!(stored.message_count, 4);
+    assert_eq!(stored.status, ThreadStatus::Paused);
+    assert_eq!(stored.pending, pending, "pending items read back");
+    assert!(stored.updated_at >= stored.created_at);
+}
+
+async fn conditional_writes<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-cond")).await.unwrap();
+    let one = [Message::user("one"), Message::assistant("two")];
+    let v1 = store
+        .write("t-cond", 0, 0, &one, ThreadStatus::Running, &[])
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            store
+                .write(
+                    "t-cond",
+                    0,
+                    2,
+                    &[Message::user("late")],
+                    ThreadStatus::Idle,
+                    &[]
+                )
+                .await,
+            Err(StoreError::Conflict {
+                expected: 0,
+                found: 1,
+                ..
+            })
+        ),
+        "a write expecting a stale version is a Conflict naming both versions"
+    );
+    // Rewriting the tail: keep one, replace the second.
+    let v2 = store
+        .write(
+            "t-cond",
+            v1,
+            1,
+            &[Message::assistant("TWO")],
+            ThreadStatus::Idle,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.messages("t-cond").await.unwrap(),
+        [Message::user("one"), Message::assistant("TWO")],
+        "keep drops the messages after it"
+    );
+    assert!(
+        matches!(
+            store
+                .write("t-cond", v2, 3, &[], ThreadStatus::Idle, &[])
+                .await,
+            Err(StoreError::Corrupt(_))
+        ),
+        "keeping more messages than stored is refused"
+    );
+    assert_eq!(
+        store.thread("t-cond").await.unwrap().unwrap().version,
+        v2,
+        "a refused write changes nothing"
+    );
+}
+
+async fn queries<S: Store>(store: &S) {
+    store
+        .create_thread(NewThread::new("q-parent").with_tag("team:a"))
+        .await
+        .unwrap();
+    for (id, tag) in [("q-child-1", "name:scout"), ("q-child-2", "name:ops")] {
+        store
+            .create_thread(NewThread::new(id).with_parent("q-parent").with_tag(tag))
+            .await
+            .unwrap();
+    }
+    // The second child is written last: it comes first.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store
+        .write(
+            "q-child-2",
+            0,
+            0,
+            &[Message::user("x")],
+            ThreadStatus::Running,
+            &[],
+        )
+        .await
+        .unwrap();
+    let children = store
+        .threads(&ThreadQuery {
+            parent_id: Some("q-parent".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = children.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["q-child-2", "q-child-1"],
+        "children, last written first"
+    );
+    let tagged = store
+        .threads(&ThreadQuery {
+            tag: Some("name:scout".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tagged.len(), 1, "a tag selects its threads");
+    assert_eq!(tagged[0].id, "q-child-1");
+    let running = store
+        .threads(&ThreadQuery {
+            status: Some(ThreadStatus::Running),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(running.iter().any(|t| t.id == "q-child-2"));
+    assert!(running.iter().all(|t| t.status == ThreadStatus::Running));
+    let one = store
+        .threads(&ThreadQuery {
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1, "limit caps the list");
+}
+
+fn entry(call: &str, seq: u64, side_effect: bool) -> JournalEntry {
+    JournalEntry {
+        thread_id: "j-thread".into(),
+        run_id: "run-1".into(),
+        tool_call_id: call.into(),
+        tool_name: if side_effect { "charge" } else { "read" }.into(),
+        seq,
+        attempt: 1,
+        input: json!({"call": call}),
+        side_effect,
+        idempotent: !side_effect,
+        idempotency_key: Some(format!("run-1:{call}")),
+        status: EffectStatus::Intended,
+        output: None,
+    }
+}
+
+async fn journal<S: Store>(store: &S) {
+    // Intended in reverse order: read back in call order.
+    store.journal_intend(&entry("b", 1, false)).await.unwrap();
+    store.journal_intend(&entry("a", 0, true)).await.unwrap();
+    let mut again = entry("a", 0, true);
+    again.input = json!("changed");
+    store.journal_intend(&again).await.unwrap();
+    store
+        .journal_settle(
+            "run-1",
+            "a",
+            1,
+            EffectStatus::Succeeded,
+            &json!({"charged": 5}),
+        )
+        .await
+        .unwrap();
+    let entries = store.journal("j-thread").await.unwrap();
+    assert_eq!(entries.len(), 2, "intending a call twice keeps one record");
+    assert_eq!(entries[0].tool_call_id, "a", "entries in call order");
+    assert_eq!(
+        entries[0].input,
+        json!({"call": "a"}),
+        "the first record is kept"
+    );
+    assert_eq!(entries[0].status, EffectStatus::Succeeded);
+    assert_eq!(entries[0].output, Some(json!({"charged": 5})));
+    assert_eq!(
+        entries[1].status,
+        EffectStatus::Intended,
+        "an unsettled call stays intended"
+    );
+    assert_eq!(entries[1].output, None);
+    assert!(entries[0].side_effect && !entries[0].idempotent);
+    assert!(
+        matches!(
+            store
+                .journal_settle("run-1", "zzz", 1, EffectStatus::Failed, &json!(null))
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "settling a call never intended is NotFound"
+    );
+}
+
+async fn ledger<S: Store>(store: &S) {
+    assert_eq!(store.ledger_claim("k1", "t").await.unwrap(), Claim::New);
+    assert_eq!(
+        store.ledger_claim("k1", "t").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        },
+        "a second claim sees the first, unsettled"
+    );
+    store
+        .ledger_settle("k1", EffectStatus::Succeeded, &json!("sent"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.ledger_claim("k1", "t").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Succeeded,
+            output: Some(json!("sent"))
+        }
+    );
+    assert!(matches!(
+        store
+            .ledger_settle("never", EffectStatus::Failed, &json!(null))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+async fn concurrent_writers<S: Store>(store: Arc<S>) {
+    store.create_thread(NewThread::new("t-race")).await.unwrap();
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(
+                        "t-race",
+                        0,
+                        0,
+                        &[Message::user(format!("writer {i}"))],
+                        ThreadStatus::Running,
+                        &[],
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for writer in writers {
+        match writer.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => panic!("a losing writer gets Conflict, not {e}"),
+        }
+    }
+    assert_eq!(won, 1, "of writers expecting one version exactly one wins");
+    assert_eq!(store.messages("t-race").await.unwrap().len(), 1);
+}
+
+async fn concurrent_claims<S: Store>(store: Arc<S>) {
+    let claims: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.ledger_claim("race-key", "t").await })
+        })
+        .collect();
+    let mut new = 0;
+    for claim in claims {
+        if claim.await.unwrap().unwrap() == Claim::New {
+            new += 1;
+        }
+    }
+    assert_eq!(new, 1, "of concurrent claims of one key exactly one is New");
+}

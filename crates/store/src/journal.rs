@@ -1,0 +1,98 @@
+//! The tool-call journal (seed 001's `recordToolCall`) and the idempotency ledger.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call as the journal records it: written `intended` before the call executes,
+/// settled with its outcome after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JournalEntry {
+    /// The thread.
+    pub thread_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// The order of calls within the thread, from 0.
+    pub seq: u64,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// The validated input.
+    pub input: Value,
+    /// Whether the tool changes the world.
+    pub side_effect: bool,
+    /// Whether running it twice is safe.
+    pub idempotent: bool,
+    /// The key handed to the tool (`<run id>:<tool call id>`, or the Smithers form).
+    pub idempotency_key: Option<String>,
+    /// Where the call stands.
+    pub status: EffectStatus,
+    /// The result, once settled: the app value, or the error (`{code, message}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// Seed 001's effect statuses. The phase follows: `started` while `intended`, `finished`
+/// once `succeeded`, `failed` once `failed` or `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EffectStatus {
+    /// About to execute; if it stays so, the process died during the call.
+    Intended,
+    /// Executed and returned a result.
+    Succeeded,
+    /// Executed and returned an error.
+    Failed,
+    /// Whether it had its effect is not known (seed 001 records a thrown error so).
+    Unknown,
+}
+
+impl EffectStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectStatus::Intended => "intended",
+            EffectStatus::Succeeded => "succeeded",
+            EffectStatus::Failed => "failed",
+            EffectStatus::Unknown => "unknown",
+        }
+    }
+
+    /// Seed 001's phase: `started` or `finished` / `failed`.
+    pub fn phase(self) -> &'static str {
+        match self {
+            EffectStatus::Intended => "started",
+            EffectStatus::Succeeded => "finished",
+            EffectStatus::Failed | EffectStatus::Unknown => "failed",
+        }
+    }
+
+    /// The status a stored name names.
+    pub fn parse(name: &str) -> Option<EffectStatus> {
+        [
+            EffectStatus::Intended,
+            EffectStatus::Succeeded,
+            EffectStatus::Failed,
+            EffectStatus::Unknown,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// What the idempotency ledger knows of a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The key was not there: it is recorded `intended` now, and the call may execute.
+    New,
+    /// The key was claimed before: the effect may have happened. Do not execute blindly.
+    Existing {
+        /// Its status.
+        status: EffectStatus,
+        /// Its result, when settled.
+        output: Option<Value>,
+    },
+}

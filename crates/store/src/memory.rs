@@ -1,0 +1,220 @@
+//! [`MemoryStore`]: the in-memory backend, for tests and the library default.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolsmith_core::{Message, Pause};
+
+use crate::store::now_millis;
+use crate::{
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
+    ThreadStatus,
+};
+
+/// A store in memory: everything is lost with the process. One lock guards it all, so every
+/// operation is atomic.
+///
+/// ```
+/// use toolsmith_store::{MemoryStore, NewThread, Store, ThreadStatus};
+/// use toolsmith_core::Message;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// store.create_thread(NewThread::new("t1")).await.unwrap();
+/// let v = store
+///     .write("t1", 0, 0, &[Message::user("hi")], ThreadStatus::Idle, &[])
+///     .await
+///     .unwrap();
+/// assert_eq!(v, 1);
+/// assert_eq!(store.messages("t1").await.unwrap(), [Message::user("hi")]);
+/// # });
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    threads: HashMap<String, (Thread, Vec<Message>)>,
+    journal: Vec<JournalEntry>,
+    ledger: HashMap<String, (EffectStatus, Option<Value>)>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the maps themselves intact.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        let mut state = self.state();
+        if state.threads.contains_key(&new.id) {
+            return Err(StoreError::Exists(new.id));
+        }
+        let now = now_millis();
+        let thread = Thread {
+            id: new.id.clone(),
+            parent_id: new.parent_id,
+            tags: new.tags,
+            version: 0,
+            message_count: 0,
+            status: ThreadStatus::Idle,
+            pending: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        state.threads.insert(new.id, (thread.clone(), Vec::new()));
+        Ok(thread)
+    }
+
+    async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+        Ok(self.state().threads.get(id).map(|(t, _)| t.clone()))
+    }
+
+    async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
+        let state = self.state();
+        let mut found: Vec<Thread> = state
+            .threads
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| query.parent_id.is_none() || t.parent_id == query.parent_id)
+            .filter(|t| query.tag.as_ref().is_none_or(|tag| t.tags.contains(tag)))
+            .filter(|t| query.status.is_none_or(|s| t.status == s))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
+        found.truncate(query.limit.unwrap_or(usize::MAX));
+        Ok(found)
+    }
+
+    async fn messages(&self, thread: &str) -> Result<Vec<Message>, StoreError> {
+        self.state()
+            .threads
+            .get(thread)
+            .map(|(_, m)| m.clone())
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))
+    }
+
+    async fn write(
+        &self,
+        thread: &str,
+        expected: u64,
+        keep: u64,
+        messages: &[Message],
+        status: ThreadStatus,
+        pending: &[Pause],
+    ) -> Result<u64, StoreError> {
+        let mut state = self.state();
+        let (record, stored) = state
+            .threads
+            .get_mut(thread)
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+        if record.version != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: record.version,
+            });
+        }
+        if keep > stored.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {} messages of thread {thread}",
+                stored.len()
+            )));
+        }
+        stored.truncate(keep as usize);
+        stored.extend_from_slice(messages);
+        record.version += 1;
+        record.message_count = stored.len() as u64;
+        record.status = status;
+        record.pending = pending.to_vec();
+        record.updated_at = now_millis();
+        Ok(record.version)
+    }
+
+    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
+        let mut state = self.state();
+        let exists = state.journal.iter().any(|e| {
+            e.run_id == entry.run_id
+                && e.tool_call_id == entry.tool_call_id
+                && e.attempt == entry.attempt
+        });
+        if !exists {
+            state.journal.push(entry.clone());
+        }
+        Ok(())
+    }
+
+    async fn journal_settle(
+        &self,
+        run: &str,
+        tool_call_id: &str,
+        attempt: u32,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let mut state = self.state();
+        let entry = state
+            .journal
+            .iter_mut()
+            .find(|e| e.run_id == run && e.tool_call_id == tool_call_id && e.attempt == attempt)
+            .ok_or_else(|| {
+                StoreError::NotFound(format!("journal entry {run}/{tool_call_id}/{attempt}"))
+            })?;
+        entry.status = status;
+        entry.output = Some(output.clone());
+        Ok(())
+    }
+
+    async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let mut entries: Vec<JournalEntry> = self
+            .state()
+            .journal
+            .iter()
+            .filter(|e| e.thread_id == thread)
+            .cloned()
+            .collect();
+        entries.sort_by_key(|e| (e.seq, e.attempt));
+        Ok(entries)
+    }
+
+    async fn ledger_claim(&self, key: &str, _thread: &str) -> Result<Claim, StoreError> {
+        let mut state = self.state();
+        if let Some((status, output)) = state.ledger.get(key) {
+            return Ok(Claim::Existing {
+                status: *status,
+                output: output.clone(),
+            });
+        }
+        state
+            .ledger
+            .insert(key.to_string(), (EffectStatus::Intended, None));
+        Ok(Claim::New)
+    }
+
+    async fn ledger_settle(
+        &self,
+        key: &str,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let mut state = self.state();
+        let entry = state
+            .ledger
+            .get_mut(key)
+            .ok_or_else(|| StoreError::NotFound(format!("idempotency key {key}")))?;
+        *entry = (status, Some(output.clone()));
+        Ok(())
+    }
+}

@@ -1,0 +1,485 @@
+//! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use toolsmith_core::{Message, Pause};
+
+use crate::store::now_millis;
+use crate::{
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
+    ThreadStatus,
+};
+
+/// How long a write waits for another process's lock on the file before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A store in one SQLite file (rusqlite with the bundled library): WAL journaling, versioned
+/// migrations applied on open, every call run off the async executor
+/// (`spawn_blocking`). Several processes may share the file; conditional writes make every
+/// continuation of a thread happen once.
+///
+/// ```
+/// use toolsmith_store::{NewThread, SqliteStore, Store};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = SqliteStore::open(dir.path().join("runs.db")).await.unwrap();
+/// store.create_thread(NewThread::new("t1").with_tag("demo")).await.unwrap();
+/// assert_eq!(store.thread("t1").await.unwrap().unwrap().tags, ["demo"]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn corrupt(e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(corrupt)
+}
+
+fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(corrupt)
+}
+
+impl SqliteStore {
+    /// Opens (creating it if needed) the database at `path` and applies the migrations it
+    /// lacks.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be opened, or its schema is newer than this build's.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let at = path.clone();
+        let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StoreError> {
+            let mut conn = Connection::open(&at).map_err(backend)?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .map_err(backend)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::Backend(format!(
+                    "{} could not be put in WAL mode (it is in {mode} mode)",
+                    at.display()
+                )));
+            }
+            // NORMAL in WAL mode: a committed transaction survives a process crash; only a
+            // power loss may take the last ones back.
+            conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+                .map_err(backend)?;
+            schema::migrate(&mut conn)?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("the open task failed: {e}")))??;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version this build writes.
+    pub fn schema_version() -> u32 {
+        schema::SCHEMA_VERSION
+    }
+
+    /// Runs `f` on the connection on a blocking thread.
+    async fn with<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("the store task failed: {e}")))?
+    }
+}
+
+const THREAD_COLUMNS: &str =
+    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at";
+
+fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String)> {
+    Ok((
+        Thread {
+            id: row.get(0)?,
+            parent_id: row.get(1)?,
+            tags: Vec::new(),
+            version: row.get::<_, i64>(3)? as u64,
+            message_count: row.get::<_, i64>(4)? as u64,
+            status: ThreadStatus::Idle,
+            pending: Vec::new(),
+            created_at: row.get::<_, i64>(7)? as u64,
+            updated_at: row.get::<_, i64>(8)? as u64,
+        },
+        row.get(2)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn finish_thread(
+    (mut thread, tags, status, pending): (Thread, String, String, String),
+) -> Result<Thread, StoreError> {
+    thread.tags = from_json(&tags)?;
+    thread.status = ThreadStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown thread status \"{status}\"")))?;
+    thread.pending = from_json(&pending)?;
+    Ok(thread)
+}
+
+fn read_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError> {
+    let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?1");
+    conn.query_row(&sql, [id], thread_row)
+        .optional()
+        .map_err(backend)?
+        .map(finish_thread)
+        .transpose()
+}
+
+fn status(name: &str) -> Result<EffectStatus, StoreError> {
+    EffectStatus::parse(name)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        self.with(move |conn| {
+            let now = now_millis() as i64;
+            let inserted = conn
+                .execute(
+                    "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
+                     pending, created_at, updated_at) VALUES (?1, ?2, ?3, 0, 0, 'idle', '[]', ?4, ?4) \
+                     ON CONFLICT(id) DO NOTHING",
+                    params![new.id, new.parent_id, to_json(&new.tags)?, now],
+                )
+                .map_err(backend)?;
+            if inserted == 0 {
+                return Err(StoreError::Exists(new.id));
+            }
+            read_thread(conn, &new.id)?.ok_or_else(|| StoreError::NotFound(new.id.clone()))
+        })
+        .await
+    }
+
+    async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+        let id = id.to_string();
+        self.with(move |conn| read_thread(conn, &id)).await
+    }
+
+    async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
+        let query = query.clone();
+        self.with(move |conn| {
+            let sql = format!(
+                "SELECT {THREAD_COLUMNS} FROM threads \
+                 WHERE (?1 IS NULL OR parent_id = ?1) \
+                 AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(threads.tags) WHERE value = ?2)) \
+                 AND (?3 IS NULL OR status = ?3) \
+                 ORDER BY updated_at DESC, id DESC LIMIT ?4"
+            );
+            let limit = query.limit.map_or(-1, |l| l as i64);
+            let mut stmt = conn.prepare(&sql).map_err(backend)?;
+            let rows = stmt
+                .query_map(
+                    params![
+                        query.parent_id,
+                        query.tag,
+                        query.status.map(ThreadStatus::as_str),
+                        limit
+                    ],
+                    thread_row,
+                )
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend).and_then(finish_thread))
+                .collect()
+        })
+        .await
+    }
+
+    async fn messages(&self, thread: &str) -> Result<Vec<Message>, StoreError> {
+        let thread = thread.to_string();
+        self.with(move |conn| {
+            if read_thread(conn, &thread)?.is_none() {
+                return Err(StoreError::NotFound(thread));
+            }
+            let mut stmt = conn
+                .prepare("SELECT body FROM messages WHERE thread_id = ?1 ORDER BY idx")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([&thread], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend).and_then(|body| from_json(&body)))
+                .collect()
+        })
+        .await
+    }
+
+    async fn write(
+        &self,
+        thread: &str,
+        expected: u64,
+        keep: u64,
+        messages: &[Message],
+        status: ThreadStatus,
+        pending: &[Pause],
+    ) -> Result<u64, StoreError> {
+        let thread = thread.to_string();
+        let bodies: Vec<String> = messages.iter().map(to_json).collect::<Result<_, _>>()?;
+        let pending = to_json(&pending)?;
+        self.with(move |conn| {
+            // IMMEDIATE: the write lock is taken before the version is read, so two processes
+            // cannot both see the expected version.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let (version, count): (i64, i64) = tx
+                .query_row(
+                    "SELECT version, message_count FROM threads WHERE id = ?1",
+                    [&thread],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?
+                .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
+            if version as u64 != expected {
+                return Err(StoreError::Conflict {
+                    thread,
+                    expected,
+                    found: version as u64,
+                });
+            }
+            if keep > count as u64 {
+                return Err(StoreError::Corrupt(format!(
+                    "cannot keep {keep} of the {count} messages of thread {thread}"
+                )));
+            }
+            tx.execute(
+                "DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2",
+                params![thread, keep as i64],
+            )
+            .map_err(backend)?;
+            {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(backend)?;
+                for (i, body) in bodies.iter().enumerate() {
+                    insert
+                        .execute(params![thread, keep as i64 + i as i64, body])
+                        .map_err(backend)?;
+                }
+            }
+            let next = version + 1;
+            tx.execute(
+                "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
+                 updated_at = ?6 WHERE id = ?1",
+                params![
+                    thread,
+                    next,
+                    keep as i64 + bodies.len() as i64,
+                    status.as_str(),
+                    pending,
+                    now_millis() as i64
+                ],
+            )
+            .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(next as u64)
+        })
+        .await
+    }
+
+    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
+        let entry = entry.clone();
+        let input = to_json(&entry.input)?;
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
+                 input, side_effect, idempotent, idempotency_key, status, output) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL) \
+                 ON CONFLICT(run_id, tool_call_id, attempt) DO NOTHING",
+                params![
+                    entry.run_id,
+                    entry.tool_call_id,
+                    entry.attempt,
+                    entry.thread_id,
+                    entry.tool_name,
+                    entry.seq as i64,
+                    input,
+                    entry.side_effect,
+                    entry.idempotent,
+                    entry.idempotency_key,
+                    entry.status.as_str(),
+                ],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn journal_settle(
+        &self,
+        run: &str,
+        tool_call_id: &str,
+        attempt: u32,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let (run, call) = (run.to_string(), tool_call_id.to_string());
+        let output = to_json(output)?;
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE journal SET status = ?4, output = ?5 \
+                     WHERE run_id = ?1 AND tool_call_id = ?2 AND attempt = ?3",
+                    params![run, call, attempt, status.as_str(), output],
+                )
+                .map_err(backend)?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!(
+                    "journal entry {run}/{call}/{attempt}"
+                )));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let thread = thread.to_string();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq, input, \
+                     side_effect, idempotent, idempotency_key, status, output FROM journal \
+                     WHERE thread_id = ?1 ORDER BY seq, attempt",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([&thread], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, i64>(5)?,
+                        r.get::<_, String>(6)?,
+                        r.get::<_, bool>(7)?,
+                        r.get::<_, bool>(8)?,
+                        r.get::<_, Option<String>>(9)?,
+                        r.get::<_, String>(10)?,
+                        r.get::<_, Option<String>>(11)?,
+                    ))
+                })
+                .map_err(backend)?;
+            rows.map(|row| {
+                let (run, call, attempt, thread, tool, seq, input, side, idem, key, st, out) =
+                    row.map_err(backend)?;
+                Ok(JournalEntry {
+                    thread_id: thread,
+                    run_id: run,
+                    tool_call_id: call,
+                    tool_name: tool,
+                    seq: seq as u64,
+                    attempt,
+                    input: from_json(&input)?,
+                    side_effect: side,
+                    idempotent: idem,
+                    idempotency_key: key,
+                    status: status(&st)?,
+                    output: out.map(|o| from_json(&o)).transpose()?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
+        let (key, thread) = (key.to_string(), thread.to_string());
+        self.with(move |conn| {
+            let inserted = conn
+                .execute(
+                    "INSERT INTO ledger (key, thread_id, status, output, created_at) \
+                     VALUES (?1, ?2, 'intended', NULL, ?3) ON CONFLICT(key) DO NOTHING",
+                    params![key, thread, now_millis() as i64],
+                )
+                .map_err(backend)?;
+            if inserted == 1 {
+                return Ok(Claim::New);
+            }
+            let (st, out): (String, Option<String>) = conn
+                .query_row(
+                    "SELECT status, output FROM ledger WHERE key = ?1",
+                    [&key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(backend)?;
+            Ok(Claim::Existing {
+                status: status(&st)?,
+                output: out.map(|o| from_json(&o)).transpose()?,
+            })
+        })
+        .await
+    }
+
+    async fn ledger_settle(
+        &self,
+        key: &str,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let key = key.to_string();
+        let output = to_json(output)?;
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE ledger SET status = ?2, output = ?3 WHERE key = ?1",
+                    params![key, status.as_str(), output],
+                )
+                .map_err(backend)?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("idempotency key {key}")));
+            }
+            Ok(())
+        })
+        .await
+    }
+}

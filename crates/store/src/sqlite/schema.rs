@@ -1,0 +1,108 @@
+//! The SQLite schema, as versioned migrations applied on open.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::StoreError;
+use crate::sqlite::backend;
+
+/// Each migration once, in order. Never edit one that has shipped: add the next.
+const MIGRATIONS: &[(u32, &str)] = &[(
+    1,
+    "CREATE TABLE threads (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT,
+        tags TEXT NOT NULL DEFAULT '[]',
+        version INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        pending TEXT NOT NULL DEFAULT '[]',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX threads_parent ON threads(parent_id);
+    CREATE INDEX threads_updated ON threads(updated_at);
+    CREATE TABLE messages (
+        thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (thread_id, idx)
+    );
+    CREATE TABLE journal (
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        thread_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        input TEXT NOT NULL,
+        side_effect INTEGER NOT NULL,
+        idempotent INTEGER NOT NULL,
+        idempotency_key TEXT,
+        status TEXT NOT NULL,
+        output TEXT,
+        PRIMARY KEY (run_id, tool_call_id, attempt)
+    );
+    CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
+    CREATE TABLE ledger (
+        key TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        created_at INTEGER NOT NULL
+    );",
+)];
+
+/// The newest schema version this build knows.
+pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// Applies the migrations the database lacks, each in its own transaction.
+///
+/// # Errors
+///
+/// [`StoreError::Corrupt`] for a database written by a newer toolsmith; a backend error.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            applied_at INTEGER NOT NULL
+        )",
+    )
+    .map_err(backend)?;
+    let applied: u32 = conn
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+            r.get::<_, Option<u32>>(0)
+        })
+        .optional()
+        .map_err(backend)?
+        .flatten()
+        .unwrap_or(0);
+    if applied > SCHEMA_VERSION {
+        return Err(StoreError::Corrupt(format!(
+            "the database's schema is version {applied}, newer than this toolsmith's \
+             ({SCHEMA_VERSION}); upgrade toolsmith"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > applied) {
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        // Another process may have applied it while this one waited for the lock.
+        let done: bool = tx
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM schema_migrations WHERE version = ?1)",
+                [version],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if !done {
+            tx.execute_batch(sql).map_err(backend)?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                rusqlite::params![version, crate::store::now_millis() as i64],
+            )
+            .map_err(backend)?;
+        }
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}

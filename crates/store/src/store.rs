@@ -1,0 +1,102 @@
+//! The [`Store`] trait: what every backend provides.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolsmith_core::{Message, Pause};
+
+use crate::{
+    Claim, EffectStatus, JournalEntry, NewThread, StoreError, Thread, ThreadQuery, ThreadStatus,
+};
+
+/// Durable storage for runs: threads (with tags and parent links), their messages, where their
+/// runs stand, the tool-call journal and the idempotency ledger.
+///
+/// Every write to a thread names the version it expects and fails with
+/// [`StoreError::Conflict`] when another writer got there first, so of two processes
+/// continuing one thread exactly one proceeds. Backends pass the same conformance suite
+/// ([`conformance`](crate::conformance)).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a thread at version 0, idle, with no messages.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Exists`] when the id is taken.
+    async fn create_thread(&self, thread: NewThread) -> Result<Thread, StoreError>;
+
+    /// A thread, if it exists.
+    async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError>;
+
+    /// The threads `query` selects, the most recently written first.
+    async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError>;
+
+    /// The thread's messages, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`].
+    async fn messages(&self, thread: &str) -> Result<Vec<Message>, StoreError>;
+
+    /// Writes the thread's tail: keeps its first `keep` messages, drops the rest, appends
+    /// `messages` (`keep` = the count appends; one less rewrites the last message), and sets
+    /// its status and pending items, in one transaction. The new version.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`] when the thread's version is not `expected`;
+    /// [`StoreError::NotFound`]; [`StoreError::Corrupt`] when `keep` is past the end.
+    async fn write(
+        &self,
+        thread: &str,
+        expected: u64,
+        keep: u64,
+        messages: &[Message],
+        status: ThreadStatus,
+        pending: &[Pause],
+    ) -> Result<u64, StoreError>;
+
+    /// Records a call as `intended` before it executes. Recording the same (run, call,
+    /// attempt) twice keeps the first record.
+    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError>;
+
+    /// Settles a call's record with its outcome.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when no such record was intended.
+    async fn journal_settle(
+        &self,
+        run: &str,
+        tool_call_id: &str,
+        attempt: u32,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError>;
+
+    /// The thread's journal, in call order.
+    async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError>;
+
+    /// Claims an idempotency key before a side-effecting, non-idempotent call executes:
+    /// [`Claim::New`] records it `intended`; [`Claim::Existing`] tells what an earlier claim
+    /// came to. Two concurrent claims of one key: exactly one gets `New`.
+    async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError>;
+
+    /// Settles a claimed key.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when the key was not claimed.
+    async fn ledger_settle(
+        &self,
+        key: &str,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError>;
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

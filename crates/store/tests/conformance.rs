@@ -1,0 +1,80 @@
+//! The conformance suite on every backend, and what is particular to SQLite: a real file,
+//! reopened, shared by two handles as two processes would.
+
+use std::sync::Arc;
+
+use toolsmith_core::Message;
+use toolsmith_store::{
+    MemoryStore, NewThread, SqliteStore, Store, StoreError, ThreadStatus, conformance,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_passes_the_conformance_suite() {
+    conformance::check(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    conformance::check(Arc::new(
+        SqliteStore::open(dir.path().join("s.db")).await.unwrap(),
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t1")).await.unwrap();
+        store
+            .write(
+                "t1",
+                0,
+                0,
+                &[Message::user("kept")],
+                ThreadStatus::Idle,
+                &[],
+            )
+            .await
+            .unwrap();
+    }
+    // Reopened: the data is there and the migrations are not applied again.
+    let first = SqliteStore::open(&path).await.unwrap();
+    let second = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(first.messages("t1").await.unwrap(), [Message::user("kept")]);
+    // Two connections (as two processes) continue the thread from version 1: one wins.
+    let (ma, mb) = ([Message::user("a")], [Message::user("b")]);
+    let (a, b) = tokio::join!(
+        first.write("t1", 1, 1, &ma, ThreadStatus::Idle, &[]),
+        second.write("t1", 1, 1, &mb, ThreadStatus::Idle, &[]),
+    );
+    let wins = [&a, &b].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(wins, 1, "{a:?} {b:?}");
+    assert!(matches!(
+        a.err().or(b.err()),
+        Some(StoreError::Conflict { .. })
+    ));
+    assert_eq!(second.messages("t1").await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_toolsmith_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    drop(SqliteStore::open(&path).await.unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let error = SqliteStore::open(&path).await.unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Corrupt(m) if m.contains("version 999")),
+        "{error}"
+    );
+}
