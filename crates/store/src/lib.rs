@@ -1,8 +1,9 @@
 //! Durable storage for toolsmith runs (DESIGN.md §5): threads with tags and parent links, their
 //! messages, where their runs stand, the tool-call journal and the idempotency ledger.
 //!
-//! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default) and
-//! [`SqliteStore`] (the embedded default: one file, WAL, versioned migrations). Every write to
+//! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default),
+//! [`SqliteStore`] (the embedded default: one file, WAL, versioned migrations) and
+//! [`PostgresStore`] (the scale-out path: several processes sharing one database). Every write to
 //! a thread is conditional on the version it expects, so of two processes continuing one
 //! thread exactly one proceeds; every backend passes the same [`conformance`] suite.
 
@@ -10,6 +11,7 @@ pub mod conformance;
 mod error;
 mod journal;
 mod memory;
+mod postgres;
 mod sqlite;
 mod store;
 mod thread;
@@ -17,6 +19,7 @@ mod thread;
 pub use error::StoreError;
 pub use journal::{Claim, EffectStatus, JournalEntry};
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::Store;
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus};

@@ -1,0 +1,405 @@
+//! [`PostgresStore`]: the scale-out backend, several processes sharing one database.
+
+mod schema;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_postgres::{NoTls, Row};
+use toolsmith_core::{Message, Pause};
+
+use crate::store::now_millis;
+use crate::{
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
+    ThreadStatus,
+};
+
+/// The most connections one store opens.
+const POOL_SIZE: usize = 8;
+
+/// A store in a PostgreSQL database (tokio-postgres behind a deadpool pool): versioned
+/// migrations applied on open under an advisory lock, thread writes that lock the thread's
+/// row (`SELECT … FOR UPDATE`) and check its version, so of several processes continuing one
+/// thread exactly one proceeds.
+///
+/// The URL is a libpq connection string or URL: `postgres://user@127.0.0.1:5432/toolsmith`.
+/// Connections are plain TCP or Unix sockets (no TLS): run it next to its database.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may carry a password: not printed.
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Backend(format!("{} ({})", db.message(), db.code().code())),
+        None => StoreError::Backend(e.to_string()),
+    }
+}
+
+fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
+    StoreError::Backend(format!("no database connection: {e}"))
+}
+
+fn corrupt(e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(corrupt)
+}
+
+fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(corrupt)
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` and applies the migrations it lacks.
+    ///
+    /// # Errors
+    ///
+    /// A URL that does not parse (the message never repeats it: it may hold a password), a
+    /// database that cannot be reached, or a schema newer than this build's.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|_| StoreError::Backend("the PostgreSQL URL does not parse".to_string()))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(|e| StoreError::Backend(format!("the connection pool: {e}")))?;
+        let mut client = pool.get().await.map_err(pool_error)?;
+        schema::migrate(&mut client).await?;
+        Ok(PostgresStore { pool })
+    }
+
+    /// The schema version this build writes.
+    pub fn schema_version() -> u32 {
+        schema::SCHEMA_VERSION as u32
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+}
+
+const THREAD_COLUMNS: &str =
+    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at";
+
+fn thread_of(row: &Row) -> Result<Thread, StoreError> {
+    let status: String = row.get(5);
+    let pending: String = row.get(6);
+    Ok(Thread {
+        id: row.get(0),
+        parent_id: row.get(1),
+        tags: row.get(2),
+        version: row.get::<_, i64>(3) as u64,
+        message_count: row.get::<_, i64>(4) as u64,
+        status: ThreadStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown thread status \"{status}\"")))?,
+        pending: from_json(&pending)?,
+        created_at: row.get::<_, i64>(7) as u64,
+        updated_at: row.get::<_, i64>(8) as u64,
+    })
+}
+
+fn status(name: &str) -> Result<EffectStatus, StoreError> {
+    EffectStatus::parse(name)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
+        let client = self.client().await?;
+        let now = now_millis() as i64;
+        let sql = format!(
+            "INSERT INTO threads (id, parent_id, tags, version, message_count, status, pending, \
+             created_at, updated_at) VALUES ($1, $2, $3, 0, 0, 'idle', '[]', $4, $4) \
+             ON CONFLICT (id) DO NOTHING RETURNING {THREAD_COLUMNS}"
+        );
+        let row = client
+            .query_opt(&sql, &[&new.id, &new.parent_id, &new.tags, &now])
+            .await
+            .map_err(backend)?;
+        match row {
+            Some(row) => thread_of(&row),
+            None => Err(StoreError::Exists(new.id)),
+        }
+    }
+
+    async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+        let client = self.client().await?;
+        let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = $1");
+        client
+            .query_opt(&sql, &[&id])
+            .await
+            .map_err(backend)?
+            .map(|row| thread_of(&row))
+            .transpose()
+    }
+
+    async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
+        let client = self.client().await?;
+        let sql = format!(
+            "SELECT {THREAD_COLUMNS} FROM threads \
+             WHERE ($1::TEXT IS NULL OR parent_id = $1) \
+             AND ($2::TEXT IS NULL OR $2 = ANY(tags)) \
+             AND ($3::TEXT IS NULL OR status = $3) \
+             ORDER BY updated_at DESC, id DESC LIMIT $4"
+        );
+        let limit = query.limit.map_or(i64::MAX, |l| l as i64);
+        let status = query.status.map(ThreadStatus::as_str);
+        let rows = client
+            .query(&sql, &[&query.parent_id, &query.tag, &status, &limit])
+            .await
+            .map_err(backend)?;
+        rows.iter().map(thread_of).collect()
+    }
+
+    async fn messages(&self, thread: &str) -> Result<Vec<Message>, StoreError> {
+        let client = self.client().await?;
+        let exists = client
+            .query_opt("SELECT 1 FROM threads WHERE id = $1", &[&thread])
+            .await
+            .map_err(backend)?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound(thread.to_string()));
+        }
+        let rows = client
+            .query(
+                "SELECT body FROM messages WHERE thread_id = $1 ORDER BY idx",
+                &[&thread],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|row| from_json(row.get::<_, &str>(0)))
+            .collect()
+    }
+
+    async fn write(
+        &self,
+        thread: &str,
+        expected: u64,
+        keep: u64,
+        messages: &[Message],
+        status: ThreadStatus,
+        pending: &[Pause],
+    ) -> Result<u64, StoreError> {
+        let bodies: Vec<String> = messages.iter().map(to_json).collect::<Result<_, _>>()?;
+        let pending = to_json(&pending)?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        // The row lock makes a second writer wait, then see the new version.
+        let row = tx
+            .query_opt(
+                "SELECT version, message_count FROM threads WHERE id = $1 FOR UPDATE",
+                &[&thread],
+            )
+            .await
+            .map_err(backend)?
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+        let (version, count): (i64, i64) = (row.get(0), row.get(1));
+        if version as u64 != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: version as u64,
+            });
+        }
+        if keep > count as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {count} messages of thread {thread}"
+            )));
+        }
+        let keep = keep as i64;
+        tx.execute(
+            "DELETE FROM messages WHERE thread_id = $1 AND idx >= $2",
+            &[&thread, &keep],
+        )
+        .await
+        .map_err(backend)?;
+        if !bodies.is_empty() {
+            let indexes: Vec<i64> = (0..bodies.len() as i64).map(|i| keep + i).collect();
+            tx.execute(
+                "INSERT INTO messages (thread_id, idx, body) \
+                 SELECT $1, idx, body FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS m(idx, body)",
+                &[&thread, &indexes, &bodies],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        let next = version + 1;
+        tx.execute(
+            "UPDATE threads SET version = $2, message_count = $3, status = $4, pending = $5, \
+             updated_at = $6 WHERE id = $1",
+            &[
+                &thread,
+                &next,
+                &(keep + bodies.len() as i64),
+                &status.as_str(),
+                &pending,
+                &(now_millis() as i64),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(next as u64)
+    }
+
+    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let input = to_json(&entry.input)?;
+        client
+            .execute(
+                "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
+                 input, side_effect, idempotent, idempotency_key, status, output) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
+                 ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING",
+                &[
+                    &entry.run_id,
+                    &entry.tool_call_id,
+                    &(entry.attempt as i32),
+                    &entry.thread_id,
+                    &entry.tool_name,
+                    &(entry.seq as i64),
+                    &input,
+                    &entry.side_effect,
+                    &entry.idempotent,
+                    &entry.idempotency_key,
+                    &entry.status.as_str(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn journal_settle(
+        &self,
+        run: &str,
+        tool_call_id: &str,
+        attempt: u32,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let output = to_json(output)?;
+        let changed = client
+            .execute(
+                "UPDATE journal SET status = $4, output = $5 \
+                 WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
+                &[
+                    &run,
+                    &tool_call_id,
+                    &(attempt as i32),
+                    &status.as_str(),
+                    &output,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!(
+                "journal entry {run}/{tool_call_id}/{attempt}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq, input, \
+                 side_effect, idempotent, idempotency_key, status, output FROM journal \
+                 WHERE thread_id = $1 ORDER BY seq, attempt",
+                &[&thread],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let output: Option<String> = row.get(11);
+                Ok(JournalEntry {
+                    run_id: row.get(0),
+                    tool_call_id: row.get(1),
+                    attempt: row.get::<_, i32>(2) as u32,
+                    thread_id: row.get(3),
+                    tool_name: row.get(4),
+                    seq: row.get::<_, i64>(5) as u64,
+                    input: from_json(row.get::<_, &str>(6))?,
+                    side_effect: row.get(7),
+                    idempotent: row.get(8),
+                    idempotency_key: row.get(9),
+                    status: status(row.get::<_, &str>(10))?,
+                    output: output.map(|o| from_json(&o)).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO ledger (key, thread_id, status, output, created_at) \
+                 VALUES ($1, $2, 'intended', NULL, $3) ON CONFLICT (key) DO NOTHING",
+                &[&key, &thread, &(now_millis() as i64)],
+            )
+            .await
+            .map_err(backend)?;
+        if inserted == 1 {
+            return Ok(Claim::New);
+        }
+        let row = client
+            .query_one("SELECT status, output FROM ledger WHERE key = $1", &[&key])
+            .await
+            .map_err(backend)?;
+        let output: Option<String> = row.get(1);
+        Ok(Claim::Existing {
+            status: status(row.get::<_, &str>(0))?,
+            output: output.map(|o| from_json(&o)).transpose()?,
+        })
+    }
+
+    async fn ledger_settle(
+        &self,
+        key: &str,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let output = to_json(output)?;
+        let changed = client
+            .execute(
+                "UPDATE ledger SET status = $2, output = $3 WHERE key = $1",
+                &[&key, &status.as_str(), &output],
+            )
+            .await
+            .map_err(backend)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("idempotency key {key}")));
+        }
+        Ok(())
+    }
+}

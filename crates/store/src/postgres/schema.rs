@@ -1,0 +1,104 @@
+//! The PostgreSQL schema, as versioned migrations applied on open.
+
+use deadpool_postgres::Client;
+
+use crate::StoreError;
+use crate::postgres::backend;
+
+/// Each migration once, in order. Never edit one that has shipped: add the next.
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    "CREATE TABLE threads (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT,
+        tags TEXT[] NOT NULL DEFAULT '{}',
+        version BIGINT NOT NULL,
+        message_count BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        pending TEXT NOT NULL DEFAULT '[]',
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    CREATE INDEX threads_parent ON threads(parent_id);
+    CREATE INDEX threads_updated ON threads(updated_at);
+    CREATE TABLE messages (
+        thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        idx BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (thread_id, idx)
+    );
+    CREATE TABLE journal (
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        thread_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        input TEXT NOT NULL,
+        side_effect BOOLEAN NOT NULL,
+        idempotent BOOLEAN NOT NULL,
+        idempotency_key TEXT,
+        status TEXT NOT NULL,
+        output TEXT,
+        PRIMARY KEY (run_id, tool_call_id, attempt)
+    );
+    CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
+    CREATE TABLE ledger (
+        key TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        created_at BIGINT NOT NULL
+    );",
+)];
+
+/// The newest schema version this build knows.
+pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// A fixed key for the advisory lock that serialises migrators (several processes opening one
+/// database at once).
+const MIGRATION_LOCK: i64 = 0x746f_6f6c_736d_6974; // "toolsmit"
+
+/// Applies the migrations the database lacks, in one transaction under an advisory lock.
+///
+/// # Errors
+///
+/// [`StoreError::Corrupt`] for a database written by a newer toolsmith; a backend error.
+pub(crate) async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(backend)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            applied_at BIGINT NOT NULL
+        )",
+    )
+    .await
+    .map_err(backend)?;
+    let applied: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map_err(backend)?
+        .get(0);
+    if applied > SCHEMA_VERSION {
+        return Err(StoreError::Corrupt(format!(
+            "the database's schema is version {applied}, newer than this toolsmith's \
+             ({SCHEMA_VERSION}); upgrade toolsmith"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > applied) {
+        tx.batch_execute(sql).await.map_err(backend)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+            &[version, &(crate::store::now_millis() as i64)],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    tx.commit().await.map_err(backend)
+}

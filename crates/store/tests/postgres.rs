@@ -1,0 +1,49 @@
+//! The conformance suite on a real PostgreSQL server (started by the test), and what is
+//! particular to it: two stores (as two processes) racing on one thread, and migrations run
+//! by several at once.
+
+mod pg_server;
+
+use std::sync::Arc;
+
+use pg_server::PgServer;
+use toolsmith_core::Message;
+use toolsmith_store::{NewThread, PostgresStore, Store, StoreError, ThreadStatus, conformance};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    conformance::check(Arc::new(PostgresStore::connect(&url).await.unwrap())).await;
+
+    // Two stores opened at once (as two processes) migrate one database once.
+    let url = server.database().await;
+    let (first, second) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    first.create_thread(NewThread::new("t1")).await.unwrap();
+    let (ma, mb) = ([Message::user("a")], [Message::user("b")]);
+    let (a, b) = tokio::join!(
+        first.write("t1", 0, 0, &ma, ThreadStatus::Running, &[]),
+        second.write("t1", 0, 0, &mb, ThreadStatus::Running, &[]),
+    );
+    assert_eq!(
+        [&a, &b].iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{a:?} {b:?}"
+    );
+    assert!(matches!(
+        a.err().or(b.err()),
+        Some(StoreError::Conflict { .. })
+    ));
+    assert_eq!(second.messages("t1").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_bad_url_is_an_error_that_does_not_repeat_it() {
+    let error = PostgresStore::connect("postgres://user:hunter2@[bad")
+        .await
+        .unwrap_err();
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+}
