@@ -19,7 +19,8 @@ use toolsmith_core::{
 };
 
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, ThreadQuery, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, ThreadQuery,
+    ThreadStatus,
 };
 
 /// Runs every rule against `store`, which must be empty.
@@ -30,6 +31,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     queries(&*store).await;
     journal(&*store).await;
     ledger(&*store).await;
+    variables(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
 }
@@ -353,6 +355,47 @@ async fn ledger<S: Store>(store: &S) {
             .await,
         Err(StoreError::NotFound(_))
     ));
+}
+
+async fn variables<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-vars")).await.unwrap();
+    let sealed = StoredValue {
+        secret: true,
+        bytes: vec![0, 159, 146, 150, 255],
+    };
+    let text = StoredValue {
+        secret: false,
+        bytes: b"eu".to_vec(),
+    };
+    store
+        .put_variable("t-vars", "TOKEN", &sealed)
+        .await
+        .unwrap();
+    store.put_variable("t-vars", "REGION", &text).await.unwrap();
+    let updated = StoredValue {
+        secret: false,
+        bytes: b"us".to_vec(),
+    };
+    store
+        .put_variable("t-vars", "REGION", &updated)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.variables("t-vars").await.unwrap(),
+        [
+            ("REGION".to_string(), updated),
+            ("TOKEN".to_string(), sealed)
+        ],
+        "variables by name, bytes exactly as given, a second put replacing the first"
+    );
+    assert!(
+        matches!(
+            store.put_variable("nope", "X", &text).await,
+            Err(StoreError::NotFound(_))
+        ),
+        "a variable of a missing thread is NotFound"
+    );
+    assert!(store.variables("t-other").await.unwrap().is_empty());
 }
 
 async fn concurrent_writers<S: Store>(store: Arc<S>) {

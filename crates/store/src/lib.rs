@@ -8,6 +8,7 @@
 //! thread exactly one proceeds; every backend passes the same [`conformance`] suite.
 
 pub mod conformance;
+mod crypto;
 mod error;
 mod journal;
 mod memory;
@@ -16,10 +17,11 @@ mod sqlite;
 mod store;
 mod thread;
 
+pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};
 pub use error::StoreError;
 pub use journal::{Claim, EffectStatus, JournalEntry};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use store::Store;
+pub use store::{Store, StoredValue};
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus};

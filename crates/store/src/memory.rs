@@ -9,8 +9,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
-    ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
+    ThreadQuery, ThreadStatus,
 };
 
 /// A store in memory: everything is lost with the process. One lock guards it all, so every
@@ -41,6 +41,7 @@ struct State {
     threads: HashMap<String, (Thread, Vec<Message>)>,
     journal: Vec<JournalEntry>,
     ledger: HashMap<String, (EffectStatus, Option<Value>)>,
+    variables: HashMap<String, std::collections::BTreeMap<String, StoredValue>>,
 }
 
 impl MemoryStore {
@@ -201,6 +202,33 @@ impl Store for MemoryStore {
             .ledger
             .insert(key.to_string(), (EffectStatus::Intended, None));
         Ok(Claim::New)
+    }
+
+    async fn put_variable(
+        &self,
+        thread: &str,
+        name: &str,
+        value: &StoredValue,
+    ) -> Result<(), StoreError> {
+        let mut state = self.state();
+        if !state.threads.contains_key(thread) {
+            return Err(StoreError::NotFound(thread.to_string()));
+        }
+        state
+            .variables
+            .entry(thread.to_string())
+            .or_default()
+            .insert(name.to_string(), value.clone());
+        Ok(())
+    }
+
+    async fn variables(&self, thread: &str) -> Result<Vec<(String, StoredValue)>, StoreError> {
+        Ok(self
+            .state()
+            .variables
+            .get(thread)
+            .map(|v| v.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default())
     }
 
     async fn ledger_settle(

@@ -81,6 +81,23 @@ pub trait Store: Send + Sync + 'static {
     /// came to. Two concurrent claims of one key: exactly one gets `New`.
     async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError>;
 
+    /// Sets a variable of the thread (a value set by `setEnv`, an operator's answer).
+    /// Backends store the bytes as given: [`Vault`](crate::Vault) seals secrets before they
+    /// get here.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when the thread does not exist.
+    async fn put_variable(
+        &self,
+        thread: &str,
+        name: &str,
+        value: &StoredValue,
+    ) -> Result<(), StoreError>;
+
+    /// The thread's variables, by name.
+    async fn variables(&self, thread: &str) -> Result<Vec<(String, StoredValue)>, StoreError>;
+
     /// Settles a claimed key.
     ///
     /// # Errors
@@ -92,6 +109,16 @@ pub trait Store: Send + Sync + 'static {
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError>;
+}
+
+/// A variable as a backend stores it: ciphertext for a secret (sealed by
+/// [`Vault`](crate::Vault)), UTF-8 text otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredValue {
+    /// Whether `bytes` is a sealed secret.
+    pub secret: bool,
+    /// The bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// Milliseconds since the Unix epoch.

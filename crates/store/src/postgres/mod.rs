@@ -14,8 +14,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
-    ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
+    ThreadQuery, ThreadStatus,
 };
 
 /// The most connections one store opens.
@@ -380,6 +380,61 @@ impl Store for PostgresStore {
             status: status(row.get::<_, &str>(0))?,
             output: output.map(|o| from_json(&o)).transpose()?,
         })
+    }
+
+    async fn put_variable(
+        &self,
+        thread: &str,
+        name: &str,
+        value: &StoredValue,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let exists = client
+            .query_opt("SELECT 1 FROM threads WHERE id = $1", &[&thread])
+            .await
+            .map_err(backend)?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound(thread.to_string()));
+        }
+        client
+            .execute(
+                "INSERT INTO variables (thread_id, name, secret, value, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (thread_id, name) DO UPDATE SET \
+                 secret = EXCLUDED.secret, value = EXCLUDED.value, updated_at = EXCLUDED.updated_at",
+                &[
+                    &thread,
+                    &name,
+                    &value.secret,
+                    &value.bytes,
+                    &(now_millis() as i64),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn variables(&self, thread: &str) -> Result<Vec<(String, StoredValue)>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT name, secret, value FROM variables WHERE thread_id = $1 ORDER BY name",
+                &[&thread],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                (
+                    row.get(0),
+                    StoredValue {
+                        secret: row.get(1),
+                        bytes: row.get(2),
+                    },
+                )
+            })
+            .collect())
     }
 
     async fn ledger_settle(

@@ -15,8 +15,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadQuery,
-    ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
+    ThreadQuery, ThreadStatus,
 };
 
 /// How long a write waits for another process's lock on the file before it fails.
@@ -456,6 +456,53 @@ impl Store for SqliteStore {
                 status: status(&st)?,
                 output: out.map(|o| from_json(&o)).transpose()?,
             })
+        })
+        .await
+    }
+
+    async fn put_variable(
+        &self,
+        thread: &str,
+        name: &str,
+        value: &StoredValue,
+    ) -> Result<(), StoreError> {
+        let (thread, name, value) = (thread.to_string(), name.to_string(), value.clone());
+        self.with(move |conn| {
+            if read_thread(conn, &thread)?.is_none() {
+                return Err(StoreError::NotFound(thread));
+            }
+            conn.execute(
+                "INSERT INTO variables (thread_id, name, secret, value, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(thread_id, name) DO UPDATE SET \
+                 secret = excluded.secret, value = excluded.value, updated_at = excluded.updated_at",
+                params![thread, name, value.secret, value.bytes, now_millis() as i64],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn variables(&self, thread: &str) -> Result<Vec<(String, StoredValue)>, StoreError> {
+        let thread = thread.to_string();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT name, secret, value FROM variables WHERE thread_id = ?1 ORDER BY name",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([&thread], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        StoredValue {
+                            secret: r.get(1)?,
+                            bytes: r.get(2)?,
+                        },
+                    ))
+                })
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend)).collect()
         })
         .await
     }

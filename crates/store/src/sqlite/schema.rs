@@ -6,9 +6,10 @@ use crate::StoreError;
 use crate::sqlite::backend;
 
 /// Each migration once, in order. Never edit one that has shipped: add the next.
-const MIGRATIONS: &[(u32, &str)] = &[(
-    1,
-    "CREATE TABLE threads (
+const MIGRATIONS: &[(u32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE threads (
         id TEXT PRIMARY KEY,
         parent_id TEXT,
         tags TEXT NOT NULL DEFAULT '[]',
@@ -50,7 +51,19 @@ const MIGRATIONS: &[(u32, &str)] = &[(
         output TEXT,
         created_at INTEGER NOT NULL
     );",
-)];
+    ),
+    (
+        2,
+        "CREATE TABLE variables (
+        thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        secret INTEGER NOT NULL,
+        value BLOB NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (thread_id, name)
+    );",
+    ),
+];
 
 /// The newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
