@@ -15,7 +15,9 @@ use toolsmith_core::{
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
 use crate::run::Run;
-use crate::{ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition};
+use crate::{
+    DurabilitySnapshot, ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition,
+};
 
 /// An agent: a model, instructions, tools and the rules of its loop.
 ///
@@ -46,6 +48,8 @@ pub(crate) struct AgentInner {
     pub(crate) variables: HashMap<String, String>,
     /// Variables the agent itself declares (kinds, and required ones checked at start).
     pub(crate) declared: Vec<VariableDecl>,
+    /// Called after each successful side-effecting call (seed 001).
+    pub(crate) snapshot: Option<Arc<dyn DurabilitySnapshot>>,
 }
 
 impl AgentInner {
@@ -100,6 +104,7 @@ impl Agent {
                 approval: ApprovalSettings::default(),
                 variables: HashMap::new(),
                 declared: Vec::new(),
+                snapshot: None,
             },
         }
     }
@@ -238,6 +243,14 @@ impl AgentBuilder {
     /// The most steps a run takes (default 10).
     pub fn max_steps(mut self, max_steps: u32) -> Self {
         self.inner.max_steps = max_steps.max(1);
+        self
+    }
+
+    /// Sets the durability snapshot hook (seed 001's `durabilitySnapshot`): called after every
+    /// successful call of a side-effecting tool, for example to commit the workspace. Its
+    /// errors are logged and swallowed.
+    pub fn durability_snapshot(mut self, hook: impl DurabilitySnapshot) -> Self {
+        self.inner.snapshot = Some(Arc::new(hook));
         self
     }
 

@@ -15,6 +15,7 @@ use toolsmith_core::{
 };
 
 use crate::CallOutcome;
+use crate::durable::Durable;
 
 /// What one call needs to run.
 pub(crate) struct Job {
@@ -30,6 +31,8 @@ pub(crate) struct CallRunner {
     pub(crate) scope: Arc<RunScope>,
     pub(crate) step: u32,
     pub(crate) cancel: CancellationToken,
+    /// The run's log and snapshot hook.
+    pub(crate) durable: Durable,
 }
 
 impl CallRunner {
@@ -50,39 +53,17 @@ impl CallRunner {
         }
     }
 
-    /// Runs one call to completion. A panicking tool becomes the error `TOOL_PANICKED`; the run
-    /// survives it.
+    /// Runs one call to completion, recorded in the run's log if it has one. A panicking tool
+    /// becomes the error `TOOL_PANICKED`; the run survives it.
     pub(crate) fn run(
         &self,
         job: Job,
     ) -> impl Future<Output = (usize, CallOutcome)> + Send + 'static {
         let stack = self.stack.clone();
+        let durable = self.durable.clone();
         async move {
-            let Job {
-                index,
-                tool,
-                input,
-                cx,
-            } = job;
-            let result = AssertUnwindSafe(stack.call(&tool, input, &cx))
-                .catch_unwind()
-                .await;
-            let result = result.unwrap_or_else(|panic| {
-                tracing::error!(
-                    tool = cx.tool_name(),
-                    panic = panic_message(&panic),
-                    "tool panicked"
-                );
-                Err(ToolError::new(
-                    "TOOL_PANICKED",
-                    format!(
-                        "Tool \"{}\" failed unexpectedly (it panicked).",
-                        cx.tool_name()
-                    ),
-                )
-                .with_operator_detail(panic_message(&panic)))
-            });
-            (index, outcome(result))
+            let index = job.index;
+            (index, durable.run(&stack, job).await)
         }
     }
 
@@ -151,6 +132,34 @@ impl CallRunner {
             }
         }
     }
+}
+
+/// Runs one call through the layers, a panic caught as the error `TOOL_PANICKED`.
+pub(crate) async fn execute(
+    stack: &LayerStack,
+    tool: &SharedTool,
+    input: Value,
+    cx: &ToolContext,
+) -> CallOutcome {
+    let result = AssertUnwindSafe(stack.call(tool, input, cx))
+        .catch_unwind()
+        .await;
+    let result = result.unwrap_or_else(|panic| {
+        tracing::error!(
+            tool = cx.tool_name(),
+            panic = panic_message(&panic),
+            "tool panicked"
+        );
+        Err(ToolError::new(
+            "TOOL_PANICKED",
+            format!(
+                "Tool \"{}\" failed unexpectedly (it panicked).",
+                cx.tool_name()
+            ),
+        )
+        .with_operator_detail(panic_message(&panic)))
+    });
+    outcome(result)
 }
 
 /// The outcome of a call the run's cancellation cut off while it ran.

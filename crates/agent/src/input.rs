@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::RunLog;
 use serde_json::{Map, Value};
 use toolsmith_core::{
     CancellationToken, Dependencies, Inbox, Message, SessionState, ToolApprovalResponse,
@@ -58,6 +59,9 @@ pub struct RunInput {
     pub(crate) parent: Option<Inbox>,
     /// Cancels the run from outside.
     pub cancellation: Option<CancellationToken>,
+    /// Where the run records itself as it goes ([`RunLog`]): with one, a crash loses no result
+    /// and runs no side effect twice.
+    pub log: Option<Arc<dyn RunLog>>,
 }
 
 impl RunInput {
@@ -67,6 +71,12 @@ impl RunInput {
             messages,
             ..Default::default()
         }
+    }
+
+    /// Records the run in `log` as it goes.
+    pub fn with_log(mut self, log: Arc<dyn RunLog>) -> Self {
+        self.log = Some(log);
+        self
     }
 
     /// Sets the run id.

@@ -46,6 +46,7 @@ mod approval;
 mod attachments;
 mod background;
 mod child_run;
+mod durable;
 mod emit;
 mod execute;
 mod input;
@@ -57,6 +58,7 @@ mod prompt_tool;
 mod repair;
 mod resume;
 mod run;
+mod run_log;
 mod step;
 mod stop;
 mod stream;
@@ -69,6 +71,7 @@ pub use approval::{
     TimeoutAction,
 };
 pub use attachments::{ATTACHMENTS_PREFIX, Attachments};
+pub use durable::{EFFECT_REVERTED, EFFECT_UNKNOWN, STORE_FAILED};
 pub use input::RunInput;
 pub use instances::{
     SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
@@ -77,6 +80,7 @@ pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, Too
 pub use policy::ExecutionPolicy;
 pub use prompt_tool::{PromptTool, SubpromptConfig};
 pub use repair::repair_orphans;
+pub use run_log::{DurabilitySnapshot, Intent, LoggedCall, RunLog, RunLogError, RunState, Settled};
 pub use stop::{StopCondition, has_tool_call, step_count_is};
 pub use stream::RunStream;
 pub use subagent::SubagentTool;

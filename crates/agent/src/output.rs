@@ -126,6 +126,9 @@ pub enum RunErrorKind {
     Config(String),
     /// A bug: the run's task panicked.
     Internal(String),
+    /// The run's log ([`RunLog`](crate::RunLog)) could not record: the run stopped rather
+    /// than go on unrecorded (`STORE_FAILED`).
+    Store(String),
 }
 
 /// A failed run. Nothing is lost: `output` holds the thread up to the failure, every tool call
@@ -139,7 +142,8 @@ pub struct RunError {
 }
 
 impl RunError {
-    /// The stable code: the model error kind, the tool error code, `ABORTED` or `CONFIG`.
+    /// The stable code: the model error kind, the tool error code, `ABORTED`, `CONFIG`,
+    /// `INTERNAL` or `STORE_FAILED`.
     pub fn code(&self) -> String {
         match &self.kind {
             RunErrorKind::Model(e) => model_error_code(e),
@@ -147,6 +151,7 @@ impl RunError {
             RunErrorKind::Cancelled => "ABORTED".to_string(),
             RunErrorKind::Config(_) => "CONFIG".to_string(),
             RunErrorKind::Internal(_) => "INTERNAL".to_string(),
+            RunErrorKind::Store(_) => crate::STORE_FAILED.to_string(),
         }
     }
 }
@@ -167,6 +172,7 @@ impl fmt::Display for RunError {
             RunErrorKind::Tool(e) => write!(f, "tool \"{}\" failed fatally: {e}", tool_name(self)),
             RunErrorKind::Cancelled => f.write_str("the run was cancelled"),
             RunErrorKind::Config(message) | RunErrorKind::Internal(message) => f.write_str(message),
+            RunErrorKind::Store(message) => write!(f, "the run's store failed: {message}"),
         }
     }
 }

@@ -148,6 +148,20 @@ impl ToolContext {
         self
     }
 
+    /// Seed 001's key, `smithers:<run id>:<nodeId>:<iteration>`, from the run's id and the
+    /// `nodeId` and `iteration` of the caller's [`metadata`](Self::metadata), with Smithers'
+    /// rules ([`smithers_idempotency_key`](crate::smithers_idempotency_key)): `None` without a
+    /// node id. For tools ported from Smithers; the per-call
+    /// [`idempotency_key`](Self::idempotency_key) is the finer one.
+    pub fn smithers_idempotency_key(&self) -> Option<String> {
+        let metadata = self.metadata();
+        crate::smithers_idempotency_key(
+            self.run_id(),
+            metadata.get("nodeId"),
+            metadata.get("iteration"),
+        )
+    }
+
     /// The caller's metadata.
     pub fn metadata(&self) -> &Map<String, Value> {
         &self.scope.metadata

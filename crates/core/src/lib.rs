@@ -57,6 +57,7 @@ mod nested;
 mod output;
 mod run_part;
 pub mod schema;
+mod smithers_key;
 mod spec;
 mod tool;
 mod toolset;
@@ -75,7 +76,7 @@ pub use inbox::{Inbox, InboxTicket};
 pub use kind::{ProviderTool, ToolKind};
 pub use message::{Message, Part, ProviderMetadata, Role, Source, ToolCallPart, ToolResultPart};
 pub use meta::{
-    Approval, ApprovalPredicate, AsyncMode, Concurrency, ResultLimit, Revert, ToolMeta,
+    Approval, ApprovalPredicate, AsyncMode, Concurrency, Reconcile, ResultLimit, Revert, ToolMeta,
     VariableDecl, VariableKind,
 };
 pub use model::{CallSettings, LanguageModel, ModelRequest, ModelStream, ToolChoice};
@@ -84,6 +85,7 @@ pub use model_part::{ModelPart, ModelToolCall};
 pub use nested::{NestedHop, NestedResume, NestedRun};
 pub use output::{Artifact, ContentPart, ModelOutput, ToolOutput};
 pub use run_part::{ErrorInfo, RunPart};
+pub use smithers_key::smithers_idempotency_key;
 pub use spec::ToolSpec;
 pub use tool::{IntoTool, SharedTool, Tool};
 pub use toolset::{ToolResolver, Toolset};

@@ -55,6 +55,8 @@ pub struct ToolMeta {
     pub accepts_idempotency_key: bool,
     /// Undoes a side effect; requires `side_effect`.
     pub revert: Option<Arc<dyn Revert>>,
+    /// Finds out whether an interrupted call had its effect; requires `side_effect`.
+    pub reconcile: Option<Arc<dyn Reconcile>>,
 }
 
 static DEFAULT_META: ToolMeta = ToolMeta {
@@ -71,6 +73,7 @@ static DEFAULT_META: ToolMeta = ToolMeta {
     optional: None,
     accepts_idempotency_key: false,
     revert: None,
+    reconcile: None,
 };
 
 impl ToolMeta {
@@ -178,6 +181,24 @@ impl ToolMeta {
         self.revert = Some(Arc::new(revert));
         Ok(self)
     }
+
+    /// Sets the [`reconcile`](Self::reconcile) handler: after a crash, a call of this tool
+    /// that was started and never recorded as finished is reconciled instead of re-run blindly
+    /// or reported as unknown to the model.
+    ///
+    /// # Errors
+    ///
+    /// A reconcile handler needs `side_effect: true`; this returns `INVALID_TOOL` otherwise.
+    pub fn reconcile(mut self, reconcile: impl Reconcile) -> Result<Self, ToolError> {
+        if !self.side_effect {
+            return Err(ToolError::new(
+                "INVALID_TOOL",
+                "reconcile requires side_effect: true",
+            ));
+        }
+        self.reconcile = Some(Arc::new(reconcile));
+        Ok(self)
+    }
 }
 
 impl fmt::Debug for ToolMeta {
@@ -200,6 +221,7 @@ impl fmt::Debug for ToolMeta {
             .field("optional", &self.optional)
             .field("accepts_idempotency_key", &self.accepts_idempotency_key)
             .field("revert", &self.revert.is_some())
+            .field("reconcile", &self.reconcile.is_some())
             .finish()
     }
 }
@@ -335,4 +357,19 @@ pub struct VariableDecl {
 pub trait Revert: Send + Sync + 'static {
     /// Reverts the call made with `input`.
     async fn revert(&self, input: &Value, cx: &ToolContext) -> Result<(), ToolError>;
+}
+
+/// Finds out what became of a side-effecting call that a crash interrupted: the process died
+/// after the call started and before its outcome was recorded, so the effect may or may not
+/// have happened. The call's context carries the same idempotency key as the interrupted
+/// attempt, to look the effect up by.
+#[async_trait::async_trait]
+pub trait Reconcile: Send + Sync + 'static {
+    /// `Some(output)`: the effect happened, and `output` is the call's result. `None`: it did
+    /// not, and the call runs now. An error leaves it unknown: the model is told.
+    async fn reconcile(
+        &self,
+        input: &Value,
+        cx: &ToolContext,
+    ) -> Result<Option<crate::ToolOutput>, ToolError>;
 }

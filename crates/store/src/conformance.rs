@@ -28,6 +28,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     threads(&*store).await;
     messages_round_trip(&*store).await;
     conditional_writes(&*store).await;
+    run_claims(store.clone()).await;
     queries(&*store).await;
     journal(&*store).await;
     ledger(&*store).await;
@@ -199,6 +200,96 @@ async fn conditional_writes<S: Store>(store: &S) {
         v2,
         "a refused write changes nothing"
     );
+}
+
+async fn run_claims<S: Store>(store: Arc<S>) {
+    store
+        .create_thread(NewThread::new("t-claim"))
+        .await
+        .unwrap();
+    let v1 = store.claim("t-claim", 0, "run-a").await.unwrap();
+    assert_eq!(v1, 1, "a claim bumps the version");
+    let thread = store.thread("t-claim").await.unwrap().unwrap();
+    assert_eq!(
+        thread.status,
+        ThreadStatus::Running,
+        "a claimed thread is running"
+    );
+    assert_eq!(
+        thread.run_id.as_deref(),
+        Some("run-a"),
+        "a claim records its run"
+    );
+    assert!(
+        matches!(
+            store.claim("t-claim", 0, "run-b").await,
+            Err(StoreError::Conflict {
+                expected: 0,
+                found: 1,
+                ..
+            })
+        ),
+        "a claim of a stale version is a Conflict"
+    );
+    assert!(matches!(
+        store.claim("t-missing", 0, "run-a").await,
+        Err(StoreError::NotFound(_))
+    ));
+    let v2 = store
+        .write(
+            "t-claim",
+            v1,
+            0,
+            &[Message::user("hi")],
+            ThreadStatus::Idle,
+            &[],
+        )
+        .await
+        .unwrap();
+    let thread = store.thread("t-claim").await.unwrap().unwrap();
+    assert_eq!(
+        thread.run_id.as_deref(),
+        Some("run-a"),
+        "writes keep the run that claimed the thread"
+    );
+    // A touch is a sign of life: the time moves, the version does not.
+    let before = store.thread("t-claim").await.unwrap().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store.touch("t-claim", v2).await.unwrap();
+    let after = store.thread("t-claim").await.unwrap().unwrap();
+    assert_eq!(after.version, v2, "a touch keeps the version");
+    assert!(
+        after.updated_at > before.updated_at,
+        "a touch moves updated_at"
+    );
+    assert_eq!(
+        after.run_id.as_deref(),
+        Some("run-a"),
+        "a touch keeps the run"
+    );
+    assert!(matches!(
+        store.touch("t-claim", v1).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    // Racing resumptions of one version: exactly one claims it.
+    let racers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.claim("t-claim", v2, &format!("run-{i}")).await })
+        })
+        .collect();
+    let mut won = 0;
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(v) => {
+                assert_eq!(v, v2 + 1);
+                won += 1;
+            }
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => panic!("a losing claim gets Conflict, not {e}"),
+        }
+    }
+    assert_eq!(won, 1, "of claims of one version exactly one wins");
 }
 
 async fn queries<S: Store>(store: &S) {

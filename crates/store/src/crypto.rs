@@ -126,6 +126,18 @@ impl SecretKey {
         config.join("toolsmith").join("secret.key")
     }
 
+    /// A 256-bit key for another purpose derived from this one (SHA-256 over the key and the
+    /// purpose's name), such as the key approval ids are signed with: every process holding
+    /// the secret key derives the same one.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(b"toolsmith key derivation\0");
+        hash.update(self.0.as_slice());
+        hash.update(purpose.as_bytes());
+        hash.finalize().into()
+    }
+
     /// `plaintext` encrypted: the nonce, then the ciphertext and its tag.
     pub fn seal(&self, plaintext: &[u8]) -> Vec<u8> {
         let nonce = Nonce::generate();

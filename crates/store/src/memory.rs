@@ -71,6 +71,7 @@ impl Store for MemoryStore {
             version: 0,
             message_count: 0,
             status: ThreadStatus::Idle,
+            run_id: None,
             pending: Vec::new(),
             created_at: now,
             updated_at: now,
@@ -142,6 +143,43 @@ impl Store for MemoryStore {
         record.pending = pending.to_vec();
         record.updated_at = now_millis();
         Ok(record.version)
+    }
+
+    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
+        let mut state = self.state();
+        let (record, _) = state
+            .threads
+            .get_mut(thread)
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+        if record.version != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: record.version,
+            });
+        }
+        record.version += 1;
+        record.status = ThreadStatus::Running;
+        record.run_id = Some(run_id.to_string());
+        record.updated_at = now_millis();
+        Ok(record.version)
+    }
+
+    async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
+        let mut state = self.state();
+        let (record, _) = state
+            .threads
+            .get_mut(thread)
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+        if record.version != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: record.version,
+            });
+        }
+        record.updated_at = now_millis();
+        Ok(())
     }
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {

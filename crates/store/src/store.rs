@@ -55,6 +55,26 @@ pub trait Store: Send + Sync + 'static {
         pending: &[Pause],
     ) -> Result<u64, StoreError>;
 
+    /// Claims the thread for run `run_id`: records the run, sets the status to running and bumps
+    /// the version, if the version is still `expected`. The new version. This is the write
+    /// that starts or resumes a run: of two processes that read one version, one claims the
+    /// thread and the other gets [`StoreError::Conflict`], and a process whose thread was
+    /// claimed away fails at its next write.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`]; [`StoreError::NotFound`].
+    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError>;
+
+    /// A sign of life from the run that holds the thread: sets its `updated_at` to now, if its
+    /// version is still `expected` (the version is not bumped). A running thread whose
+    /// `updated_at` is recent is taken to be held by a live process.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`]; [`StoreError::NotFound`].
+    async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError>;
+
     /// Records a call as `intended` before it executes. Recording the same (run, call,
     /// attempt) twice keeps the first record.
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError>;

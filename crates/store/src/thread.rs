@@ -23,6 +23,10 @@ pub struct Thread {
     pub message_count: u64,
     /// Where its run stands.
     pub status: ThreadStatus,
+    /// The run that last claimed the thread ([`Store::claim`](crate::Store::claim)): resuming
+    /// an interrupted run goes on under its id, so that its idempotency keys stay the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// What a paused thread waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<Pause>,

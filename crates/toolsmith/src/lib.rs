@@ -3,12 +3,13 @@
 //! # Crates
 //!
 //! This facade re-exports the toolsmith crates: the vocabulary ([`toolsmith_core`], at the root),
-//! the loop ([`agent`]), model providers ([`providers`]), built-in tools ([`builtins`]) and the
-//! [`tool`] attribute macro. [`prelude`] holds what most programs need.
+//! the loop ([`agent`]), model providers ([`providers`]), built-in tools ([`builtins`]), durable
+//! storage ([`store`], and [`durable`] runs over it) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
 
 pub use toolsmith_core::*;
 
 pub mod config;
+pub mod durable;
 
 /// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the
 /// parameters and its description from the doc comment.
@@ -22,6 +23,12 @@ pub mod agent {
 /// Model providers: one module per wire, and the scripted test model.
 pub mod providers {
     pub use toolsmith_providers::*;
+}
+
+/// Durable storage for runs: threads, messages, the tool-call journal and the idempotency
+/// ledger, in memory, SQLite or PostgreSQL.
+pub mod store {
+    pub use toolsmith_store::*;
 }
 
 /// Built-in tools.

@@ -8,7 +8,7 @@ use super::setup::missing_variables;
 use crate::CallOutcome;
 use crate::RunErrorKind;
 use crate::approval::now_millis;
-use crate::execute::{CallRunner, cancelled_in_flight};
+use crate::execute::cancelled_in_flight;
 use crate::prepare::{Action, prepare};
 use crate::repair_orphans;
 use crate::resume::{Decision, decide};
@@ -30,12 +30,7 @@ impl Run {
             now_millis(),
         )
         .map_err(RunErrorKind::Config)?;
-        let runner = CallRunner {
-            stack: self.stack.clone(),
-            scope: self.scope.clone(),
-            step: 0,
-            cancel: self.cancel.clone(),
-        };
+        let runner = self.runner(0);
         let mut parts = Vec::new();
         for (index, (waiting, decision)) in waiting.iter().zip(decisions).enumerate() {
             let call = &waiting.call;

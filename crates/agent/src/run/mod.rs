@@ -1,6 +1,7 @@
 //! One run of the loop.
 
 mod answer;
+mod durable;
 mod immediate;
 mod outcome;
 mod setup;
@@ -11,18 +12,20 @@ use std::sync::Arc;
 use toolsmith_core::layer::LayerStack;
 use toolsmith_core::{
     CancellationToken, ErrorInfo, EventSink, FinishReason, Message, ModelError, ModelErrorKind,
-    ModelRequest, ModelToolCall, Pause, Role, RunPart, RunScope, ToolApprovalResponse, ToolError,
-    ToolResultPart, Toolset, Usage,
+    ModelRequest, ModelToolCall, Pause, Role, RunPart, RunScope, ToolApprovalResponse,
+    ToolCallPart, ToolError, ToolResultPart, Toolset, Usage,
 };
 
 use crate::agent::AgentInner;
+use crate::durable::Durable;
 use crate::emit::Emitter;
-use crate::execute::{CallRunner, cancelled_in_flight};
+use crate::execute::cancelled_in_flight;
 use crate::input::flag_is_on;
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
+use durable::SavePoint;
 use outcome::{approval_pause, emit_outcome, fatal_error, model_output, result_part};
 use setup::{Sources, missing_variables, not_started, variable_cell};
 
@@ -63,6 +66,13 @@ pub(crate) struct Run {
     immediate: Vec<ModelToolCall>,
     /// The tools not offered in the last request ([`Tool::offered`](toolsmith_core::Tool)).
     hidden: Vec<String>,
+    /// The run's log and snapshot hook.
+    durable: Durable,
+    /// How many leading messages (after the instructions) the log holds as they are.
+    saved: usize,
+    /// Calls of the loaded thread that a crash interrupted (a run with a log): run again
+    /// under the journal before anything else.
+    interrupted: Vec<ToolCallPart>,
 }
 
 impl Run {
@@ -85,6 +95,7 @@ impl Run {
             defaults,
             parent,
             cancellation,
+            log,
         } = input;
         let sources = Sources {
             defaults: &defaults,
@@ -141,6 +152,8 @@ impl Run {
             });
         }
 
+        // With a log, what the run changes of its input is saved first.
+        let loaded = log.as_ref().map(|_| messages.clone());
         let nested_results = match place_results(&mut messages, tool_results, &tools) {
             Ok(nested) => nested,
             Err(message) => return Err(not_started(message, run_id, messages)),
@@ -150,11 +163,19 @@ impl Run {
         let tools = crate::instances::inject(tools);
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
+        // With a log, calls a crash interrupted are neither orphans: the journal decides what
+        // becomes of them.
+        let interrupted = match &log {
+            Some(_) => durable::interrupted_calls(&messages, &waiting),
+            None => Vec::new(),
+        };
         let ids: Vec<&str> = waiting
             .iter()
             .map(|w| w.call.tool_call_id.as_str())
+            .chain(interrupted.iter().map(|c| c.tool_call_id.as_str()))
             .collect();
         repair_orphans(&mut messages, &ids);
+        let saved = loaded.map_or(0, |loaded| durable::common_prefix(&loaded, &messages));
         let input_len = messages.len();
         let always = always_approved(&messages, &agent.approval.key);
 
@@ -171,6 +192,7 @@ impl Run {
         }
         request.messages.extend(messages);
 
+        let agent_snapshot = agent.snapshot.clone();
         Ok(Run {
             stack: Arc::new(agent.layer_stack()),
             agent,
@@ -191,6 +213,12 @@ impl Run {
             emit: Emitter::new(events),
             immediate,
             hidden: Vec::new(),
+            durable: Durable {
+                log,
+                snapshot: agent_snapshot,
+            },
+            saved,
+            interrupted,
         })
     }
 
@@ -198,16 +226,36 @@ impl Run {
     pub(crate) async fn drive(mut self) -> Result<RunOutput, RunError> {
         let run_id = self.scope.run_id.to_string();
         self.emit.emit(|| RunPart::Start { run_id });
-        if (!self.waiting.is_empty() || !self.answers.is_empty())
-            && let Err(kind) = self.resume().await
-        {
+        if let Err(kind) = self.drive_steps().await {
+            // Best effort: the log keeps the thread as the failure left it.
+            if let Err(e) = self.save(SavePoint::Failed).await {
+                tracing::error!(error = ?e, "the run log could not record the failed run");
+            }
             return Err(self.fail(kind));
         }
-        let immediate = std::mem::take(&mut self.immediate);
-        if !immediate.is_empty()
-            && let Err(kind) = self.start_immediate(immediate).await
-        {
+        if let Err(kind) = self.save(SavePoint::End).await {
             return Err(self.fail(kind));
+        }
+        let (usage, finish_reason) = (self.usage, self.finish_reason.unified);
+        self.emit.emit(|| RunPart::Finish {
+            usage,
+            finish_reason,
+        });
+        Ok(self.into_output())
+    }
+
+    async fn drive_steps(&mut self) -> Result<(), RunErrorKind> {
+        self.save(SavePoint::Progress).await?;
+        if !self.interrupted.is_empty() {
+            self.run_interrupted().await?;
+        }
+        if !self.waiting.is_empty() || !self.answers.is_empty() {
+            self.resume().await?;
+            self.save(SavePoint::Progress).await?;
+        }
+        let immediate = std::mem::take(&mut self.immediate);
+        if !immediate.is_empty() {
+            self.start_immediate(immediate).await?;
         }
         // Calls still waiting: the model is not called until they are answered.
         let max_steps = if self.pending.is_empty() {
@@ -216,18 +264,11 @@ impl Run {
             0
         };
         for step in 0..max_steps {
-            match self.step(step).await {
-                Ok(true) => continue,
-                Ok(false) => break,
-                Err(kind) => return Err(self.fail(kind)),
+            if !self.step(step).await? {
+                break;
             }
         }
-        let (usage, finish_reason) = (self.usage, self.finish_reason.unified);
-        self.emit.emit(|| RunPart::Finish {
-            usage,
-            finish_reason,
-        });
-        Ok(self.into_output())
+        Ok(())
     }
 
     /// Runs one step; `Ok(true)` to go on.
@@ -259,6 +300,10 @@ impl Run {
             .messages
             .push(Message::new(Role::Assistant, content));
         let had_calls = !calls.is_empty();
+        // The step's calls are on record before any of them runs.
+        if had_calls {
+            self.save(SavePoint::Progress).await?;
+        }
         let executed = self.execute(step, calls, &mut result).await;
         // What the step's sub-agents spent, into the run's total (not the step's: that is the
         // model call's own).
@@ -347,12 +392,7 @@ impl Run {
         if calls.is_empty() {
             return Ok(());
         }
-        let runner = CallRunner {
-            stack: self.stack.clone(),
-            scope: self.scope.clone(),
-            step,
-            cancel: self.cancel.clone(),
-        };
+        let runner = self.runner(step);
         // The results go into one tool message right after the assistant message.
         self.request
             .messages
@@ -398,6 +438,8 @@ impl Run {
                     }
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
                     self.append(&calls[index], &outcome, result, true);
+                    // Each result is on record before the next call starts.
+                    self.save(SavePoint::Progress).await?;
                 }
             }
             ExecutionPolicy::Parallel { max } => {
@@ -424,6 +466,8 @@ impl Run {
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
                     self.append(call, &outcome, result, !emitted[index]);
                 }
+                // The step's results are on record before the next step.
+                self.save(SavePoint::Progress).await?;
             }
         }
         self.drop_empty_tool_message();
@@ -515,6 +559,10 @@ impl Run {
             }
             RunErrorKind::Config(message) | RunErrorKind::Internal(message) => {
                 let error = ErrorInfo::new("CONFIG", message.clone());
+                self.emit.emit(|| RunPart::Error { error });
+            }
+            RunErrorKind::Store(message) => {
+                let error = ErrorInfo::new(crate::STORE_FAILED, message.clone());
                 self.emit.emit(|| RunPart::Error { error });
             }
         }

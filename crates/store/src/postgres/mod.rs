@@ -95,13 +95,43 @@ impl PostgresStore {
         schema::SCHEMA_VERSION as u32
     }
 
+    /// Runs `sql`, an UPDATE of thread `$1` conditional on its version `$2` (with `$3` and the
+    /// time `$4`): a Conflict or NotFound when no row changed.
+    async fn conditional(
+        &self,
+        thread: &str,
+        expected: u64,
+        sql: &str,
+        extra: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                sql,
+                &[&thread, &(expected as i64), &extra, &(now_millis() as i64)],
+            )
+            .await
+            .map_err(backend)?;
+        if changed == 1 {
+            return Ok(());
+        }
+        match self.thread(thread).await? {
+            None => Err(StoreError::NotFound(thread.to_string())),
+            Some(found) => Err(StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: found.version,
+            }),
+        }
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
 }
 
 const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at";
+    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
 
 fn thread_of(row: &Row) -> Result<Thread, StoreError> {
     let status: String = row.get(5);
@@ -114,6 +144,7 @@ fn thread_of(row: &Row) -> Result<Thread, StoreError> {
         message_count: row.get::<_, i64>(4) as u64,
         status: ThreadStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown thread status \"{status}\"")))?,
+        run_id: row.get(9),
         pending: from_json(&pending)?,
         created_at: row.get::<_, i64>(7) as u64,
         updated_at: row.get::<_, i64>(8) as u64,
@@ -264,6 +295,21 @@ impl Store for PostgresStore {
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         Ok(next as u64)
+    }
+
+    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = $3, \
+                   updated_at = $4 WHERE id = $1 AND version = $2";
+        self.conditional(thread, expected, sql, Some(run_id))
+            .await?;
+        Ok(expected + 1)
+    }
+
+    async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
+        // No run id (`$3` null): the run that holds the thread stays recorded.
+        let sql = "UPDATE threads SET updated_at = $4, run_id = COALESCE($3, run_id) \
+                   WHERE id = $1 AND version = $2";
+        self.conditional(thread, expected, sql, None).await
     }
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {

@@ -129,8 +129,43 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Runs `sql`, an UPDATE of thread `?1` conditional on its version `?2` (with `?3` and the
+    /// time `?4`): a Conflict or NotFound when no row changed.
+    async fn conditional(
+        &self,
+        thread: &str,
+        expected: u64,
+        sql: &'static str,
+        extra: Option<String>,
+    ) -> Result<(), StoreError> {
+        let thread = thread.to_string();
+        self.with(move |conn| {
+            // One conditional UPDATE: SQLite's write lock makes it atomic.
+            let changed = conn
+                .execute(
+                    sql,
+                    params![thread, expected as i64, extra, now_millis() as i64],
+                )
+                .map_err(backend)?;
+            if changed == 1 {
+                return Ok(());
+            }
+            match read_thread(conn, &thread)? {
+                None => Err(StoreError::NotFound(thread)),
+                Some(found) => Err(StoreError::Conflict {
+                    thread,
+                    expected,
+                    found: found.version,
+                }),
+            }
+        })
+        .await
+    }
+}
+
 const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at";
+    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
 
 fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String)> {
     Ok((
@@ -141,6 +176,7 @@ fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String
             version: row.get::<_, i64>(3)? as u64,
             message_count: row.get::<_, i64>(4)? as u64,
             status: ThreadStatus::Idle,
+            run_id: row.get(9)?,
             pending: Vec::new(),
             created_at: row.get::<_, i64>(7)? as u64,
             updated_at: row.get::<_, i64>(8)? as u64,
@@ -322,6 +358,21 @@ impl Store for SqliteStore {
             Ok(next as u64)
         })
         .await
+    }
+
+    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = ?3, \
+                   updated_at = ?4 WHERE id = ?1 AND version = ?2";
+        self.conditional(thread, expected, sql, Some(run_id.to_string()))
+            .await?;
+        Ok(expected + 1)
+    }
+
+    async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
+        // No run id (`?3` null): the run that holds the thread stays recorded.
+        let sql = "UPDATE threads SET updated_at = ?4, run_id = COALESCE(?3, run_id) \
+                   WHERE id = ?1 AND version = ?2";
+        self.conditional(thread, expected, sql, None).await
     }
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {

@@ -63,6 +63,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
         PRIMARY KEY (thread_id, name)
     );",
     ),
+    (3, "ALTER TABLE threads ADD COLUMN run_id TEXT;"),
 ];
 
 /// The newest schema version this build knows.

@@ -4,6 +4,7 @@ mod doctor;
 mod print;
 mod run;
 mod spinner;
+mod threads;
 mod tool;
 mod tools;
 
@@ -28,6 +29,11 @@ enum Command {
         #[command(subcommand)]
         command: tool::ToolCommand,
     },
+    /// List and print stored threads with their tool-call journal.
+    Threads {
+        #[command(subcommand)]
+        command: threads::ThreadsCommand,
+    },
     /// Show what the sandbox can enforce on this machine.
     Doctor(doctor::DoctorArgs),
     /// Work with the available tools.
@@ -50,6 +56,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Tool { command } => tool::tool(command).await,
         Command::Tools { command } => tools::tools(command),
         Command::Doctor(args) => doctor::doctor(args),
+        Command::Threads { command } => threads::threads(command).await,
     }
 }
 

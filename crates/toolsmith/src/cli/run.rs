@@ -7,16 +7,20 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use futures::StreamExt;
-use toolsmith_agent::{Agent, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput};
+use toolsmith_agent::{
+    Agent, ApprovalKey, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput,
+};
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{
-    CancellationToken, Dependencies, ModelOutput, Pause, PauseKind, RunPart, ToolApprovalResponse,
-    ToolResultPart, Toolset,
+    CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart,
+    ToolApprovalResponse, ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
+use toolsmith_store::SecretKey;
 
 use toolsmith::config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
+use toolsmith::durable::{DurableError, StoredRun};
 
 use super::print::{Human, JsonLines, Printer};
 use super::spinner::Spinner;
@@ -72,8 +76,24 @@ pub(crate) struct RunArgs {
     /// when there is no terminal), approve every call, or deny every call.
     #[arg(long, value_enum, default_value_t = ApproveMode::Ask)]
     approve: ApproveMode,
+    /// Store the run in this database, as it goes: sqlite:PATH or postgres://USER@HOST/DB
+    /// [default: no store]. A stored run survives a crash: continue it with --resume.
+    #[arg(long, value_name = "URL", env = "TOOLSMITH_DB", hide_env_values = true)]
+    db: Option<String>,
+    /// The stored thread the run continues or starts [default: a new one, whose id is printed].
+    #[arg(long, value_name = "ID", requires = "db")]
+    thread: Option<String>,
+    /// Continue the thread's run that did not end (a crash, a pause, a failure) instead of
+    /// starting one; takes no prompt.
+    #[arg(long, requires = "thread", conflicts_with = "prompt")]
+    resume: bool,
+    /// How long a running stored thread stays held by its process without a sign of life
+    /// (the process writes a heartbeat every third of it): --resume takes over an interrupted
+    /// run only after this.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    lease: f64,
     /// The prompt.
-    #[arg(required = true, num_args = 1..)]
+    #[arg(required_unless_present = "resume", num_args = 1..)]
     prompt: Vec<String>,
 }
 
@@ -221,6 +241,14 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             .approval_policy(approval.policy.clone())
             .approval_timeout(approval.timeout, approval.timeout_action);
     }
+    if args.db.is_some() {
+        // A stored run may pause in one process and resume in another: its approval ids are
+        // signed with a key every process derives from the secret key.
+        match SecretKey::load(&SecretKey::default_file()) {
+            Ok(key) => builder = builder.approval_key(ApprovalKey::new(key.derive("approvals"))),
+            Err(e) => return usage_error(format!("--db: {e}")),
+        }
+    }
     let agent = config.declare_variables(builder, &lookup).build();
 
     let cancel = CancellationToken::new();
@@ -232,9 +260,52 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             }
         }
     });
+    let lease = match std::time::Duration::try_from_secs_f64(args.lease) {
+        Ok(lease) if !lease.is_zero() => lease,
+        _ => return usage_error("--lease must be a positive number of seconds"),
+    };
+    let stored = match &args.db {
+        None => None,
+        Some(url) => match toolsmith_store::open(url).await {
+            Ok(store) => {
+                let thread = args
+                    .thread
+                    .clone()
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                if args.thread.is_none() && !args.json {
+                    eprintln!("thread: {thread}");
+                }
+                Some((store, thread))
+            }
+            Err(e) => return usage_error(format!("--db: {e}")),
+        },
+    };
+    // The first run's input: the stored thread (claimed for this run) and the prompt.
+    let prompt = args.prompt.join(" ");
+    let (first, run_id) = match &stored {
+        None => (RunInput::from(prompt), uuid::Uuid::new_v4().to_string()),
+        Some((store, thread)) => {
+            let claimed = if args.resume {
+                StoredRun::resume(store.clone(), thread, lease).await
+            } else {
+                StoredRun::start(store.clone(), thread, vec![Message::user(prompt)]).await
+            };
+            match claimed {
+                Ok((run, messages)) => {
+                    let run = run.with_lease(lease);
+                    let run_id = run.run_id().to_string();
+                    (run.input(messages), run_id)
+                }
+                Err(e @ (DurableError::Busy(_) | DurableError::Held { .. })) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_FAILURE);
+                }
+                Err(e) => return usage_error(e),
+            }
+        }
+    };
     // One run id for the first run and its resumptions: a sub-agent's folder and saved run
-    // are named after it.
-    let run_id = uuid::Uuid::new_v4().to_string();
+    // are named after it, and a stored run's idempotency keys.
     let deps = Arc::new(match &args.attachments {
         Some(dir) => {
             let store = Attachments::new(dir.join(".subagents")).with_folder(&run_id, dir);
@@ -251,7 +322,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         input.deps = Some(deps.clone());
         input
     };
-    let mut input = start(RunInput::from(args.prompt.join(" ")));
+    let mut input = start(first);
 
     let mut printer: Box<dyn Printer> = if args.json {
         Box::new(JsonLines)
@@ -272,15 +343,30 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         };
         let clients = pending.iter().filter(|p| p.kind == PauseKind::ClientTool);
         // Client tools are answered by the person at the terminal; without one the run ends
-        // paused, its pending calls in the output.
-        let can_answer =
-            pending.iter().all(|p| p.kind == PauseKind::Approval) || std::io::stdin().is_terminal();
+        // paused, its pending calls in the output. So do approvals to ask when the run is
+        // stored: it can be resumed later, the approvals answered then.
+        let terminal = std::io::stdin().is_terminal();
+        let can_answer = terminal
+            || pending.iter().all(|p| {
+                p.kind == PauseKind::Approval
+                    && (stored.is_none() || args.approve != ApproveMode::Ask)
+            });
         let out = match &result {
             Ok(out) if !pending.is_empty() && can_answer && !cancel.is_cancelled() => out,
             _ => {
                 let mut out = stdout.lock();
                 printer.end(&result, &mut out);
                 let _ = out.flush();
+                if let (Some((_, thread)), Ok(out)) = (&stored, &result)
+                    && !out.pending.is_empty()
+                    && !args.json
+                {
+                    eprintln!(
+                        "paused: thread {thread} waits for {} answer(s); continue it with \
+                         --thread {thread} --resume (and --approve auto|deny for approvals)",
+                        out.pending.len()
+                    );
+                }
                 return match result {
                     Ok(_) => ExitCode::SUCCESS,
                     Err(_) => ExitCode::from(EXIT_FAILURE),
@@ -288,8 +374,17 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             }
         };
         // The run paused: answer, then resume with the thread and the answers (they reach
-        // calls waiting inside sub-agents too).
-        input = start(RunInput::from(out.messages.clone()));
+        // calls waiting inside sub-agents too). A stored thread is claimed again.
+        input = match &stored {
+            None => start(RunInput::from(out.messages.clone())),
+            Some((store, thread)) => match StoredRun::resume(store.clone(), thread, lease).await {
+                Ok((run, messages)) => start(run.input(messages)),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_FAILURE);
+                }
+            },
+        };
         for pause in clients {
             input = input.with_tool_result(client_result(pause).await);
         }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -36,41 +36,77 @@ pub fn serve(replies: Vec<String>) -> (String, Arc<Mutex<Vec<Received>>>) {
     thread::spawn(move || {
         for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
             let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let path = line.split(' ').nth(1).unwrap_or_default().to_string();
-            let mut headers = Vec::new();
-            loop {
-                line.clear();
-                reader.read_line(&mut line).unwrap();
-                let Some((name, value)) = line.trim_end().split_once(':') else {
-                    break;
-                };
-                headers.push((name.trim().to_lowercase(), value.trim().to_string()));
-            }
-            let length: usize = headers
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .map_or(0, |(_, v)| v.parse().unwrap());
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock().unwrap().push(Received {
-                path,
-                headers,
-                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-            });
-            let head =
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-            stream.write_all(head.as_bytes()).unwrap();
-            // Written in small pieces, so the client decodes events split across reads.
-            for piece in reply.as_bytes().chunks(17) {
-                stream.write_all(piece).unwrap();
-                stream.flush().unwrap();
-            }
+            let request = read_request(&mut stream);
+            log.lock().unwrap().push(request);
+            write_sse(&mut stream, &reply);
         }
     });
     (base, received)
+}
+
+/// Serves every connection (each on its own thread) with the SSE body `respond` makes of the
+/// request, for as long as the test runs; the base URL.
+pub fn serve_with(respond: impl Fn(&Received) -> String + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let respond = Arc::new(respond);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let respond = respond.clone();
+            thread::spawn(move || {
+                let request = read_request(&mut stream);
+                write_sse(&mut stream, &respond(&request));
+            });
+        }
+    });
+    base
+}
+
+/// Reads one HTTP request: its path, headers and JSON body.
+fn read_request(stream: &mut TcpStream) -> Received {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap_or_default();
+    let path = line.split(' ').nth(1).unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap_or_default();
+        let Some((name, value)) = line.trim_end().split_once(':') else {
+            break;
+        };
+        headers.push((name.trim().to_lowercase(), value.trim().to_string()));
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map_or(0, |(_, v)| v.parse().unwrap());
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    Received {
+        path,
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    }
+}
+
+/// Answers with `reply` as an SSE stream, written in small pieces so that the client decodes
+/// events split across reads. A client that went away (killed) is not an error.
+fn write_sse(stream: &mut TcpStream, reply: &str) {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for piece in reply.as_bytes().chunks(17) {
+        if stream
+            .write_all(piece)
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
 }
 
 /// `data: …` events (with `event:` names when `named`), one per JSON value.

@@ -1,0 +1,390 @@
+//! Durability under SIGKILL (issue 7): real `toolsmith run --db …` processes are killed at many
+//! different points of runs that call a read-only tool (`read`), a counting side-effect tool
+//! (`bash` appending the call's own token to `count.txt`: not idempotent) and a tool that needs
+//! approval (`write`, left paused: nobody is at the terminal). Each thread is then resumed
+//! (`--resume`, itself killed at first) until it completes. Every run completes, every call has
+//! exactly one result, and no call's side effect happened twice. On SQLite and on a real
+//! PostgreSQL server; and two processes resuming one thread at once: exactly one proceeds.
+
+mod common;
+#[path = "../../store/tests/pg_server/mod.rs"]
+mod pg_server;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Received, serve_with, sse};
+use serde_json::{Value, json};
+use toolsmith::store::{Store, ThreadStatus};
+use toolsmith::{Part, Role};
+
+/// The lease the test runs use: a killed run's thread can be taken over this long after.
+const LEASE_SECS: f64 = 0.4;
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// The scripted model, deciding from the conversation alone (so that it answers a resumed run
+/// as it would have the first): read and count, then write, then finish.
+fn model(request: &Received) -> String {
+    // A little latency, so that kills land during model calls too.
+    std::thread::sleep(Duration::from_millis(15));
+    let messages = request.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: HashMap<String, String> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| {
+            Some((
+                c["id"].as_str()?.into(),
+                c["function"]["name"].as_str()?.into(),
+            ))
+        })
+        .collect();
+    // The tools whose calls have results; a write whose effect is unknown is made again (the
+    // model checks and retries), a count whose effect is unknown is not.
+    let called: HashSet<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| {
+            let name = names.get(m["tool_call_id"].as_str()?)?;
+            let unknown = m["content"].to_string().contains("interrupted");
+            (!(unknown && name == "write")).then(|| name.clone())
+        })
+        .collect();
+    let call = |index: usize, name: &str, args: Value| {
+        let id = format!("call_{}", NEXT.fetch_add(1, Ordering::SeqCst));
+        json!({"index": index, "id": id, "type": "function",
+               "function": {"name": name, "arguments": args.to_string()}})
+    };
+    let chunk =
+        |delta: Value| json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]});
+    let finish =
+        |reason: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]});
+    let calls = if !called.contains("bash") {
+        let token = format!("token-{}", NEXT.fetch_add(1, Ordering::SeqCst));
+        vec![
+            call(0, "read", json!({"path": "README.md"})),
+            call(
+                1,
+                "bash",
+                json!({"cmd": "sh", "args": ["-c", format!("echo {token} >> count.txt")]}),
+            ),
+        ]
+    } else if !called.contains("write") {
+        vec![call(
+            0,
+            "write",
+            json!({"path": "notes.txt", "content": "done"}),
+        )]
+    } else {
+        return sse(
+            &[
+                chunk(json!({"role": "assistant", "content": "All done."})),
+                finish("stop"),
+            ],
+            false,
+            true,
+        );
+    };
+    sse(
+        &[
+            chunk(json!({"role": "assistant", "tool_calls": calls})),
+            finish("tool_calls"),
+        ],
+        false,
+        true,
+    )
+}
+
+/// `toolsmith run` on the scripted model, storing thread `thread` in `db`.
+fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> Command {
+    let config = root.parent().unwrap().join("agent.json");
+    if !config.exists() {
+        let agent = json!({
+            "tools": {
+                "read": {"enabled": true},
+                "bash": {"enabled": true},
+                "write": {"needsApproval": true}
+            }
+        });
+        std::fs::write(&config, agent.to_string()).unwrap();
+    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    command
+        .args(["run", "--model", "openai:gpt-x", "--base-url", base])
+        .args([
+            "--api-key",
+            "sk-test-key",
+            "--json",
+            "--db",
+            db,
+            "--thread",
+            thread,
+        ])
+        .args(["--lease", &LEASE_SECS.to_string()])
+        .arg("--config")
+        .arg(&config)
+        .arg("--root")
+        .arg(root)
+        .env_remove("TOOLSMITH_MODEL")
+        .env_remove("TOOLSMITH_DB")
+        // Approval ids are signed with a key derived from this one, in every process.
+        .env("TOOLSMITH_SECRET_KEY", "5a".repeat(32))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if resume {
+        command.args(["--resume", "--approve", "auto"]);
+    } else {
+        // Nobody can answer the approval: the stored run stays paused.
+        command.args([
+            "--approve",
+            "ask",
+            "Read the README, count, then write notes.",
+        ]);
+    }
+    command
+}
+
+/// Runs `command`, killing it with SIGKILL after `kill_after` if it is still running then.
+fn run_killed(mut command: Command, kill_after: Option<Duration>) -> Option<Output> {
+    let mut child: Child = command.spawn().expect("the binary runs");
+    let Some(after) = kill_after else {
+        return Some(child.wait_with_output().unwrap());
+    };
+    let start = Instant::now();
+    while start.elapsed() < after {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    None
+}
+
+/// The `i`th of `n` kill points spread over `span` (a run's length without kills), shifted
+/// by `salt` so that different runs are cut at different places.
+fn kill_point(i: u64, n: u64, span: Duration, salt: u64) -> Duration {
+    let slot = ((i * 7 + salt * 3) % n) as f64 + 0.5;
+    span.mul_f64(slot / n as f64)
+}
+
+/// Kills runs of `threads` threads at many points, resumes each to completion and checks it.
+async fn crash_and_resume(db: &str, threads: u64) {
+    let base = serve_with(model);
+    let store = toolsmith::store::open(db).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // How long a first run (to the approval) and a resumption take without kills.
+    let root = dir.path().join("ws-calibration");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let start = Instant::now();
+    run_killed(toolsmith(&base, db, &root, "calibration", false), None).unwrap();
+    let first_span = start.elapsed();
+    let start = Instant::now();
+    run_killed(toolsmith(&base, db, &root, "calibration", true), None).unwrap();
+    let resume_span = start.elapsed();
+    check_thread(&*store, "calibration", &root).await;
+
+    let mut killed = 0;
+    let mut outcomes: std::collections::BTreeMap<String, u32> = Default::default();
+    for i in 0..threads {
+        let root = dir.path().join(format!("ws-{i}"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+        let thread = format!("crash-{i}");
+        let first = toolsmith(&base, db, &root, &thread, false);
+        let kill = kill_point(i, threads, first_span, 0);
+        killed += u32::from(run_killed(first, Some(kill)).is_none());
+        for attempt in 0..40 {
+            let Some(found) = store.thread(&thread).await.unwrap() else {
+                // Killed before the thread was stored: start it again.
+                let first = toolsmith(&base, db, &root, &thread, false);
+                run_killed(first, None).unwrap();
+                continue;
+            };
+            if found.status == ThreadStatus::Idle {
+                break;
+            }
+            assert!(attempt < 39, "thread {thread} never completed: {found:?}");
+            // The lease of a killed run must pass before it can be taken over.
+            std::thread::sleep(Duration::from_secs_f64(LEASE_SECS + 0.05));
+            // The first two resumptions are killed too, at other points.
+            let kill = (attempt < 2).then(|| kill_point(i, threads, resume_span, attempt + 1));
+            let out = run_killed(toolsmith(&base, db, &root, &thread, true), kill);
+            if let Some(out) = out {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    out.status.success() || stderr.contains("another process"),
+                    "resume failed: {stderr}"
+                );
+            }
+        }
+        check_thread(&*store, &thread, &root).await;
+        for entry in store.journal(&thread).await.unwrap() {
+            *outcomes
+                .entry(format!("{} {}", entry.tool_name, entry.status.as_str()))
+                .or_default() += 1;
+            if entry.attempt > 1 {
+                *outcomes
+                    .entry(format!("{} retried", entry.tool_name))
+                    .or_default() += 1;
+            }
+        }
+    }
+    // What the kills caught, for the log: settled calls, unknown effects, retried reads.
+    eprintln!("{db}: {killed} of {threads} first runs killed; journal: {outcomes:?}");
+    assert!(
+        killed > threads as u32 / 2,
+        "most first runs were killed mid-way"
+    );
+}
+
+/// Every call answered once, the run finished, no side effect twice.
+async fn check_thread(store: &dyn Store, thread: &str, root: &Path) {
+    let messages = store.messages(thread).await.unwrap();
+    let mut calls: HashMap<String, (String, Value)> = HashMap::new();
+    let mut results: HashMap<String, u32> = HashMap::new();
+    let mut failed: HashSet<String> = HashSet::new();
+    for message in &messages {
+        for part in &message.content {
+            match part {
+                Part::ToolCall(call) => {
+                    let old = calls.insert(
+                        call.tool_call_id.clone(),
+                        (call.tool_name.clone(), call.input.clone()),
+                    );
+                    assert!(old.is_none(), "call {} made twice", call.tool_call_id);
+                }
+                Part::ToolResult(result) => {
+                    *results.entry(result.tool_call_id.clone()).or_default() += 1;
+                    let output = serde_json::to_value(&result.output).unwrap();
+                    let kind = output["type"].as_str().unwrap_or_default();
+                    if kind.starts_with("error") || kind == "execution-denied" {
+                        failed.insert(result.tool_call_id.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for id in calls.keys() {
+        assert_eq!(
+            results.get(id),
+            Some(&1),
+            "call {id} has one result: {messages:#?}"
+        );
+    }
+    assert_eq!(results.len(), calls.len(), "no result without its call");
+    let last = messages.last().unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.text(), "All done.", "the run finished");
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("done"),
+        "the approved write ran: {}",
+        serde_json::to_string_pretty(&messages).unwrap()
+    );
+
+    // The counter: each line is the token of the call that wrote it.
+    let count = std::fs::read_to_string(root.join("count.txt")).unwrap_or_default();
+    let lines: Vec<&str> = count.lines().collect();
+    let unique: HashSet<&str> = lines.iter().copied().collect();
+    assert_eq!(
+        lines.len(),
+        unique.len(),
+        "a side effect ran twice: {lines:?}"
+    );
+    let tokens: HashMap<&str, &str> = calls
+        .iter()
+        .filter(|(_, (name, _))| name == "bash")
+        .map(|(id, (_, input))| {
+            let script = input["args"][1].as_str().unwrap();
+            (script.split_whitespace().nth(1).unwrap(), id.as_str())
+        })
+        .collect();
+    for line in &lines {
+        assert!(
+            tokens.contains_key(line),
+            "{line} was written by a call in the thread"
+        );
+    }
+    for (token, id) in &tokens {
+        if !failed.contains(*id) {
+            assert!(
+                unique.contains(token),
+                "the succeeded call {id} wrote {token}"
+            );
+        }
+    }
+    let journal = store.journal(thread).await.unwrap();
+    for entry in journal.iter().filter(|e| e.tool_name == "bash") {
+        assert_eq!(
+            entry.attempt, 1,
+            "a non-idempotent call is never attempted twice"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_runs_survive_sigkill_at_any_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    crash_and_resume(&db, 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_runs_survive_sigkill_at_any_point() {
+    let Some(server) = pg_server::PgServer::start() else {
+        return;
+    };
+    let db = server.database().await;
+    crash_and_resume(&db, 8).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_resuming_one_thread_one_proceeds() {
+    let base = serve_with(model);
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let store = toolsmith::store::open(&db).await.unwrap();
+    for i in 0..3 {
+        let root = dir.path().join(format!("ws-{i}"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+        let thread = format!("race-{i}");
+        // Runs until it waits for the write's approval.
+        let out = run_killed(toolsmith(&base, &db, &root, &thread, false), None).unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let paused = store.thread(&thread).await.unwrap().unwrap();
+        assert_eq!(paused.status, ThreadStatus::Paused);
+
+        let a = toolsmith(&base, &db, &root, &thread, true).spawn().unwrap();
+        let b = toolsmith(&base, &db, &root, &thread, true).spawn().unwrap();
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let outcomes = [&a, &b];
+        let won = outcomes.iter().filter(|o| o.status.success()).count();
+        assert_eq!(won, 1, "exactly one resumption proceeds");
+        let lost = outcomes.iter().find(|o| !o.status.success()).unwrap();
+        let stderr = String::from_utf8_lossy(&lost.stderr);
+        assert!(
+            stderr.contains("is being continued by another process")
+                || stderr.contains("has no run to resume"),
+            "the other gets a clear error: {stderr}"
+        );
+        check_thread(&*store, &thread, &root).await;
+    }
+}

@@ -1,0 +1,315 @@
+//! Stored runs in process, on a real SQLite file: what the journal decides for each call a
+//! crash left behind. The crash is staged in the store as a killed process leaves it: the
+//! assistant message with its calls saved, the calls journaled `intended` (or settled), no
+//! results. (`cli_crash.rs` kills real processes.)
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Value, json};
+use toolsmith::agent::{EFFECT_REVERTED, EFFECT_UNKNOWN};
+use toolsmith::durable::{DurableError, StoredRun};
+use toolsmith::prelude::*;
+use toolsmith::providers::{ScriptedModel, Turn};
+use toolsmith::store::{EffectStatus, JournalEntry, NewThread, SqliteStore, Store, ThreadStatus};
+use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart};
+
+const RUN: &str = "run-1";
+
+/// A side-effecting, non-idempotent tool that counts its executions.
+fn pay(count: Arc<AtomicU32>, meta: ToolMeta) -> impl Tool {
+    from_fn("pay", "Pay someone.", move |_: Value, _cx| {
+        let count = count.clone();
+        async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ToolError>(json!({"paid": true}))
+        }
+    })
+    .with_meta(meta)
+}
+
+fn side_effect() -> ToolMeta {
+    ToolMeta::new().side_effect(true)
+}
+
+/// A thread as a process killed during call `call_1` of `tool` leaves it.
+async fn crashed(store: &dyn Store, thread: &str, tool: &str, unsafe_call: bool) {
+    store.create_thread(NewThread::new(thread)).await.unwrap();
+    store.claim(thread, 0, RUN).await.unwrap();
+    let call = ToolCallPart {
+        tool_call_id: "call_1".into(),
+        tool_name: tool.into(),
+        input: json!({"to": "bob"}),
+        provider_executed: false,
+        provider_metadata: Default::default(),
+    };
+    let messages = [
+        Message::user("Pay Bob."),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+    ];
+    store
+        .write(thread, 1, 0, &messages, ThreadStatus::Running, &[])
+        .await
+        .unwrap();
+    let key = format!("{RUN}:call_1");
+    store
+        .journal_intend(&JournalEntry {
+            thread_id: thread.into(),
+            run_id: RUN.into(),
+            tool_call_id: "call_1".into(),
+            tool_name: tool.into(),
+            seq: 0,
+            attempt: 1,
+            input: json!({"to": "bob"}),
+            side_effect: true,
+            idempotent: !unsafe_call,
+            idempotency_key: Some(key.clone()),
+            status: EffectStatus::Intended,
+            output: None,
+        })
+        .await
+        .unwrap();
+    if unsafe_call {
+        store.ledger_claim(&key, thread).await.unwrap();
+    }
+}
+
+/// Resumes `thread` (its lease is long past: the test set the clock) with `agent`.
+async fn resume(store: Arc<dyn Store>, thread: &str, agent: &Agent) -> RunOutput {
+    let (run, messages) = StoredRun::resume(store, thread, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        run.run_id(),
+        RUN,
+        "a resumed run keeps its id, and so its keys"
+    );
+    agent.run(run.input(messages)).await.unwrap()
+}
+
+fn result_of(out: &RunOutput, call: &str) -> ModelOutput {
+    out.messages
+        .iter()
+        .flat_map(|m| m.tool_results_iter())
+        .find(|r| r.tool_call_id == call)
+        .map(|r| r.output.clone())
+        .expect("the call has a result")
+}
+
+async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("runs.db")).await.unwrap();
+    (dir, Arc::new(store))
+}
+
+#[tokio::test]
+async fn an_unsettled_side_effect_is_not_run_again_and_the_model_is_warned() {
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", true).await;
+    let count = Arc::new(AtomicU32::new(0));
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("I will check first.")]))
+        .tool(pay(count.clone(), side_effect()))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 0, "never re-run blindly");
+    let output = serde_json::to_value(result_of(&out, "call_1")).unwrap();
+    assert!(
+        output
+            .to_string()
+            .contains("may or may not have taken effect")
+    );
+    let warning = out
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User && m.text().contains("[smithers:tool-resume-warning]"))
+        .expect("the resume warning");
+    assert!(
+        warning
+            .text()
+            .contains("- pay (attempt 1, seq 0, status unknown)"),
+        "{}",
+        warning.text()
+    );
+    let journal = store.journal("t").await.unwrap();
+    assert_eq!(journal[0].status, EffectStatus::Unknown);
+    assert_eq!(journal[0].output.as_ref().unwrap()["code"], EFFECT_UNKNOWN);
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(thread.status, ThreadStatus::Idle, "the run finished");
+    assert_eq!(store.messages("t").await.unwrap(), out.messages);
+}
+
+struct FoundPayment;
+
+#[async_trait]
+impl Reconcile for FoundPayment {
+    async fn reconcile(
+        &self,
+        _: &Value,
+        cx: &ToolContext,
+    ) -> Result<Option<ToolOutput>, ToolError> {
+        assert_eq!(
+            cx.idempotency_key(),
+            "run-1:call_1",
+            "the interrupted call's key"
+        );
+        Ok(Some(ToolOutput::json(
+            json!({"paid": true, "reconciled": true}),
+        )))
+    }
+}
+
+struct NoPayment;
+
+#[async_trait]
+impl Reconcile for NoPayment {
+    async fn reconcile(&self, _: &Value, _: &ToolContext) -> Result<Option<ToolOutput>, ToolError> {
+        Ok(None)
+    }
+}
+
+#[tokio::test]
+async fn a_reconcile_hook_settles_an_interrupted_call() {
+    // It had happened: its result, without running again.
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", true).await;
+    let count = Arc::new(AtomicU32::new(0));
+    let meta = side_effect().reconcile(FoundPayment).unwrap();
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
+        .tool(pay(count.clone(), meta))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        result_of(&out, "call_1"),
+        ModelOutput::json(json!({"paid": true, "reconciled": true}))
+    );
+    assert_eq!(
+        store.journal("t").await.unwrap()[0].status,
+        EffectStatus::Succeeded
+    );
+
+    // It had not: the call runs now, once.
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", true).await;
+    let meta = side_effect().reconcile(NoPayment).unwrap();
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
+        .tool(pay(count.clone(), meta))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        result_of(&out, "call_1"),
+        ModelOutput::json(json!({"paid": true}))
+    );
+}
+
+struct Refund(Arc<AtomicU32>);
+
+#[async_trait]
+impl Revert for Refund {
+    async fn revert(&self, _: &Value, _: &ToolContext) -> Result<(), ToolError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_revert_hook_undoes_an_interrupted_call_and_the_model_is_told() {
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", true).await;
+    let (count, refunds) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let meta = side_effect().revert(Refund(refunds.clone())).unwrap();
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Reverted.")]))
+        .tool(pay(count.clone(), meta))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(
+        (count.load(Ordering::SeqCst), refunds.load(Ordering::SeqCst)),
+        (0, 1)
+    );
+    let output = serde_json::to_value(result_of(&out, "call_1")).unwrap();
+    assert!(output.to_string().contains("has been reverted"), "{output}");
+    let journal = store.journal("t").await.unwrap();
+    assert_eq!(journal[0].status, EffectStatus::Failed);
+    assert_eq!(journal[0].output.as_ref().unwrap()["code"], EFFECT_REVERTED);
+}
+
+#[tokio::test]
+async fn an_idempotent_call_is_run_again_as_a_second_attempt() {
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", false).await;
+    let count = Arc::new(AtomicU32::new(0));
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
+        .tool(pay(count.clone(), side_effect().idempotent(true)))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        result_of(&out, "call_1"),
+        ModelOutput::json(json!({"paid": true}))
+    );
+    let journal = store.journal("t").await.unwrap();
+    let attempts: Vec<(u32, EffectStatus)> =
+        journal.iter().map(|e| (e.attempt, e.status)).collect();
+    assert_eq!(
+        attempts,
+        [(1, EffectStatus::Intended), (2, EffectStatus::Succeeded)]
+    );
+}
+
+#[tokio::test]
+async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
+    let (_dir, store) = sqlite().await;
+    crashed(&*store, "t", "pay", true).await;
+    // The call finished and was journaled; the process died before the tool message.
+    let output = serde_json::to_value(ToolOutput::json(json!({"paid": "earlier"}))).unwrap();
+    store
+        .journal_settle(RUN, "call_1", 1, EffectStatus::Succeeded, &output)
+        .await
+        .unwrap();
+    let count = Arc::new(AtomicU32::new(0));
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
+        .tool(pay(count.clone(), side_effect()))
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        result_of(&out, "call_1"),
+        ModelOutput::json(json!({"paid": "earlier"}))
+    );
+}
+
+#[tokio::test]
+async fn a_stored_run_records_every_call_and_its_thread() {
+    let (_dir, store) = sqlite().await;
+    let count = Arc::new(AtomicU32::new(0));
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::call("pay", json!({"to": "bob"})),
+        Turn::text("Paid."),
+    ]))
+    .tool(pay(count.clone(), side_effect()))
+    .build();
+    let prompt = vec![Message::user("Pay Bob.")];
+    let (run, messages) = StoredRun::start(store.clone(), "t", prompt).await.unwrap();
+    let run_id = run.run_id().to_string();
+    let out = agent.run(run.input(messages)).await.unwrap();
+    assert_eq!(out.text, "Paid.");
+    assert_eq!(store.messages("t").await.unwrap(), out.messages);
+    let journal = store.journal("t").await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].status, EffectStatus::Succeeded);
+    assert_eq!(
+        journal[0].idempotency_key.as_deref(),
+        Some(format!("{run_id}:{}", journal[0].tool_call_id).as_str())
+    );
+    // A finished thread takes a new run, not a resumption.
+    let resumed = StoredRun::resume(store.clone(), "t", std::time::Duration::ZERO).await;
+    assert!(matches!(resumed, Err(DurableError::NothingToResume { .. })));
+    // A running thread held by a live process cannot be taken over within its lease.
+    let prompt = vec![Message::user("Again.")];
+    let (_held, _) = StoredRun::start(store.clone(), "t", prompt).await.unwrap();
+    let taken = StoredRun::resume(store.clone(), "t", std::time::Duration::from_secs(60)).await;
+    assert!(matches!(taken, Err(DurableError::Held { .. })), "{taken:?}");
+    let again = StoredRun::start(store.clone(), "t", vec![]).await;
+    assert!(matches!(again, Err(DurableError::Unfinished { .. })));
+}
