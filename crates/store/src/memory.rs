@@ -56,6 +56,26 @@ impl MemoryStore {
     }
 }
 
+/// The thread and its messages, if its version is `expected`.
+fn at_version<'a>(
+    state: &'a mut State,
+    thread: &str,
+    expected: u64,
+) -> Result<&'a mut (Thread, Vec<Message>), StoreError> {
+    let entry = state
+        .threads
+        .get_mut(thread)
+        .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+    if entry.0.version != expected {
+        return Err(StoreError::Conflict {
+            thread: thread.to_string(),
+            expected,
+            found: entry.0.version,
+        });
+    }
+    Ok(entry)
+}
+
 #[async_trait]
 impl Store for MemoryStore {
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -118,17 +138,7 @@ impl Store for MemoryStore {
         pending: &[Pause],
     ) -> Result<u64, StoreError> {
         let mut state = self.state();
-        let (record, stored) = state
-            .threads
-            .get_mut(thread)
-            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
-        if record.version != expected {
-            return Err(StoreError::Conflict {
-                thread: thread.to_string(),
-                expected,
-                found: record.version,
-            });
-        }
+        let (record, stored) = at_version(&mut state, thread, expected)?;
         if keep > stored.len() as u64 {
             return Err(StoreError::Corrupt(format!(
                 "cannot keep {keep} of the {} messages of thread {thread}",
@@ -147,17 +157,7 @@ impl Store for MemoryStore {
 
     async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
         let mut state = self.state();
-        let (record, _) = state
-            .threads
-            .get_mut(thread)
-            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
-        if record.version != expected {
-            return Err(StoreError::Conflict {
-                thread: thread.to_string(),
-                expected,
-                found: record.version,
-            });
-        }
+        let (record, _) = at_version(&mut state, thread, expected)?;
         record.version += 1;
         record.status = ThreadStatus::Running;
         record.run_id = Some(run_id.to_string());
@@ -167,17 +167,7 @@ impl Store for MemoryStore {
 
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
         let mut state = self.state();
-        let (record, _) = state
-            .threads
-            .get_mut(thread)
-            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
-        if record.version != expected {
-            return Err(StoreError::Conflict {
-                thread: thread.to_string(),
-                expected,
-                found: record.version,
-            });
-        }
+        let (record, _) = at_version(&mut state, thread, expected)?;
         record.updated_at = now_millis();
         Ok(())
     }
