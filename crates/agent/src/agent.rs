@@ -9,8 +9,8 @@ use toolsmith_core::layer::{
     ToolHook, TracingLayer,
 };
 use toolsmith_core::{
-    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolResolver,
-    Toolset, VariableDecl,
+    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolMeta,
+    ToolResolver, Toolset, VariableDecl,
 };
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
@@ -127,6 +127,22 @@ impl Agent {
     /// Dropping the stream cancels the run.
     pub fn stream(&self, input: impl Into<RunInput>) -> RunStream {
         RunStream::spawn(self.inner.clone(), input.into())
+    }
+
+    /// The effect class of a tool that runs this agent (a sub-agent or prompt tool): it has a
+    /// side effect if any of the agent's tools has one, and is idempotent only if all of them
+    /// are. So a crash during such a call is resolved as its riskiest tool would be (seed 001),
+    /// never by re-running the whole child blindly. Tools from a resolver are not known ahead,
+    /// so an agent with a resolver counts as not idempotent.
+    pub(crate) fn effect_meta(&self) -> ToolMeta {
+        let tools = self.inner.tools();
+        let side_effect =
+            self.inner.resolver.is_some() || tools.iter().any(|t| t.meta().side_effect);
+        let idempotent =
+            self.inner.resolver.is_none() && tools.iter().all(|t| t.meta().is_idempotent());
+        ToolMeta::new()
+            .side_effect(side_effect)
+            .idempotent(idempotent)
     }
 
     pub(crate) fn inner(&self) -> &Arc<AgentInner> {

@@ -90,6 +90,8 @@ impl Default for SubpromptConfig {
 /// ```
 pub struct PromptTool {
     spec: ToolSpec,
+    /// The prompt's effect class, from its agent's tools.
+    meta: ToolMeta,
     agent: Agent,
     config: SubpromptConfig,
     /// The task and attachment properties, in the sub-agent form the shared code reads.
@@ -114,6 +116,7 @@ impl PromptTool {
         PromptTool {
             spec: ToolSpec::new(name.into(), input_schema(&shape, false))
                 .with_description(description),
+            meta: agent.effect_meta(),
             agent,
             config,
             shape,
@@ -169,7 +172,7 @@ impl Tool for PromptTool {
     }
 
     fn meta(&self) -> &ToolMeta {
-        ToolMeta::default_ref()
+        &self.meta
     }
 
     fn kind(&self) -> &ToolKind {

@@ -70,7 +70,7 @@ impl SubagentTool {
     ) -> Self {
         let spec =
             ToolSpec::new(name.into(), input_schema(&config, true)).with_description(description);
-        let mut meta = ToolMeta::new();
+        let mut meta = agent.effect_meta();
         if let Some(flag) = &config.optional {
             meta = meta.optional(flag.clone());
         }

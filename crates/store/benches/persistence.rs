@@ -1,88 +1,235 @@
-//! What durability costs per tool call: the journal's `intended` row before the call, its
-//! settlement after, and the tool message appended to the thread (the three writes the loop
-//! makes for a call), on SQLite (a file in a temporary folder, WAL) and, when a PostgreSQL
-//! server is given in `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback.
-//! Issue 7's targets: at most 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
+//! What durability costs per tool call, and how many runs one SQLite file sustains.
+//!
+//! `per_tool_call`: the writes a stored run makes for one call of a side-effecting,
+//! non-idempotent tool (the most a call costs): the journal's `intended` row, the ledger claim
+//! of its key, the settlement in both, and the thread saved with the result (the loop's save
+//! after a call rewrites the step's assistant message and its tool message). On SQLite (a file
+//! in a temporary folder, WAL) and, when a PostgreSQL server is given in
+//! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
+//! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
+//!
+//! `concurrent_runs`: K runs at once, each its own thread of 5 such calls (a claim, then the
+//! step's assistant message, then the calls), on one SQLite file: through one store (one
+//! connection, as one process) and through K stores (K connections, as K processes).
+//! Throughput is in calls.
 //!
 //! Run: `cargo bench -p toolsmith-store --bench persistence`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use toolsmith_core::{Message, ModelOutput, ToolResultPart};
+use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    EffectStatus, JournalEntry, NewThread, PostgresStore, SqliteStore, Store, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, SqliteStore, Store, ThreadStatus,
 };
 
-/// One tool call's persistence on `store`, in thread `thread` at `version` (updated).
-async fn one_call<S: Store>(store: &S, thread: &str, call: u64, version: &AtomicU64) {
-    let id = format!("call_{call}");
-    let entry = JournalEntry {
-        thread_id: thread.to_string(),
-        run_id: "bench-run".to_string(),
-        tool_call_id: id.clone(),
-        tool_name: "lookup".to_string(),
-        seq: call,
-        attempt: 1,
-        input: json!({"key": "some key", "n": call}),
-        side_effect: true,
-        idempotent: false,
-        idempotency_key: Some(format!("bench-run:{id}")),
-        status: EffectStatus::Intended,
-        output: None,
-    };
-    store.journal_intend(&entry).await.unwrap();
-    let output = json!({"value": "a result of moderate length, as tools return"});
-    store
-        .journal_settle("bench-run", &id, 1, EffectStatus::Succeeded, &output)
-        .await
-        .unwrap();
-    let result = Message::tool_results(vec![ToolResultPart {
-        tool_call_id: id,
-        tool_name: "lookup".into(),
-        output: ModelOutput::json(output),
-        provider_executed: false,
-        provider_metadata: Default::default(),
-    }]);
-    let v = version.load(Ordering::SeqCst);
-    let next = store
-        .write(thread, v, call, &[result], ThreadStatus::Running, &[])
-        .await
-        .unwrap();
-    version.store(next, Ordering::SeqCst);
+/// Calls per run in `concurrent_runs`.
+const CALLS_PER_RUN: u64 = 5;
+
+/// A thread being written as a run writes it.
+struct Writer<'a, S: Store> {
+    store: &'a S,
+    thread: String,
+    run: String,
+    version: u64,
+    /// The messages stored, and the index of the step's assistant message.
+    count: u64,
+    assistant: u64,
 }
 
-fn bench_store<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, store: S) {
-    let thread = format!("bench-{name}");
-    rt.block_on(store.create_thread(NewThread::new(&thread)))
-        .unwrap();
-    let version = AtomicU64::new(0);
-    let calls = AtomicU64::new(0);
+impl<'a, S: Store> Writer<'a, S> {
+    async fn start(store: &'a S, thread: String) -> Self {
+        store.create_thread(NewThread::new(&thread)).await.unwrap();
+        let prompt = [Message::user("Look these up.")];
+        let v = store
+            .write(&thread, 0, 0, &prompt, ThreadStatus::Running, &[])
+            .await
+            .unwrap();
+        let version = store.claim(&thread, v, "bench-run").await.unwrap();
+        let mut writer = Writer {
+            store,
+            thread,
+            run: "bench-run".into(),
+            version,
+            count: 1,
+            assistant: 1,
+        };
+        writer.step().await;
+        writer
+    }
+
+    /// A new step: its assistant message with one call.
+    async fn step(&mut self) {
+        let assistant = Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCallPart {
+                tool_call_id: format!("call_{}", self.count),
+                tool_name: "lookup".into(),
+                input: json!({"key": "some key"}),
+                provider_executed: false,
+                provider_metadata: Default::default(),
+            })],
+        );
+        self.assistant = self.count;
+        self.save(self.count, &[assistant]).await;
+    }
+
+    async fn save(&mut self, keep: u64, tail: &[Message]) {
+        self.version = self
+            .store
+            .write(
+                &self.thread,
+                self.version,
+                keep,
+                tail,
+                ThreadStatus::Running,
+                &[],
+            )
+            .await
+            .unwrap();
+        self.count = keep + tail.len() as u64;
+    }
+
+    /// One call's writes: journal and ledger before, both after, then the result saved.
+    async fn call(&mut self, seq: u64) {
+        let id = format!("call_{seq}");
+        let key = format!("{}:{id}", self.run);
+        let entry = JournalEntry {
+            thread_id: self.thread.clone(),
+            run_id: self.run.clone(),
+            tool_call_id: id.clone(),
+            tool_name: "lookup".to_string(),
+            seq,
+            attempt: 1,
+            input: json!({"key": "some key", "n": seq}),
+            side_effect: true,
+            idempotent: false,
+            idempotency_key: Some(key.clone()),
+            status: EffectStatus::Intended,
+            output: None,
+        };
+        self.store.journal_intend(&entry).await.unwrap();
+        assert_eq!(
+            self.store.ledger_claim(&key, &self.thread).await.unwrap(),
+            Claim::New
+        );
+        let output = json!({"value": "a result of moderate length, as tools return"});
+        self.store
+            .journal_settle(&self.run, &id, 1, EffectStatus::Succeeded, &output)
+            .await
+            .unwrap();
+        self.store
+            .ledger_settle(&key, EffectStatus::Succeeded, &output)
+            .await
+            .unwrap();
+        let assistant = Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCallPart {
+                tool_call_id: id.clone(),
+                tool_name: "lookup".into(),
+                input: json!({"key": "some key"}),
+                provider_executed: false,
+                provider_metadata: Default::default(),
+            })],
+        );
+        let result = Message::tool_results(vec![ToolResultPart {
+            tool_call_id: id,
+            tool_name: "lookup".into(),
+            output: ModelOutput::json(output),
+            provider_executed: false,
+            provider_metadata: Default::default(),
+        }]);
+        // The loop rewrites from the step's assistant message on.
+        self.save(self.assistant, &[assistant, result]).await;
+    }
+}
+
+fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, store: S) {
+    let calls = AtomicU64::new(1);
+    let mut writer = rt.block_on(Writer::start(&store, format!("bench-{name}")));
     c.bench_function(&format!("persistence/{name}/per_tool_call"), |b| {
-        b.to_async(rt).iter(|| async {
-            let call = calls.fetch_add(1, Ordering::SeqCst);
-            one_call(&store, &thread, call, &version).await;
+        b.iter(|| {
+            let seq = calls.fetch_add(1, Ordering::SeqCst);
+            rt.block_on(async {
+                // Each call in a step of its own, as a model calling one tool per turn does.
+                writer.step().await;
+                writer.call(seq).await;
+            })
         })
     });
 }
 
 fn persistence(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let sqlite = rt
         .block_on(SqliteStore::open(dir.path().join("bench.db")))
         .unwrap();
-    bench_store(c, "sqlite", &rt, sqlite);
+    per_call(c, "sqlite", &rt, sqlite);
     if let Ok(url) = std::env::var("TOOLSMITH_BENCH_POSTGRES") {
         let postgres = rt.block_on(PostgresStore::connect(&url)).unwrap();
-        bench_store(c, "postgres", &rt, postgres);
+        per_call(c, "postgres", &rt, postgres);
     }
 }
 
-criterion_group!(benches, persistence);
+/// `runs` runs of `CALLS_PER_RUN` calls at once on `stores` (round robin); the time taken.
+async fn concurrent(stores: &[Arc<SqliteStore>], runs: usize, round: u64) -> Duration {
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..runs)
+        .map(|i| {
+            let store = stores[i % stores.len()].clone();
+            tokio::spawn(async move {
+                let mut writer = Writer::start(&*store, format!("r{round}-{i}")).await;
+                for seq in 1..=CALLS_PER_RUN {
+                    writer.call(seq).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn concurrent_runs(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("concurrent.db");
+    let round = AtomicU64::new(0);
+    let mut group = c.benchmark_group("persistence/sqlite/concurrent_runs");
+    group.sample_size(20);
+    for runs in [1usize, 4, 16] {
+        group.throughput(Throughput::Elements(runs as u64 * CALLS_PER_RUN));
+        for (label, connections) in [("one_store", 1), ("store_per_run", runs)] {
+            let stores: Vec<Arc<SqliteStore>> = (0..connections)
+                .map(|_| Arc::new(rt.block_on(SqliteStore::open(&path)).unwrap()))
+                .collect();
+            group.bench_with_input(BenchmarkId::new(label, runs), &runs, |b, &runs| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            let round = round.fetch_add(1, Ordering::SeqCst);
+                            rt.block_on(concurrent(&stores, runs, round))
+                        })
+                        .sum()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+criterion_group!(benches, persistence, concurrent_runs);
 criterion_main!(benches);

@@ -34,12 +34,22 @@ fn side_effect() -> ToolMeta {
 
 /// A thread as a process killed during call `call_1` of `tool` leaves it.
 async fn crashed(store: &dyn Store, thread: &str, tool: &str, unsafe_call: bool) {
+    crashed_with(store, thread, tool, json!({"to": "bob"}), unsafe_call).await;
+}
+
+async fn crashed_with(
+    store: &dyn Store,
+    thread: &str,
+    tool: &str,
+    input: Value,
+    unsafe_call: bool,
+) {
     store.create_thread(NewThread::new(thread)).await.unwrap();
     store.claim(thread, 0, RUN).await.unwrap();
     let call = ToolCallPart {
         tool_call_id: "call_1".into(),
         tool_name: tool.into(),
-        input: json!({"to": "bob"}),
+        input: input.clone(),
         provider_executed: false,
         provider_metadata: Default::default(),
     };
@@ -60,7 +70,7 @@ async fn crashed(store: &dyn Store, thread: &str, tool: &str, unsafe_call: bool)
             tool_name: tool.into(),
             seq: 0,
             attempt: 1,
-            input: json!({"to": "bob"}),
+            input,
             side_effect: true,
             idempotent: !unsafe_call,
             idempotency_key: Some(key.clone()),
@@ -276,6 +286,37 @@ async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
     assert_eq!(
         result_of(&out, "call_1"),
         ModelOutput::json(json!({"paid": "earlier"}))
+    );
+}
+
+#[tokio::test]
+async fn a_sub_agent_interrupted_mid_run_is_not_run_again_when_its_tools_have_effects() {
+    let (_dir, store) = sqlite().await;
+    let input = json!({"prompt": "Pay Bob."});
+    crashed_with(&*store, "t", "helper", input, true).await;
+    let count = Arc::new(AtomicU32::new(0));
+    let child = Agent::builder(ScriptedModel::new([
+        Turn::call("pay", json!({"to": "bob"})),
+        Turn::text("Paid."),
+    ]))
+    .tool(pay(count.clone(), side_effect()))
+    .build();
+    let helper = toolsmith::agent::SubagentTool::new("helper", "Pays people.", child);
+    assert!(helper.meta().side_effect && !helper.meta().is_idempotent());
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("I will check first.")]))
+        .tool(helper)
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        0,
+        "the child's payment is not repeated"
+    );
+    let output = serde_json::to_value(result_of(&out, "call_1")).unwrap();
+    assert!(
+        output
+            .to_string()
+            .contains("may or may not have taken effect")
     );
 }
 
