@@ -41,9 +41,10 @@ use toolsmith_agent::{
     CallOutcome, EFFECT_UNKNOWN, Intent, LoggedCall, RunInput, RunLog, RunLogError, RunState,
     Settled,
 };
-use toolsmith_core::{Message, ToolError, ToolOutput, async_trait};
+use toolsmith_core::{Message, ToolError, ToolOutput, Variables, async_trait};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, Thread, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, Store, StoreError, Thread,
+    ThreadStatus, Vault,
 };
 
 /// How long a running thread stays held by its process without a sign of life, by default.
@@ -444,6 +445,43 @@ impl RunLog for StoredRun {
         }
         self.settle_entry(entry, status, &output).await
     }
+}
+
+/// The thread's stored variables, secrets opened with `key`: put them in the run's input
+/// ([`RunInput::variables`]), where a thread's own values win over the agent's (seed 004).
+///
+/// # Errors
+///
+/// The store's; a secret sealed with another key.
+pub async fn thread_variables(
+    store: &dyn Store,
+    thread: &str,
+    key: &SecretKey,
+) -> Result<HashMap<String, String>, StoreError> {
+    let stored = Vault::new(store, key.clone()).get(thread).await?;
+    Ok(stored
+        .into_iter()
+        .map(|(name, value, _)| (name, value))
+        .collect())
+}
+
+/// Keeps with the thread the variables a run set (`RunOutput::variables_set`, seed 004's
+/// `setEnv`), secrets sealed with `key`: the database holds only their ciphertext.
+///
+/// # Errors
+///
+/// The store's.
+pub async fn keep_variables(
+    store: &dyn Store,
+    thread: &str,
+    key: &SecretKey,
+    set: &Variables,
+) -> Result<(), StoreError> {
+    let vault = Vault::new(store, key.clone());
+    for (name, value) in set.iter() {
+        vault.put(thread, name, value, set.is_secret(name)).await?;
+    }
+    Ok(())
 }
 
 /// Touches the thread every third of the lease while the run lives (the loop holds the log

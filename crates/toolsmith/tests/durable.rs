@@ -12,7 +12,7 @@ use toolsmith::durable::{DurableError, StoredRun};
 use toolsmith::prelude::*;
 use toolsmith::providers::{ScriptedModel, Turn};
 use toolsmith::store::{EffectStatus, JournalEntry, NewThread, SqliteStore, Store, ThreadStatus};
-use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart};
+use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart, VariableKind};
 
 const RUN: &str = "run-1";
 
@@ -353,4 +353,56 @@ async fn a_stored_run_records_every_call_and_its_thread() {
     assert!(matches!(taken, Err(DurableError::Held { .. })), "{taken:?}");
     let again = StoredRun::start(store.clone(), "t", vec![]).await;
     assert!(matches!(again, Err(DurableError::Unfinished { .. })));
+}
+
+#[tokio::test]
+async fn variables_a_run_sets_are_kept_with_the_thread_and_secrets_only_as_ciphertext() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let setter = from_fn("login", "Log in.", |_: Value, cx: ToolContext| async move {
+        cx.set_variable(
+            "SESSION_TOKEN",
+            "tok-4f9a1c77e2",
+            Some(VariableKind::Secret),
+        );
+        cx.set_variable("REGION", "eu-west", Some(VariableKind::Text));
+        Ok::<_, ToolError>("logged in")
+    });
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::call("login", json!({})),
+        Turn::text("In."),
+    ]))
+    .tool(setter)
+    .build();
+    let prompt = vec![Message::user("Log in.")];
+    let (run, messages) = StoredRun::start(store.clone(), "t", prompt).await.unwrap();
+    let out = agent.run(run.input(messages)).await.unwrap();
+    let key = toolsmith::store::SecretKey::generate();
+    toolsmith::durable::keep_variables(&*store, "t", &key, &out.variables_set)
+        .await
+        .unwrap();
+    let kept = toolsmith::durable::thread_variables(&*store, "t", &key)
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.get("SESSION_TOKEN").map(String::as_str),
+        Some("tok-4f9a1c77e2")
+    );
+    assert_eq!(kept.get("REGION").map(String::as_str), Some("eu-west"));
+    drop(store);
+    let bytes = std::fs::read(&path).unwrap();
+    let wal = std::fs::read(dir.path().join("runs.db-wal")).unwrap_or_default();
+    for file in [&bytes, &wal] {
+        let text = String::from_utf8_lossy(file);
+        assert!(
+            !text.contains("tok-4f9a1c77e2"),
+            "the secret is stored only sealed"
+        );
+    }
+    assert!(
+        String::from_utf8_lossy(&bytes).contains("eu-west")
+            || String::from_utf8_lossy(&wal).contains("eu-west"),
+        "a plain variable is stored as text"
+    );
 }

@@ -20,7 +20,7 @@ use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 use toolsmith_store::SecretKey;
 
 use toolsmith::config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
-use toolsmith::durable::{DurableError, StoredRun};
+use toolsmith::durable::{DurableError, StoredRun, keep_variables, thread_variables};
 
 use super::print::{Human, JsonLines, Printer};
 use super::spinner::Spinner;
@@ -241,14 +241,21 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             .approval_policy(approval.policy.clone())
             .approval_timeout(approval.timeout, approval.timeout_action);
     }
-    if args.db.is_some() {
-        // A stored run may pause in one process and resume in another: its approval ids are
-        // signed with a key every process derives from the secret key.
-        match SecretKey::load(&SecretKey::default_file()) {
-            Ok(key) => builder = builder.approval_key(ApprovalKey::new(key.derive("approvals"))),
-            Err(e) => return usage_error(format!("--db: {e}")),
+    // A stored run may pause in one process and resume in another: its approval ids are
+    // signed with a key every process derives from the secret key, which also seals the
+    // thread's secret variables.
+    let secret = match args
+        .db
+        .as_ref()
+        .map(|_| SecretKey::load(&SecretKey::default_file()))
+    {
+        None => None,
+        Some(Ok(key)) => {
+            builder = builder.approval_key(ApprovalKey::new(key.derive("approvals")));
+            Some(key)
         }
-    }
+        Some(Err(e)) => return usage_error(format!("--db: {e}")),
+    };
     let agent = config.declare_variables(builder, &lookup).build();
 
     let cancel = CancellationToken::new();
@@ -323,6 +330,12 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         input
     };
     let mut input = start(first);
+    if let (Some((store, thread)), Some(key)) = (&stored, &secret) {
+        match thread_variables(&**store, thread, key).await {
+            Ok(variables) => input.variables.extend(variables),
+            Err(e) => return usage_error(format!("--db: the thread's variables: {e}")),
+        }
+    }
 
     let mut printer: Box<dyn Printer> = if args.json {
         Box::new(JsonLines)
@@ -337,6 +350,16 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let stdout = std::io::stdout();
     loop {
         let result = show(&agent, input, &mut *printer, args.json, waiting).await;
+        if let (Some((store, thread)), Some(key)) = (&stored, &secret) {
+            let set = match &result {
+                Ok(out) => &out.variables_set,
+                Err(e) => &e.output.variables_set,
+            };
+            if let Err(e) = keep_variables(&**store, thread, key, set).await {
+                eprintln!("error: --db: keeping the thread's variables: {e}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
         let pending: &[Pause] = match &result {
             Ok(out) => &out.pending,
             Err(_) => &[],
@@ -378,7 +401,15 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         input = match &stored {
             None => start(RunInput::from(out.messages.clone())),
             Some((store, thread)) => match StoredRun::resume(store.clone(), thread, lease).await {
-                Ok((run, messages)) => start(run.input(messages)),
+                Ok((run, messages)) => {
+                    let mut input = start(run.input(messages));
+                    if let Some(key) = &secret
+                        && let Ok(variables) = thread_variables(&**store, thread, key).await
+                    {
+                        input.variables.extend(variables);
+                    }
+                    input
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(EXIT_FAILURE);
