@@ -204,12 +204,15 @@ async fn crash_and_resume(db: &str, threads: u64) {
         let kill = kill_point(i, threads, first_span, 0);
         killed += u32::from(run_killed(first, Some(kill)).is_none());
         for attempt in 0..40 {
-            let Some(found) = store.thread(&thread).await.unwrap() else {
-                // Killed before the thread was stored: start it again.
+            let found = store.thread(&thread).await.unwrap();
+            if found.as_ref().is_none_or(|t| t.message_count == 0) {
+                // Killed before the prompt was stored (the thread may have been created):
+                // nothing ran, nothing to resume; the run is started again.
                 let first = toolsmith(&base, db, &root, &thread, false);
                 run_killed(first, None).unwrap();
                 continue;
-            };
+            }
+            let found = found.unwrap();
             if found.status == ThreadStatus::Idle {
                 break;
             }
