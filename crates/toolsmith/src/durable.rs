@@ -262,7 +262,11 @@ impl StoredRun {
         let run_id = self.run_id.clone();
         let thread = self.thread.clone();
         let run = Arc::new(self);
-        tokio::spawn(heartbeat(Arc::downgrade(&run)));
+        // Outside a Tokio runtime there is no heartbeat: the run's writes are its only signs
+        // of life.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(heartbeat(Arc::downgrade(&run)));
+        }
         RunInput::new(messages)
             .with_run_id(run_id)
             .with_thread_id(thread)
