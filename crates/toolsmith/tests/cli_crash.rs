@@ -391,3 +391,69 @@ async fn two_processes_resuming_one_thread_one_proceeds() {
         check_thread(&*store, &thread, &root).await;
     }
 }
+
+/// `toolsmith threads …` on `db`.
+fn threads(db: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .arg("threads")
+        .args(args)
+        .args(["--db", db])
+        .env_remove("TOOLSMITH_DB")
+        .output()
+        .expect("the binary runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_list_and_show_print_a_stored_run_with_its_journal() {
+    let base = serve_with(model);
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let out = run_killed(toolsmith(&base, &db, &root, "shown", false), None).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let list = threads(&db, &["list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success());
+    assert!(text.contains("shown") && text.contains("paused"), "{text}");
+
+    let show = threads(&db, &["show", "shown"]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("status:   paused"), "{text}");
+    assert!(text.contains("waits for: approval of write"), "{text}");
+    assert!(text.contains("read (call call_"), "{text}");
+    assert!(
+        text.contains("bash (call ") && text.contains("succeeded [side effect, not idempotent]"),
+        "{text}"
+    );
+
+    let json: Value =
+        serde_json::from_slice(&threads(&db, &["show", "shown", "--json"]).stdout).unwrap();
+    assert_eq!(json["thread"]["status"], "paused");
+    assert_eq!(json["journal"].as_array().unwrap().len(), 2);
+    assert_eq!(json["messages"].as_array().unwrap().len(), 4);
+
+    let missing = threads(&db, &["show", "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        "error: thread nope does not exist"
+    );
+    let bad = threads("mysql://root:hunter2@db/x", &["list"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("unsupported store URL (scheme \"mysql\")"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("hunter2"),
+        "the URL's password is never printed"
+    );
+}
