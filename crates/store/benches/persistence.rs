@@ -1,9 +1,12 @@
 //! What durability costs per tool call, and how many runs one SQLite file sustains.
 //!
 //! `per_tool_call`: the writes a stored run makes for one call of a side-effecting,
-//! non-idempotent tool (the most a call costs): the journal's `intended` row, the ledger claim
-//! of its key, the settlement in both, and the thread saved with the result (the loop's save
-//! after a call rewrites the step's assistant message and its tool message). On SQLite (a file
+//! non-idempotent tool (the most a call costs), in a step of its own: the step's assistant
+//! message saved, the journal's `intended` row with the ledger claim of its key (one
+//! transaction), the settlement of both (one transaction), and the thread saved with the result
+//! (the loop's save after a call rewrites the step's assistant message and its tool message).
+//! `per_call_in_step`: the same without the step's save, the cost of each further call of a
+//! step. On SQLite (a file
 //! in a temporary folder, WAL) and, when a PostgreSQL server is given in
 //! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
@@ -48,11 +51,12 @@ impl<'a, S: Store> Writer<'a, S> {
             .write(&thread, 0, 0, &prompt, ThreadStatus::Running, &[])
             .await
             .unwrap();
-        let version = store.claim(&thread, v, "bench-run").await.unwrap();
+        let run = format!("run-{thread}");
+        let version = store.claim(&thread, v, &run).await.unwrap();
         let mut writer = Writer {
             store,
             thread,
-            run: "bench-run".into(),
+            run,
             version,
             count: 1,
             assistant: 1,
@@ -111,18 +115,11 @@ impl<'a, S: Store> Writer<'a, S> {
             status: EffectStatus::Intended,
             output: None,
         };
-        self.store.journal_intend(&entry).await.unwrap();
-        assert_eq!(
-            self.store.ledger_claim(&key, &self.thread).await.unwrap(),
-            Claim::New
-        );
+        // The intent with the key's claim, then the outcome in both: one transaction each.
+        assert_eq!(self.store.intend_call(&entry).await.unwrap(), Claim::New);
         let output = json!({"value": "a result of moderate length, as tools return"});
         self.store
-            .journal_settle(&self.run, &id, 1, EffectStatus::Succeeded, &output)
-            .await
-            .unwrap();
-        self.store
-            .ledger_settle(&key, EffectStatus::Succeeded, &output)
+            .settle_call(&entry, EffectStatus::Succeeded, &output)
             .await
             .unwrap();
         let assistant = Message::new(
@@ -149,7 +146,11 @@ impl<'a, S: Store> Writer<'a, S> {
 
 fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, store: S) {
     let calls = AtomicU64::new(1);
-    let mut writer = rt.block_on(Writer::start(&store, format!("bench-{name}")));
+    // Names of their own: a PostgreSQL database keeps the threads of earlier bench runs.
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let mut writer = rt.block_on(Writer::start(&store, format!("bench-{name}-{unique}")));
     c.bench_function(&format!("persistence/{name}/per_tool_call"), |b| {
         b.iter(|| {
             let seq = calls.fetch_add(1, Ordering::SeqCst);
@@ -158,6 +159,16 @@ fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtim
                 writer.step().await;
                 writer.call(seq).await;
             })
+        })
+    });
+    let mut writer = rt.block_on(Writer::start(
+        &store,
+        format!("bench-{name}-steps-{unique}"),
+    ));
+    c.bench_function(&format!("persistence/{name}/per_call_in_step"), |b| {
+        b.iter(|| {
+            let seq = calls.fetch_add(1, Ordering::SeqCst);
+            rt.block_on(writer.call(seq))
         })
     });
 }

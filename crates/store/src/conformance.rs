@@ -32,6 +32,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     queries(&*store).await;
     journal(&*store).await;
     ledger(&*store).await;
+    combined_journal_and_ledger(&*store).await;
     variables(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
@@ -446,6 +447,65 @@ async fn ledger<S: Store>(store: &S) {
             .await,
         Err(StoreError::NotFound(_))
     ));
+}
+
+async fn combined_journal_and_ledger<S: Store>(store: &S) {
+    let entry = |call: &str, attempt: u32, side_effect: bool, idempotent: bool| JournalEntry {
+        thread_id: "t-both".into(),
+        run_id: "r-both".into(),
+        tool_call_id: call.into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt,
+        input: json!({}),
+        side_effect,
+        idempotent,
+        idempotency_key: Some(format!("r-both:{call}")),
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    let unsafe_call = entry("c1", 1, true, false);
+    assert_eq!(unsafe_call.key_to_claim(), Some("r-both:c1"));
+    assert_eq!(store.intend_call(&unsafe_call).await.unwrap(), Claim::New);
+    assert_eq!(
+        store
+            .intend_call(&entry("c1", 2, true, false))
+            .await
+            .unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        },
+        "a second attempt finds the key claimed and unsettled"
+    );
+    store
+        .settle_call(&unsafe_call, EffectStatus::Succeeded, &json!("paid"))
+        .await
+        .unwrap();
+    let journal = store.journal("t-both").await.unwrap();
+    assert_eq!(journal[0].status, EffectStatus::Succeeded);
+    assert_eq!(journal[0].output, Some(json!("paid")));
+    assert_eq!(
+        store.ledger_claim("r-both:c1", "t-both").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Succeeded,
+            output: Some(json!("paid"))
+        },
+        "settling the call settles its key"
+    );
+    // A call safe to repeat claims no key.
+    let safe = entry("c2", 1, true, true);
+    assert_eq!(safe.key_to_claim(), None);
+    assert_eq!(store.intend_call(&safe).await.unwrap(), Claim::New);
+    store
+        .settle_call(&safe, EffectStatus::Failed, &json!({"code": "X"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.ledger_claim("r-both:c2", "t-both").await.unwrap(),
+        Claim::New,
+        "no key was claimed for it"
+    );
 }
 
 async fn variables<S: Store>(store: &S) {

@@ -35,6 +35,16 @@ pub struct JournalEntry {
     pub output: Option<Value>,
 }
 
+impl JournalEntry {
+    /// The idempotency key the ledger claims for this call: its key, when the call is unsafe to
+    /// repeat (`side_effect && !idempotent`).
+    pub fn key_to_claim(&self) -> Option<&str> {
+        self.idempotency_key
+            .as_deref()
+            .filter(|_| self.side_effect && !self.idempotent)
+    }
+}
+
 /// Seed 001's effect statuses. The phase follows: `started` while `intended`, `finished`
 /// once `succeeded`, `failed` once `failed` or `unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -93,6 +93,38 @@ pub trait Store: Send + Sync + 'static {
         output: &Value,
     ) -> Result<(), StoreError>;
 
+    /// Records a call `intended` and, when it is unsafe to repeat
+    /// ([`JournalEntry::key_to_claim`]), claims its idempotency key, as one transaction where
+    /// the backend has them. The claim ([`Claim::New`] for a call with no key to claim).
+    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
+        self.journal_intend(entry).await?;
+        match entry.key_to_claim() {
+            Some(key) => self.ledger_claim(key, &entry.thread_id).await,
+            None => Ok(Claim::New),
+        }
+    }
+
+    /// Settles a call's journal entry and, when it is unsafe to repeat, its key, as one
+    /// transaction where the backend has them.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] when the entry (or the key) was not recorded.
+    async fn settle_call(
+        &self,
+        entry: &JournalEntry,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let (run, call) = (&entry.run_id, &entry.tool_call_id);
+        self.journal_settle(run, call, entry.attempt, status, output)
+            .await?;
+        match entry.key_to_claim() {
+            Some(key) => self.ledger_settle(key, status, output).await,
+            None => Ok(()),
+        }
+    }
+
     /// The thread's journal, in call order.
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError>;
 

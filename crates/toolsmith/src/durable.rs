@@ -294,7 +294,7 @@ impl StoredRun {
         call: &LoggedCall<'_>,
         attempt: u32,
         seq: u64,
-    ) -> Result<JournalEntry, RunLogError> {
+    ) -> Result<(JournalEntry, Claim), RunLogError> {
         let entry = JournalEntry {
             thread_id: self.thread.clone(),
             run_id: self.run_id.clone(),
@@ -309,12 +309,14 @@ impl StoredRun {
             status: EffectStatus::Intended,
             output: None,
         };
-        self.store.journal_intend(&entry).await.map_err(failed)?;
+        // With the key's claim, when the call is unsafe to repeat: one transaction.
+        let claim = self.store.intend_call(&entry).await.map_err(failed)?;
         self.remember(entry.clone());
-        Ok(entry)
+        Ok((entry, claim))
     }
 
-    /// For a call unsafe to repeat: claims its key, and decides from what the ledger knows.
+    /// For a call unsafe to repeat whose intent was recorded by an attempt a crash
+    /// interrupted: claims its key, and decides from what the ledger knows.
     async fn claim_key(
         &self,
         call: &LoggedCall<'_>,
@@ -325,6 +327,11 @@ impl StoredRun {
             .ledger_claim(call.idempotency_key, &self.thread)
             .await
             .map_err(failed)?;
+        self.decide(entry, claim).await
+    }
+
+    /// What a claim of the call's key decides.
+    async fn decide(&self, entry: JournalEntry, claim: Claim) -> Result<Intent, RunLogError> {
         match claim {
             Claim::New => Ok(Intent::Execute),
             Claim::Existing {
@@ -395,11 +402,8 @@ impl RunLog for StoredRun {
     async fn intend(&self, call: &LoggedCall<'_>) -> Result<Intent, RunLogError> {
         let Some(latest) = self.latest(call.tool_call_id) else {
             let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
-            let entry = self.intend_attempt(call, 1, seq).await?;
-            if call.unsafe_to_repeat() {
-                return self.claim_key(call, entry).await;
-            }
-            return Ok(Intent::Execute);
+            let (entry, claim) = self.intend_attempt(call, 1, seq).await?;
+            return self.decide(entry, claim).await;
         };
         if latest.tool_name != call.tool_name || latest.input != *call.input {
             return Err(RunLogError::new(format!(
@@ -435,19 +439,21 @@ impl RunLog for StoredRun {
             Settled::Failed(e) => (EffectStatus::Failed, error_json(e)),
             Settled::Unknown(e) => (EffectStatus::Unknown, error_json(e)),
         };
-        let entry = self.latest(call.tool_call_id).ok_or_else(|| {
+        let mut entry = self.latest(call.tool_call_id).ok_or_else(|| {
             RunLogError::new(format!(
                 "call {} was settled without being intended",
                 call.tool_call_id
             ))
         })?;
-        if call.unsafe_to_repeat() {
-            self.store
-                .ledger_settle(call.idempotency_key, status, &output)
-                .await
-                .map_err(failed)?;
-        }
-        self.settle_entry(entry, status, &output).await
+        // The journal entry and, for a call unsafe to repeat, its key: one transaction.
+        self.store
+            .settle_call(&entry, status, &output)
+            .await
+            .map_err(failed)?;
+        entry.status = status;
+        entry.output = Some(output);
+        self.remember(entry);
+        Ok(())
     }
 }
 

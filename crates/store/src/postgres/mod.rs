@@ -1,5 +1,6 @@
 //! [`PostgresStore`]: the scale-out backend, several processes sharing one database.
 
+mod journal;
 mod schema;
 
 use std::fmt;
@@ -314,30 +315,7 @@ impl Store for PostgresStore {
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
         let client = self.client().await?;
-        let input = to_json(&entry.input)?;
-        client
-            .execute(
-                "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
-                 input, side_effect, idempotent, idempotency_key, status, output) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
-                 ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING",
-                &[
-                    &entry.run_id,
-                    &entry.tool_call_id,
-                    &(entry.attempt as i32),
-                    &entry.thread_id,
-                    &entry.tool_name,
-                    &(entry.seq as i64),
-                    &input,
-                    &entry.side_effect,
-                    &entry.idempotent,
-                    &entry.idempotency_key,
-                    &entry.status.as_str(),
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        Ok(())
+        journal::intend(&**client, entry).await
     }
 
     async fn journal_settle(
@@ -350,26 +328,36 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let output = to_json(output)?;
-        let changed = client
-            .execute(
-                "UPDATE journal SET status = $4, output = $5 \
-                 WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
-                &[
-                    &run,
-                    &tool_call_id,
-                    &(attempt as i32),
-                    &status.as_str(),
-                    &output,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!(
-                "journal entry {run}/{tool_call_id}/{attempt}"
-            )));
+        journal::settle(&**client, run, tool_call_id, attempt, status, &output).await
+    }
+
+    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        journal::intend(&*tx, entry).await?;
+        let claim = match entry.key_to_claim() {
+            Some(key) => journal::claim(&*tx, key, &entry.thread_id).await?,
+            None => Claim::New,
+        };
+        tx.commit().await.map_err(backend)?;
+        Ok(claim)
+    }
+
+    async fn settle_call(
+        &self,
+        entry: &JournalEntry,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let output = to_json(output)?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let (run, call) = (&entry.run_id, &entry.tool_call_id);
+        journal::settle(&*tx, run, call, entry.attempt, status, &output).await?;
+        if let Some(key) = entry.key_to_claim() {
+            journal::settle_key(&*tx, key, status, &output).await?;
         }
-        Ok(())
+        tx.commit().await.map_err(backend)
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -406,26 +394,7 @@ impl Store for PostgresStore {
 
     async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
         let client = self.client().await?;
-        let inserted = client
-            .execute(
-                "INSERT INTO ledger (key, thread_id, status, output, created_at) \
-                 VALUES ($1, $2, 'intended', NULL, $3) ON CONFLICT (key) DO NOTHING",
-                &[&key, &thread, &(now_millis() as i64)],
-            )
-            .await
-            .map_err(backend)?;
-        if inserted == 1 {
-            return Ok(Claim::New);
-        }
-        let row = client
-            .query_one("SELECT status, output FROM ledger WHERE key = $1", &[&key])
-            .await
-            .map_err(backend)?;
-        let output: Option<String> = row.get(1);
-        Ok(Claim::Existing {
-            status: status(row.get::<_, &str>(0))?,
-            output: output.map(|o| from_json(&o)).transpose()?,
-        })
+        journal::claim(&**client, key, thread).await
     }
 
     async fn put_variable(
@@ -491,16 +460,6 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let output = to_json(output)?;
-        let changed = client
-            .execute(
-                "UPDATE ledger SET status = $2, output = $3 WHERE key = $1",
-                &[&key, &status.as_str(), &output],
-            )
-            .await
-            .map_err(backend)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!("idempotency key {key}")));
-        }
-        Ok(())
+        journal::settle_key(&**client, key, status, &output).await
     }
 }

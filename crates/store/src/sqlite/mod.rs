@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
 
+mod journal;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -114,18 +115,27 @@ impl SqliteStore {
         schema::SCHEMA_VERSION
     }
 
-    /// Runs `f` on the connection on a blocking thread.
+    /// Runs `f` on the connection, off the async executor: on a multi-threaded runtime in
+    /// place (`block_in_place` hands the worker's other tasks to another thread first), else on
+    /// the blocking pool. In place saves the hop to a pool thread, which costs more than the
+    /// statement itself (measured: about 22 µs a hop against 8 µs a small transaction).
     async fn with<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
         let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
+        let run = move || {
             let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut conn)
-        })
-        .await
-        .map_err(|e| StoreError::Backend(format!("the store task failed: {e}")))?
+        };
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_thread {
+            return tokio::task::block_in_place(run);
+        }
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| StoreError::Backend(format!("the store task failed: {e}")))?
     }
 }
 
@@ -378,30 +388,8 @@ impl Store for SqliteStore {
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
         let entry = entry.clone();
         let input = to_json(&entry.input)?;
-        self.with(move |conn| {
-            conn.execute(
-                "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
-                 input, side_effect, idempotent, idempotency_key, status, output) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL) \
-                 ON CONFLICT(run_id, tool_call_id, attempt) DO NOTHING",
-                params![
-                    entry.run_id,
-                    entry.tool_call_id,
-                    entry.attempt,
-                    entry.thread_id,
-                    entry.tool_name,
-                    entry.seq as i64,
-                    input,
-                    entry.side_effect,
-                    entry.idempotent,
-                    entry.idempotency_key,
-                    entry.status.as_str(),
-                ],
-            )
-            .map_err(backend)?;
-            Ok(())
-        })
-        .await
+        self.with(move |conn| journal::intend(conn, &entry, &input))
+            .await
     }
 
     async fn journal_settle(
@@ -414,20 +402,46 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let (run, call) = (run.to_string(), tool_call_id.to_string());
         let output = to_json(output)?;
+        self.with(move |conn| journal::settle(conn, &run, &call, attempt, status, &output))
+            .await
+    }
+
+    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
+        let entry = entry.clone();
+        let input = to_json(&entry.input)?;
         self.with(move |conn| {
-            let changed = conn
-                .execute(
-                    "UPDATE journal SET status = ?4, output = ?5 \
-                     WHERE run_id = ?1 AND tool_call_id = ?2 AND attempt = ?3",
-                    params![run, call, attempt, status.as_str(), output],
-                )
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!(
-                    "journal entry {run}/{call}/{attempt}"
-                )));
+            journal::intend(&tx, &entry, &input)?;
+            let claim = match entry.key_to_claim() {
+                Some(key) => journal::claim(&tx, key, &entry.thread_id)?,
+                None => Claim::New,
+            };
+            tx.commit().map_err(backend)?;
+            Ok(claim)
+        })
+        .await
+    }
+
+    async fn settle_call(
+        &self,
+        entry: &JournalEntry,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let entry = entry.clone();
+        let output = to_json(output)?;
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            let (run, call) = (&entry.run_id, &entry.tool_call_id);
+            journal::settle(&tx, run, call, entry.attempt, status, &output)?;
+            if let Some(key) = entry.key_to_claim() {
+                journal::settle_key(&tx, key, status, &output)?;
             }
-            Ok(())
+            tx.commit().map_err(backend)
         })
         .await
     }
@@ -485,30 +499,8 @@ impl Store for SqliteStore {
 
     async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
         let (key, thread) = (key.to_string(), thread.to_string());
-        self.with(move |conn| {
-            let inserted = conn
-                .execute(
-                    "INSERT INTO ledger (key, thread_id, status, output, created_at) \
-                     VALUES (?1, ?2, 'intended', NULL, ?3) ON CONFLICT(key) DO NOTHING",
-                    params![key, thread, now_millis() as i64],
-                )
-                .map_err(backend)?;
-            if inserted == 1 {
-                return Ok(Claim::New);
-            }
-            let (st, out): (String, Option<String>) = conn
-                .query_row(
-                    "SELECT status, output FROM ledger WHERE key = ?1",
-                    [&key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(backend)?;
-            Ok(Claim::Existing {
-                status: status(&st)?,
-                output: out.map(|o| from_json(&o)).transpose()?,
-            })
-        })
-        .await
+        self.with(move |conn| journal::claim(conn, &key, &thread))
+            .await
     }
 
     async fn put_variable(
@@ -566,18 +558,7 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let key = key.to_string();
         let output = to_json(output)?;
-        self.with(move |conn| {
-            let changed = conn
-                .execute(
-                    "UPDATE ledger SET status = ?2, output = ?3 WHERE key = ?1",
-                    params![key, status.as_str(), output],
-                )
-                .map_err(backend)?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("idempotency key {key}")));
-            }
-            Ok(())
-        })
-        .await
+        self.with(move |conn| journal::settle_key(conn, &key, status, &output))
+            .await
     }
 }

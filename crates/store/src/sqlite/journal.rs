@@ -1,0 +1,104 @@
+//! The journal's and the ledger's statements, on a connection or inside a transaction.
+
+use rusqlite::{Connection, params};
+
+use super::{backend, from_json, status};
+use crate::store::now_millis;
+use crate::{Claim, EffectStatus, JournalEntry, StoreError};
+
+/// Records `entry` (its input already JSON); a second record of one attempt keeps the first.
+pub(super) fn intend(
+    conn: &Connection,
+    entry: &JournalEntry,
+    input: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
+         input, side_effect, idempotent, idempotency_key, status, output) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL) \
+         ON CONFLICT(run_id, tool_call_id, attempt) DO NOTHING",
+    )
+    .and_then(|mut insert| {
+        insert.execute(params![
+            entry.run_id,
+            entry.tool_call_id,
+            entry.attempt,
+            entry.thread_id,
+            entry.tool_name,
+            entry.seq as i64,
+            input,
+            entry.side_effect,
+            entry.idempotent,
+            entry.idempotency_key,
+            entry.status.as_str(),
+        ])
+    })
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// Settles an attempt with its outcome (JSON).
+pub(super) fn settle(
+    conn: &Connection,
+    run: &str,
+    call: &str,
+    attempt: u32,
+    status: EffectStatus,
+    output: &str,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE journal SET status = ?4, output = ?5 \
+             WHERE run_id = ?1 AND tool_call_id = ?2 AND attempt = ?3",
+        )
+        .and_then(|mut update| update.execute(params![run, call, attempt, status.as_str(), output]))
+        .map_err(backend)?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!(
+            "journal entry {run}/{call}/{attempt}"
+        )));
+    }
+    Ok(())
+}
+
+/// Claims an idempotency key: new, or what an earlier claim came to.
+pub(super) fn claim(conn: &Connection, key: &str, thread: &str) -> Result<Claim, StoreError> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO ledger (key, thread_id, status, output, created_at) \
+             VALUES (?1, ?2, 'intended', NULL, ?3) ON CONFLICT(key) DO NOTHING",
+        )
+        .and_then(|mut insert| insert.execute(params![key, thread, now_millis() as i64]))
+        .map_err(backend)?;
+    if inserted == 1 {
+        return Ok(Claim::New);
+    }
+    let (st, out): (String, Option<String>) = conn
+        .query_row(
+            "SELECT status, output FROM ledger WHERE key = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(backend)?;
+    Ok(Claim::Existing {
+        status: status(&st)?,
+        output: out.map(|o| from_json(&o)).transpose()?,
+    })
+}
+
+/// Settles a claimed key with its outcome (JSON).
+pub(super) fn settle_key(
+    conn: &Connection,
+    key: &str,
+    status: EffectStatus,
+    output: &str,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached("UPDATE ledger SET status = ?2, output = ?3 WHERE key = ?1")
+        .and_then(|mut update| update.execute(params![key, status.as_str(), output]))
+        .map_err(backend)?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("idempotency key {key}")));
+    }
+    Ok(())
+}
