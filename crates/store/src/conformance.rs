@@ -493,6 +493,43 @@ async fn combined_journal_and_ledger<S: Store>(store: &S) {
         },
         "settling the call settles its key"
     );
+    // Settling is all or nothing: a key claimed but a call never intended changes neither.
+    let orphan = entry("c3", 1, true, false);
+    store.ledger_claim("r-both:c3", "t-both").await.unwrap();
+    assert!(
+        matches!(
+            store
+                .settle_call(&orphan, EffectStatus::Succeeded, &json!("x"))
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "settling a call never intended is NotFound"
+    );
+    assert_eq!(
+        store.ledger_claim("r-both:c3", "t-both").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        },
+        "a failed settlement leaves the key as it was"
+    );
+    // And a call intended without its key claimed (as by `journal_intend`) settles nothing.
+    let unclaimed = entry("c4", 1, true, false);
+    store.journal_intend(&unclaimed).await.unwrap();
+    assert!(
+        store
+            .settle_call(&unclaimed, EffectStatus::Succeeded, &json!("y"))
+            .await
+            .is_err(),
+        "settling a call whose key was never claimed is an error"
+    );
+    let journal = store.journal("t-both").await.unwrap();
+    let c4 = journal.iter().find(|e| e.tool_call_id == "c4").unwrap();
+    assert_eq!(
+        c4.status,
+        EffectStatus::Intended,
+        "a failed settlement leaves the call as it was"
+    );
     // A call safe to repeat claims no key.
     let safe = entry("c2", 1, true, true);
     assert_eq!(safe.key_to_claim(), None);

@@ -56,6 +56,53 @@ impl MemoryStore {
     }
 }
 
+impl State {
+    /// Records `entry`; a second record of one attempt keeps the first.
+    fn intend(&mut self, entry: &JournalEntry) {
+        let exists = self.journal.iter().any(|e| {
+            e.run_id == entry.run_id
+                && e.tool_call_id == entry.tool_call_id
+                && e.attempt == entry.attempt
+        });
+        if !exists {
+            self.journal.push(entry.clone());
+        }
+    }
+
+    fn entry(
+        &mut self,
+        run: &str,
+        call: &str,
+        attempt: u32,
+    ) -> Result<&mut JournalEntry, StoreError> {
+        self.journal
+            .iter_mut()
+            .find(|e| e.run_id == run && e.tool_call_id == call && e.attempt == attempt)
+            .ok_or_else(|| StoreError::NotFound(format!("journal entry {run}/{call}/{attempt}")))
+    }
+
+    fn claim(&mut self, key: &str) -> Claim {
+        if let Some((status, output)) = self.ledger.get(key) {
+            return Claim::Existing {
+                status: *status,
+                output: output.clone(),
+            };
+        }
+        self.ledger
+            .insert(key.to_string(), (EffectStatus::Intended, None));
+        Claim::New
+    }
+
+    fn ledger_entry(
+        &mut self,
+        key: &str,
+    ) -> Result<&mut (EffectStatus, Option<Value>), StoreError> {
+        self.ledger
+            .get_mut(key)
+            .ok_or_else(|| StoreError::NotFound(format!("idempotency key {key}")))
+    }
+}
+
 /// The thread and its messages, if its version is `expected`.
 fn at_version<'a>(
     state: &'a mut State,
@@ -173,15 +220,7 @@ impl Store for MemoryStore {
     }
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
-        let mut state = self.state();
-        let exists = state.journal.iter().any(|e| {
-            e.run_id == entry.run_id
-                && e.tool_call_id == entry.tool_call_id
-                && e.attempt == entry.attempt
-        });
-        if !exists {
-            state.journal.push(entry.clone());
-        }
+        self.state().intend(entry);
         Ok(())
     }
 
@@ -194,15 +233,41 @@ impl Store for MemoryStore {
         output: &Value,
     ) -> Result<(), StoreError> {
         let mut state = self.state();
-        let entry = state
-            .journal
-            .iter_mut()
-            .find(|e| e.run_id == run && e.tool_call_id == tool_call_id && e.attempt == attempt)
-            .ok_or_else(|| {
-                StoreError::NotFound(format!("journal entry {run}/{tool_call_id}/{attempt}"))
-            })?;
+        let entry = state.entry(run, tool_call_id, attempt)?;
         entry.status = status;
         entry.output = Some(output.clone());
+        Ok(())
+    }
+
+    // Under one lock, like the databases' transactions: all or nothing.
+    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
+        let mut state = self.state();
+        state.intend(entry);
+        Ok(match entry.key_to_claim() {
+            Some(key) => state.claim(key),
+            None => Claim::New,
+        })
+    }
+
+    async fn settle_call(
+        &self,
+        entry: &JournalEntry,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        let mut state = self.state();
+        let key = entry.key_to_claim();
+        // Both looked up before either changes.
+        state.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        if let Some(key) = key {
+            state.ledger_entry(key)?;
+        }
+        let settled = state.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        settled.status = status;
+        settled.output = Some(output.clone());
+        if let Some(key) = key {
+            *state.ledger_entry(key)? = (status, Some(output.clone()));
+        }
         Ok(())
     }
 
@@ -219,17 +284,7 @@ impl Store for MemoryStore {
     }
 
     async fn ledger_claim(&self, key: &str, _thread: &str) -> Result<Claim, StoreError> {
-        let mut state = self.state();
-        if let Some((status, output)) = state.ledger.get(key) {
-            return Ok(Claim::Existing {
-                status: *status,
-                output: output.clone(),
-            });
-        }
-        state
-            .ledger
-            .insert(key.to_string(), (EffectStatus::Intended, None));
-        Ok(Claim::New)
+        Ok(self.state().claim(key))
     }
 
     async fn put_variable(
@@ -265,12 +320,7 @@ impl Store for MemoryStore {
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError> {
-        let mut state = self.state();
-        let entry = state
-            .ledger
-            .get_mut(key)
-            .ok_or_else(|| StoreError::NotFound(format!("idempotency key {key}")))?;
-        *entry = (status, Some(output.clone()));
+        *self.state().ledger_entry(key)? = (status, Some(output.clone()));
         Ok(())
     }
 }

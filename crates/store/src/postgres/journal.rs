@@ -1,10 +1,28 @@
 //! The journal's and the ledger's statements, on a connection or inside a transaction.
 
-use tokio_postgres::GenericClient;
+use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
 
-use super::{backend, from_json, status, to_json};
+use super::{backend, from_json, status as status_of, to_json};
 use crate::store::now_millis;
 use crate::{Claim, EffectStatus, JournalEntry, StoreError};
+
+/// Runs `sql` as a statement prepared once per connection (one round trip, not two).
+pub(super) async fn execute(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, StoreError> {
+    let statement = client.prepare_cached(sql).await.map_err(backend)?;
+    client.execute(&statement, params).await.map_err(backend)
+}
+
+/// The INSERT that records a journal entry (`$1`…`$11`); a second record of one attempt keeps
+/// the first.
+const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
+     tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
+     ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING";
 
 /// Records `entry`; a second record of one attempt keeps the first.
 pub(super) async fn intend(
@@ -12,29 +30,68 @@ pub(super) async fn intend(
     entry: &JournalEntry,
 ) -> Result<(), StoreError> {
     let input = to_json(&entry.input)?;
-    client
-        .execute(
-            "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
-             input, side_effect, idempotent, idempotency_key, status, output) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
-             ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING",
-            &[
-                &entry.run_id,
-                &entry.tool_call_id,
-                &(entry.attempt as i32),
-                &entry.thread_id,
-                &entry.tool_name,
-                &(entry.seq as i64),
-                &input,
-                &entry.side_effect,
-                &entry.idempotent,
-                &entry.idempotency_key,
-                &entry.status.as_str(),
-            ],
-        )
+    let (attempt, seq, status) = (
+        entry.attempt as i32,
+        entry.seq as i64,
+        entry.status.as_str(),
+    );
+    #[rustfmt::skip]
+    let params: [&(dyn ToSql + Sync); 11] = [
+        &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
+        &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
+    ];
+    execute(client, INSERT_ENTRY, &params).await?;
+    Ok(())
+}
+
+/// Records `entry` and claims its idempotency key `key`, in one statement (one round trip and
+/// one transaction): both rows are written, or neither.
+pub(super) async fn intend_and_claim(
+    client: &impl GenericClient,
+    entry: &JournalEntry,
+    key: &str,
+) -> Result<Claim, StoreError> {
+    let input = to_json(&entry.input)?;
+    let (attempt, seq, status) = (
+        entry.attempt as i32,
+        entry.seq as i64,
+        entry.status.as_str(),
+    );
+    let now = now_millis() as i64;
+    #[rustfmt::skip]
+    let params: [&(dyn ToSql + Sync); 13] = [
+        &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
+        &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
+        &key, &now,
+    ];
+    // The final SELECT reads the statement's snapshot: an earlier claim's row, or none when
+    // this statement made the claim.
+    let sql = format!(
+        "WITH entry AS ({INSERT_ENTRY}), \
+         claimed AS (INSERT INTO ledger (key, thread_id, status, output, created_at) \
+             VALUES ($12, $4, 'intended', NULL, $13) ON CONFLICT (key) DO NOTHING RETURNING 1) \
+         SELECT EXISTS (SELECT 1 FROM claimed), l.status, l.output \
+         FROM (SELECT 1) AS one LEFT JOIN ledger AS l ON l.key = $12"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(backend)?;
+    let row = client
+        .query_one(&statement, &params)
         .await
         .map_err(backend)?;
-    Ok(())
+    if row.get::<_, bool>(0) {
+        return Ok(Claim::New);
+    }
+    match row.get::<_, Option<&str>>(1) {
+        Some(found) => {
+            let output: Option<String> = row.get(2);
+            Ok(Claim::Existing {
+                status: status_of(found)?,
+                output: output.map(|o| from_json(&o)).transpose()?,
+            })
+        }
+        // Claimed by a transaction that committed after this statement's snapshot was taken.
+        None => claim(client, key, &entry.thread_id).await,
+    }
 }
 
 /// Settles an attempt with its outcome (JSON).
@@ -46,14 +103,13 @@ pub(super) async fn settle(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let changed = client
-        .execute(
-            "UPDATE journal SET status = $4, output = $5 \
+    let changed = execute(
+        client,
+        "UPDATE journal SET status = $4, output = $5 \
              WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
-            &[&run, &call, &(attempt as i32), &status.as_str(), &output],
-        )
-        .await
-        .map_err(backend)?;
+        &[&run, &call, &(attempt as i32), &status.as_str(), &output],
+    )
+    .await?;
     if changed == 0 {
         return Err(StoreError::NotFound(format!(
             "journal entry {run}/{call}/{attempt}"
@@ -68,24 +124,29 @@ pub(super) async fn claim(
     key: &str,
     thread: &str,
 ) -> Result<Claim, StoreError> {
-    let inserted = client
-        .execute(
-            "INSERT INTO ledger (key, thread_id, status, output, created_at) \
+    let inserted = execute(
+        client,
+        "INSERT INTO ledger (key, thread_id, status, output, created_at) \
              VALUES ($1, $2, 'intended', NULL, $3) ON CONFLICT (key) DO NOTHING",
-            &[&key, &thread, &(now_millis() as i64)],
-        )
-        .await
-        .map_err(backend)?;
+        &[&key, &thread, &(now_millis() as i64)],
+    )
+    .await?;
     if inserted == 1 {
         return Ok(Claim::New);
     }
     let row = client
-        .query_one("SELECT status, output FROM ledger WHERE key = $1", &[&key])
+        .query_one(
+            &client
+                .prepare_cached("SELECT status, output FROM ledger WHERE key = $1")
+                .await
+                .map_err(backend)?,
+            &[&key],
+        )
         .await
         .map_err(backend)?;
     let output: Option<String> = row.get(1);
     Ok(Claim::Existing {
-        status: status(row.get::<_, &str>(0))?,
+        status: status_of(row.get::<_, &str>(0))?,
         output: output.map(|o| from_json(&o)).transpose()?,
     })
 }
@@ -97,15 +158,57 @@ pub(super) async fn settle_key(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let changed = client
-        .execute(
-            "UPDATE ledger SET status = $2, output = $3 WHERE key = $1",
-            &[&key, &status.as_str(), &output],
-        )
-        .await
-        .map_err(backend)?;
+    let changed = execute(
+        client,
+        "UPDATE ledger SET status = $2, output = $3 WHERE key = $1",
+        &[&key, &status.as_str(), &output],
+    )
+    .await?;
     if changed == 0 {
         return Err(StoreError::NotFound(format!("idempotency key {key}")));
     }
     Ok(())
+}
+
+/// Settles an attempt and its claimed key `key` with one outcome (JSON), in one statement:
+/// each row changes only if the other exists, so both change or neither.
+pub(super) async fn settle_with_key(
+    client: &impl GenericClient,
+    entry: &JournalEntry,
+    key: &str,
+    status: EffectStatus,
+    output: &str,
+) -> Result<(), StoreError> {
+    let (run, call, attempt) = (&entry.run_id, &entry.tool_call_id, entry.attempt as i32);
+    let sql = "WITH entry AS (UPDATE journal SET status = $4, output = $5 \
+             WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3 \
+             AND EXISTS (SELECT 1 FROM ledger WHERE key = $6) RETURNING 1), \
+         settled AS (UPDATE ledger SET status = $4, output = $5 \
+             WHERE key = $6 AND EXISTS (SELECT 1 FROM entry) RETURNING 1) \
+         SELECT (SELECT count(*) FROM entry), (SELECT count(*) FROM settled)";
+    let statement = client.prepare_cached(sql).await.map_err(backend)?;
+    let row = client
+        .query_one(
+            &statement,
+            &[run, call, &attempt, &status.as_str(), &output, &key],
+        )
+        .await
+        .map_err(backend)?;
+    if row.get::<_, i64>(1) == 1 {
+        return Ok(());
+    }
+    // Nothing changed: name what is missing.
+    let entry_exists = client
+        .query_opt(
+            "SELECT 1 FROM journal WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
+            &[run, call, &attempt],
+        )
+        .await
+        .map_err(backend)?
+        .is_some();
+    Err(StoreError::NotFound(if entry_exists {
+        format!("idempotency key {key}")
+    } else {
+        format!("journal entry {run}/{call}/{}", entry.attempt)
+    }))
 }

@@ -10,6 +10,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 use toolsmith_core::{Message, Pause};
 
@@ -23,9 +24,9 @@ use crate::{
 const POOL_SIZE: usize = 8;
 
 /// A store in a PostgreSQL database (tokio-postgres behind a deadpool pool): versioned
-/// migrations applied on open under an advisory lock, thread writes that lock the thread's
-/// row (`SELECT … FOR UPDATE`) and check its version, so of several processes continuing one
-/// thread exactly one proceeds.
+/// migrations applied on open under an advisory lock, thread writes conditional on the
+/// thread's version (one statement each, which waits for a concurrent writer's row lock and
+/// then re-checks), so of several processes continuing one thread exactly one proceeds.
 ///
 /// The URL is a libpq connection string or URL: `postgres://user@127.0.0.1:5432/toolsmith`.
 /// Connections are plain TCP or Unix sockets (no TLS): run it next to its database.
@@ -106,13 +107,12 @@ impl PostgresStore {
         extra: Option<&str>,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        let changed = client
-            .execute(
-                sql,
-                &[&thread, &(expected as i64), &extra, &(now_millis() as i64)],
-            )
-            .await
-            .map_err(backend)?;
+        let changed = journal::execute(
+            &client,
+            sql,
+            &[&thread, &(expected as i64), &extra, &(now_millis() as i64)],
+        )
+        .await?;
         if changed == 1 {
             return Ok(());
         }
@@ -238,64 +238,53 @@ impl Store for PostgresStore {
     ) -> Result<u64, StoreError> {
         let bodies: Vec<String> = messages.iter().map(to_json).collect::<Result<_, _>>()?;
         let pending = to_json(&pending)?;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        // The row lock makes a second writer wait, then see the new version.
-        let row = tx
-            .query_opt(
-                "SELECT version, message_count FROM threads WHERE id = $1 FOR UPDATE",
-                &[&thread],
-            )
+        let client = self.client().await?;
+        // One statement, so one round trip and its own transaction. The UPDATE is conditional
+        // on the version; a concurrent writer holding the row makes it wait, then re-check
+        // the new version and change nothing. The messages past `keep` are upserted and those
+        // past the new end deleted (disjoint rows), both only when the thread's row changed.
+        let sql = "WITH t AS ( \
+                UPDATE threads SET version = version + 1, \
+                    message_count = $3 + cardinality($4::TEXT[]), status = $5, pending = $6, \
+                    updated_at = $7 \
+                WHERE id = $1 AND version = $2 AND message_count >= $3 RETURNING version), \
+            gone AS (DELETE FROM messages WHERE thread_id = $1 \
+                AND idx >= $3 + cardinality($4::TEXT[]) AND EXISTS (SELECT 1 FROM t)), \
+            put AS (INSERT INTO messages (thread_id, idx, body) \
+                SELECT $1, $3 + m.n - 1, m.body FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
+                WHERE EXISTS (SELECT 1 FROM t) \
+                ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body) \
+            SELECT version FROM t";
+        let statement = client.prepare_cached(sql).await.map_err(backend)?;
+        let params: [&(dyn ToSql + Sync); 7] = [
+            &thread,
+            &(expected as i64),
+            &(keep as i64),
+            &bodies,
+            &status.as_str(),
+            &pending,
+            &(now_millis() as i64),
+        ];
+        if let Some(row) = client
+            .query_opt(&statement, &params)
             .await
             .map_err(backend)?
-            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
-        let (version, count): (i64, i64) = (row.get(0), row.get(1));
-        if version as u64 != expected {
-            return Err(StoreError::Conflict {
+        {
+            return Ok(row.get::<_, i64>(0) as u64);
+        }
+        // Nothing changed: say why.
+        match self.thread(thread).await? {
+            None => Err(StoreError::NotFound(thread.to_string())),
+            Some(found) if found.version == expected => Err(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {} messages of thread {thread}",
+                found.message_count
+            ))),
+            Some(found) => Err(StoreError::Conflict {
                 thread: thread.to_string(),
                 expected,
-                found: version as u64,
-            });
+                found: found.version,
+            }),
         }
-        if keep > count as u64 {
-            return Err(StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {count} messages of thread {thread}"
-            )));
-        }
-        let keep = keep as i64;
-        tx.execute(
-            "DELETE FROM messages WHERE thread_id = $1 AND idx >= $2",
-            &[&thread, &keep],
-        )
-        .await
-        .map_err(backend)?;
-        if !bodies.is_empty() {
-            let indexes: Vec<i64> = (0..bodies.len() as i64).map(|i| keep + i).collect();
-            tx.execute(
-                "INSERT INTO messages (thread_id, idx, body) \
-                 SELECT $1, idx, body FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS m(idx, body)",
-                &[&thread, &indexes, &bodies],
-            )
-            .await
-            .map_err(backend)?;
-        }
-        let next = version + 1;
-        tx.execute(
-            "UPDATE threads SET version = $2, message_count = $3, status = $4, pending = $5, \
-             updated_at = $6 WHERE id = $1",
-            &[
-                &thread,
-                &next,
-                &(keep + bodies.len() as i64),
-                &status.as_str(),
-                &pending,
-                &(now_millis() as i64),
-            ],
-        )
-        .await
-        .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        Ok(next as u64)
     }
 
     async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
@@ -315,7 +304,7 @@ impl Store for PostgresStore {
 
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
         let client = self.client().await?;
-        journal::intend(&**client, entry).await
+        journal::intend(&client, entry).await
     }
 
     async fn journal_settle(
@@ -328,19 +317,15 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let output = to_json(output)?;
-        journal::settle(&**client, run, tool_call_id, attempt, status, &output).await
+        journal::settle(&client, run, tool_call_id, attempt, status, &output).await
     }
 
     async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        journal::intend(&*tx, entry).await?;
-        let claim = match entry.key_to_claim() {
-            Some(key) => journal::claim(&*tx, key, &entry.thread_id).await?,
-            None => Claim::New,
-        };
-        tx.commit().await.map_err(backend)?;
-        Ok(claim)
+        let client = self.client().await?;
+        match entry.key_to_claim() {
+            Some(key) => journal::intend_and_claim(&client, entry, key).await,
+            None => journal::intend(&client, entry).await.map(|()| Claim::New),
+        }
     }
 
     async fn settle_call(
@@ -350,14 +335,12 @@ impl Store for PostgresStore {
         output: &Value,
     ) -> Result<(), StoreError> {
         let output = to_json(output)?;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
+        let client = self.client().await?;
         let (run, call) = (&entry.run_id, &entry.tool_call_id);
-        journal::settle(&*tx, run, call, entry.attempt, status, &output).await?;
-        if let Some(key) = entry.key_to_claim() {
-            journal::settle_key(&*tx, key, status, &output).await?;
+        match entry.key_to_claim() {
+            Some(key) => journal::settle_with_key(&client, entry, key, status, &output).await,
+            None => journal::settle(&client, run, call, entry.attempt, status, &output).await,
         }
-        tx.commit().await.map_err(backend)
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -394,7 +377,7 @@ impl Store for PostgresStore {
 
     async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
         let client = self.client().await?;
-        journal::claim(&**client, key, thread).await
+        journal::claim(&client, key, thread).await
     }
 
     async fn put_variable(
@@ -460,6 +443,6 @@ impl Store for PostgresStore {
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
         let output = to_json(output)?;
-        journal::settle_key(&**client, key, status, &output).await
+        journal::settle_key(&client, key, status, &output).await
     }
 }

@@ -74,11 +74,8 @@ pub(super) fn claim(conn: &Connection, key: &str, thread: &str) -> Result<Claim,
         return Ok(Claim::New);
     }
     let (st, out): (String, Option<String>) = conn
-        .query_row(
-            "SELECT status, output FROM ledger WHERE key = ?1",
-            [key],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .prepare_cached("SELECT status, output FROM ledger WHERE key = ?1")
+        .and_then(|mut select| select.query_row([key], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(backend)?;
     Ok(Claim::Existing {
         status: status(&st)?,

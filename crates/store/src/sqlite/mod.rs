@@ -23,6 +23,9 @@ use crate::{
 /// How long a write waits for another process's lock on the file before it fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many prepared statements a connection keeps.
+const STATEMENT_CACHE: usize = 64;
+
 /// A store in one SQLite file (rusqlite with the bundled library): WAL journaling, versioned
 /// migrations applied on open, every call run off the async executor
 /// (`spawn_blocking`). Several processes may share the file; conditional writes make every
@@ -81,6 +84,8 @@ impl SqliteStore {
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StoreError> {
             let mut conn = Connection::open(&at).map_err(backend)?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+            // Room for every statement the store prepares (rusqlite keeps 16 by default).
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
             let mode: String = conn
                 .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
                 .map_err(backend)?;
@@ -153,10 +158,10 @@ impl SqliteStore {
         self.with(move |conn| {
             // One conditional UPDATE: SQLite's write lock makes it atomic.
             let changed = conn
-                .execute(
-                    sql,
-                    params![thread, expected as i64, extra, now_millis() as i64],
-                )
+                .prepare_cached(sql)
+                .and_then(|mut update| {
+                    update.execute(params![thread, expected as i64, extra, now_millis() as i64])
+                })
                 .map_err(backend)?;
             if changed == 1 {
                 return Ok(());
@@ -312,13 +317,15 @@ impl Store for SqliteStore {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(backend)?;
+            // Every statement here is prepared once per connection: parsing them anew cost
+            // more than running them.
             let (version, count): (i64, i64) = tx
-                .query_row(
-                    "SELECT version, message_count FROM threads WHERE id = ?1",
-                    [&thread],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
+                .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
+                .and_then(|mut select| {
+                    select
+                        .query_row([&thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
                 .map_err(backend)?
                 .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
             if version as u64 != expected {
@@ -333,11 +340,9 @@ impl Store for SqliteStore {
                     "cannot keep {keep} of the {count} messages of thread {thread}"
                 )));
             }
-            tx.execute(
-                "DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2",
-                params![thread, keep as i64],
-            )
-            .map_err(backend)?;
+            tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
+                .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
+                .map_err(backend)?;
             {
                 let mut insert = tx
                     .prepare_cached(
@@ -351,18 +356,20 @@ impl Store for SqliteStore {
                 }
             }
             let next = version + 1;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
                  updated_at = ?6 WHERE id = ?1",
-                params![
+            )
+            .and_then(|mut update| {
+                update.execute(params![
                     thread,
                     next,
                     keep as i64 + bodies.len() as i64,
                     status.as_str(),
                     pending,
                     now_millis() as i64
-                ],
-            )
+                ])
+            })
             .map_err(backend)?;
             tx.commit().map_err(backend)?;
             Ok(next as u64)
