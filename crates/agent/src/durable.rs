@@ -30,6 +30,9 @@ const REVERTED_MESSAGE: &str = "This call was interrupted before its outcome was
 pub(crate) struct Durable {
     pub(crate) log: Option<Arc<dyn RunLog>>,
     pub(crate) snapshot: Option<Arc<dyn DurabilitySnapshot>>,
+    /// The loop saves the thread as soon as a call ends (sequential execution): outcomes go
+    /// through [`RunLog::settle_before_save`].
+    pub(crate) save_follows: bool,
 }
 
 impl Durable {
@@ -68,9 +71,16 @@ impl Durable {
             // A call that paused (a sub-agent's nested approval) runs again when resumed.
             CallOutcome::Paused(_) => None,
         };
-        if let Some(settled) = settled
-            && let Err(e) = log.settle(&call, settled).await
-        {
+        let recorded = match settled {
+            None => Ok(()),
+            // A snapshot hook runs between the call and the save: settled at once, so that a
+            // crash during the snapshot keeps the outcome.
+            Some(settled) if self.save_follows && self.snapshot.is_none() => {
+                log.settle_before_save(&call, settled).await
+            }
+            Some(settled) => log.settle(&call, settled).await,
+        };
+        if let Err(e) = recorded {
             return store_failed("record the call's outcome", &e);
         }
         self.snapshot_after(&tool, &cx, &outcome).await;

@@ -4,7 +4,8 @@
 //! The loop calls it in a fixed order. It saves the thread once the run has claimed it, then
 //! after each step's assistant message, before any of its calls runs. For each call it records
 //! the intent before executing ([`RunLog::intend`], which may also say not to execute) and the
-//! outcome after ([`RunLog::settle`]). It saves the tool message with the result before the
+//! outcome after ([`RunLog::settle`], or [`RunLog::settle_before_save`] when a save follows at
+//! once). It saves the tool message with the result before the
 //! next call starts (sequential execution) or before the next step (parallel execution).
 //! When the run ends it saves the final state: finished, paused with what it waits for, or
 //! failed.
@@ -46,6 +47,20 @@ pub trait RunLog: Send + Sync + 'static {
     async fn settle(&self, call: &LoggedCall<'_>, settled: Settled<'_>) -> Result<(), RunLogError> {
         let _ = (call, settled);
         Ok(())
+    }
+
+    /// Records what became of a call, as [`settle`](Self::settle) does, when the loop saves
+    /// the thread right after it (sequential execution saves each result before the next call
+    /// starts). The outcome need only be on record once that [`save`](Self::save) returns, so
+    /// a log may write both at once: one commit per call instead of two. Nothing happens
+    /// between the two that a crash could separate from the call itself. The default settles
+    /// at once.
+    async fn settle_before_save(
+        &self,
+        call: &LoggedCall<'_>,
+        settled: Settled<'_>,
+    ) -> Result<(), RunLogError> {
+        self.settle(call, settled).await
     }
 }
 

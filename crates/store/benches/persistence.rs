@@ -3,11 +3,11 @@
 //! `per_tool_call`: the writes a stored run makes for one call of a side-effecting,
 //! non-idempotent tool (the most a call costs), in a step of its own: the step's assistant
 //! message saved, the journal's `intended` row with the ledger claim of its key (one
-//! transaction), the settlement of both (one transaction), and the thread saved with the result
-//! (the loop's save after a call rewrites the step's assistant message and its tool message).
-//! `per_call_in_step`: the same without the step's save, the cost of each further call of a
-//! step. On SQLite (a file
-//! in a temporary folder, WAL) and, when a PostgreSQL server is given in
+//! transaction), then the settlement of both with the thread saved with the result (one
+//! transaction, as sequential execution saves it; the loop's save after a call rewrites the
+//! step's assistant message and its tool message). `per_call_in_step`: the same without the
+//! step's save, the cost of each further call of a step. On SQLite (a file in a temporary
+//! folder, WAL) and, when a PostgreSQL server is given in
 //! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
 //!
@@ -26,7 +26,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, SqliteStore, Store, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, Settlement, SqliteStore, Store,
+    ThreadStatus, ThreadWrite,
 };
 
 /// Calls per run in `concurrent_runs`.
@@ -115,13 +116,9 @@ impl<'a, S: Store> Writer<'a, S> {
             status: EffectStatus::Intended,
             output: None,
         };
-        // The intent with the key's claim, then the outcome in both: one transaction each.
+        // The intent with the key's claim: one transaction.
         assert_eq!(self.store.intend_call(&entry).await.unwrap(), Claim::New);
         let output = json!({"value": "a result of moderate length, as tools return"});
-        self.store
-            .settle_call(&entry, EffectStatus::Succeeded, &output)
-            .await
-            .unwrap();
         let assistant = Message::new(
             Role::Assistant,
             vec![Part::ToolCall(ToolCallPart {
@@ -135,12 +132,33 @@ impl<'a, S: Store> Writer<'a, S> {
         let result = Message::tool_results(vec![ToolResultPart {
             tool_call_id: id,
             tool_name: "lookup".into(),
-            output: ModelOutput::json(output),
+            output: ModelOutput::json(output.clone()),
             provider_executed: false,
             provider_metadata: Default::default(),
         }]);
-        // The loop rewrites from the step's assistant message on.
-        self.save(self.assistant, &[assistant, result]).await;
+        // The outcome in the journal and the ledger, with the thread saved with the result:
+        // one transaction (as a sequential run saves it). The loop rewrites from the step's
+        // assistant message on.
+        let settled = Settlement {
+            entry: &entry,
+            status: EffectStatus::Succeeded,
+            output: &output,
+        };
+        let messages = [assistant, result];
+        let write = ThreadWrite {
+            thread: &self.thread,
+            expected: self.version,
+            keep: self.assistant,
+            messages: &messages,
+            status: ThreadStatus::Running,
+            pending: &[],
+        };
+        self.version = self
+            .store
+            .settle_and_write(&[settled], write)
+            .await
+            .unwrap();
+        self.count = self.assistant + 2;
     }
 }
 

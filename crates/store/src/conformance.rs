@@ -19,8 +19,8 @@ use toolsmith_core::{
 };
 
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, ThreadQuery,
-    ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
+    ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// Runs every rule against `store`, which must be empty.
@@ -33,6 +33,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     journal(&*store).await;
     ledger(&*store).await;
     combined_journal_and_ledger(&*store).await;
+    settle_and_write(&*store).await;
     variables(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
@@ -543,6 +544,105 @@ async fn combined_journal_and_ledger<S: Store>(store: &S) {
         Claim::New,
         "no key was claimed for it"
     );
+}
+
+async fn settle_and_write<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-sw")).await.unwrap();
+    let v1 = store
+        .write(
+            "t-sw",
+            0,
+            0,
+            &[Message::user("Pay.")],
+            ThreadStatus::Running,
+            &[],
+        )
+        .await
+        .unwrap();
+    let entry = |call: &str| JournalEntry {
+        thread_id: "t-sw".into(),
+        run_id: "r-sw".into(),
+        tool_call_id: call.into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt: 1,
+        input: json!({}),
+        side_effect: true,
+        idempotent: false,
+        idempotency_key: Some(format!("r-sw:{call}")),
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    let (paid, refund) = (entry("c1"), entry("c2"));
+    store.intend_call(&paid).await.unwrap();
+    store.intend_call(&refund).await.unwrap();
+    let output = json!("paid");
+    let result = [Message::assistant("Paid.")];
+    let v2 = store
+        .settle_and_write(
+            &[Settlement {
+                entry: &paid,
+                status: EffectStatus::Succeeded,
+                output: &output,
+            }],
+            ThreadWrite {
+                thread: "t-sw",
+                expected: v1,
+                keep: 1,
+                messages: &result,
+                status: ThreadStatus::Running,
+                pending: &[],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(v2, v1 + 1, "settle_and_write returns the new version");
+    assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
+    assert_eq!(
+        store.ledger_claim("r-sw:c1", "t-sw").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Succeeded,
+            output: Some(json!("paid"))
+        },
+        "settle_and_write settles the call's key"
+    );
+    // A stale version: nothing of it is written, the settlement neither.
+    let stale = store
+        .settle_and_write(
+            &[Settlement {
+                entry: &refund,
+                status: EffectStatus::Succeeded,
+                output: &output,
+            }],
+            ThreadWrite {
+                thread: "t-sw",
+                expected: v1,
+                keep: 2,
+                messages: &result,
+                status: ThreadStatus::Running,
+                pending: &[],
+            },
+        )
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "a stale settle_and_write is a Conflict: {stale:?}"
+    );
+    let journal = store.journal("t-sw").await.unwrap();
+    let statuses: Vec<_> = journal.iter().map(|e| e.status).collect();
+    assert_eq!(
+        statuses,
+        [EffectStatus::Succeeded, EffectStatus::Intended],
+        "a failed settle_and_write settles nothing"
+    );
+    assert_eq!(
+        store.ledger_claim("r-sw:c2", "t-sw").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        }
+    );
+    assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
 }
 
 async fn variables<S: Store>(store: &S) {

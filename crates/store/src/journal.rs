@@ -35,6 +35,17 @@ pub struct JournalEntry {
     pub output: Option<Value>,
 }
 
+/// A call's outcome to record ([`Store::settle_and_write`](crate::Store::settle_and_write)).
+#[derive(Debug, Clone, Copy)]
+pub struct Settlement<'a> {
+    /// The call's entry, as intended.
+    pub entry: &'a JournalEntry,
+    /// What became of it.
+    pub status: EffectStatus,
+    /// Its output: the app value, or the error (`{code, message}`).
+    pub output: &'a Value,
+}
+
 impl JournalEntry {
     /// The idempotency key the ledger claims for this call: its key, when the call is unsafe to
     /// repeat (`side_effect && !idempotent`).

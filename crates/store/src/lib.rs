@@ -20,10 +20,10 @@ mod thread;
 
 pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};
 pub use error::StoreError;
-pub use journal::{Claim, EffectStatus, JournalEntry};
+pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};
 pub use memory::MemoryStore;
 pub use open::open;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use store::{Store, StoredValue};
-pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus};
+pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus, ThreadWrite};

@@ -9,8 +9,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
-    ThreadQuery, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
+    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// A store in memory: everything is lost with the process. One lock guards it all, so every
@@ -79,6 +79,59 @@ impl State {
             .iter_mut()
             .find(|e| e.run_id == run && e.tool_call_id == call && e.attempt == attempt)
             .ok_or_else(|| StoreError::NotFound(format!("journal entry {run}/{call}/{attempt}")))
+    }
+
+    /// Fails as [`State::settle`] would, changing nothing.
+    fn check_settle(&mut self, entry: &JournalEntry) -> Result<(), StoreError> {
+        self.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        if let Some(key) = entry.key_to_claim() {
+            self.ledger_entry(key)?;
+        }
+        Ok(())
+    }
+
+    /// Settles a call and, when it is unsafe to repeat, its key: both, or neither.
+    fn settle(
+        &mut self,
+        entry: &JournalEntry,
+        status: EffectStatus,
+        output: &Value,
+    ) -> Result<(), StoreError> {
+        self.check_settle(entry)?;
+        let settled = self.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        settled.status = status;
+        settled.output = Some(output.clone());
+        if let Some(key) = entry.key_to_claim() {
+            *self.ledger_entry(key)? = (status, Some(output.clone()));
+        }
+        Ok(())
+    }
+
+    /// Fails as [`State::write`] would, changing nothing.
+    fn check_write(&mut self, write: &ThreadWrite<'_>) -> Result<(), StoreError> {
+        let (_, stored) = at_version(self, write.thread, write.expected)?;
+        if write.keep > stored.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "cannot keep {} of the {} messages of thread {}",
+                write.keep,
+                stored.len(),
+                write.thread
+            )));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, write: ThreadWrite<'_>) -> Result<u64, StoreError> {
+        self.check_write(&write)?;
+        let (record, stored) = at_version(self, write.thread, write.expected)?;
+        stored.truncate(write.keep as usize);
+        stored.extend_from_slice(write.messages);
+        record.version += 1;
+        record.message_count = stored.len() as u64;
+        record.status = write.status;
+        record.pending = write.pending.to_vec();
+        record.updated_at = now_millis();
+        Ok(record.version)
     }
 
     fn claim(&mut self, key: &str) -> Claim {
@@ -184,22 +237,31 @@ impl Store for MemoryStore {
         status: ThreadStatus,
         pending: &[Pause],
     ) -> Result<u64, StoreError> {
+        self.state().write(ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending,
+        })
+    }
+
+    async fn settle_and_write(
+        &self,
+        settled: &[Settlement<'_>],
+        write: ThreadWrite<'_>,
+    ) -> Result<u64, StoreError> {
         let mut state = self.state();
-        let (record, stored) = at_version(&mut state, thread, expected)?;
-        if keep > stored.len() as u64 {
-            return Err(StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {} messages of thread {thread}",
-                stored.len()
-            )));
+        // Everything checked before anything changes: all or nothing.
+        state.check_write(&write)?;
+        for s in settled {
+            state.check_settle(s.entry)?;
         }
-        stored.truncate(keep as usize);
-        stored.extend_from_slice(messages);
-        record.version += 1;
-        record.message_count = stored.len() as u64;
-        record.status = status;
-        record.pending = pending.to_vec();
-        record.updated_at = now_millis();
-        Ok(record.version)
+        for s in settled {
+            state.settle(s.entry, s.status, s.output)?;
+        }
+        state.write(write)
     }
 
     async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
@@ -255,20 +317,7 @@ impl Store for MemoryStore {
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError> {
-        let mut state = self.state();
-        let key = entry.key_to_claim();
-        // Both looked up before either changes.
-        state.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
-        if let Some(key) = key {
-            state.ledger_entry(key)?;
-        }
-        let settled = state.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
-        settled.status = status;
-        settled.output = Some(output.clone());
-        if let Some(key) = key {
-            *state.ledger_entry(key)? = (status, Some(output.clone()));
-        }
-        Ok(())
+        self.state().settle(entry, status, output)
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {

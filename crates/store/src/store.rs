@@ -5,7 +5,8 @@ use serde_json::Value;
 use toolsmith_core::{Message, Pause};
 
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, StoreError, Thread, ThreadQuery, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Settlement, StoreError, Thread, ThreadQuery,
+    ThreadStatus, ThreadWrite,
 };
 
 /// Durable storage for runs: threads (with tags and parent links), their messages, where their
@@ -123,6 +124,35 @@ pub trait Store: Send + Sync + 'static {
             Some(key) => self.ledger_settle(key, status, output).await,
             None => Ok(()),
         }
+    }
+
+    /// Settles calls (each as [`settle_call`](Self::settle_call) does) and then writes the
+    /// thread (as [`write`](Self::write) does), as one transaction where the backend has them:
+    /// a run saving a call's result right after the call ends records the outcome and the
+    /// result message with one commit. The new version.
+    ///
+    /// # Errors
+    ///
+    /// Those of `settle_call` and `write`; where the backend has transactions, nothing is
+    /// written when any part fails.
+    async fn settle_and_write(
+        &self,
+        settled: &[Settlement<'_>],
+        write: ThreadWrite<'_>,
+    ) -> Result<u64, StoreError> {
+        for s in settled {
+            self.settle_call(s.entry, s.status, s.output).await?;
+        }
+        let ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending,
+        } = write;
+        self.write(thread, expected, keep, messages, status, pending)
+            .await
     }
 
     /// The thread's journal, in call order.

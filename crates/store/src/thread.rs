@@ -1,7 +1,7 @@
 //! Threads as the store keeps them.
 
 use serde::{Deserialize, Serialize};
-use toolsmith_core::Pause;
+use toolsmith_core::{Message, Pause};
 
 /// A stored thread: its identity and links, and where its run stands. The messages are read
 /// separately ([`Store::messages`](crate::Store::messages)).
@@ -34,6 +34,23 @@ pub struct Thread {
     pub created_at: u64,
     /// Milliseconds since the Unix epoch, of the last write.
     pub updated_at: u64,
+}
+
+/// A write of a thread's tail, as [`Store::write`](crate::Store::write) takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadWrite<'a> {
+    /// The thread.
+    pub thread: &'a str,
+    /// The version the write expects.
+    pub expected: u64,
+    /// How many messages stay as they are.
+    pub keep: u64,
+    /// The messages after those.
+    pub messages: &'a [Message],
+    /// Where the thread's run stands.
+    pub status: ThreadStatus,
+    /// What a paused thread waits for.
+    pub pending: &'a [Pause],
 }
 
 /// Where a thread's run stands.

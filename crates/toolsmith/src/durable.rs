@@ -43,8 +43,8 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Message, ToolError, ToolOutput, Variables, async_trait};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, Store, StoreError, Thread,
-    ThreadStatus, Vault,
+    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, Settlement, Store, StoreError, Thread,
+    ThreadStatus, ThreadWrite, Vault,
 };
 
 /// How long a running thread stays held by its process without a sign of life, by default.
@@ -106,6 +106,8 @@ pub struct StoredRun {
     /// The latest journal entry of each of this run's calls.
     calls: Mutex<HashMap<String, JournalEntry>>,
     next_seq: AtomicU64,
+    /// Outcomes to write with the next save ([`RunLog::settle_before_save`]).
+    unsaved: Mutex<Vec<JournalEntry>>,
 }
 
 impl std::fmt::Debug for StoredRun {
@@ -235,6 +237,7 @@ impl StoredRun {
             written: Mutex::new((version, messages.len() as u64)),
             calls: Mutex::new(calls),
             next_seq: AtomicU64::new(next_seq),
+            unsaved: Mutex::new(Vec::new()),
         };
         Ok((run, messages))
     }
@@ -389,17 +392,31 @@ impl RunLog for StoredRun {
             RunState::Finished => (ThreadStatus::Idle, &[][..]),
             RunState::Failed => (ThreadStatus::Failed, &[][..]),
         };
-        let tail = &messages[keep as usize..];
+        let write = ThreadWrite {
+            thread: &self.thread,
+            expected: version,
+            keep,
+            messages: &messages[keep as usize..],
+            status,
+            pending,
+        };
+        let unsaved = std::mem::take(&mut *lock(&self.unsaved));
+        // The outcomes of the calls just ended, with the messages that carry them.
+        let settled: Vec<Settlement<'_>> = unsaved.iter().map(settlement).collect();
         let next = self
             .store
-            .write(&self.thread, version, keep, tail, status, pending)
+            .settle_and_write(&settled, write)
             .await
             .map_err(failed)?;
+        for entry in unsaved {
+            self.remember(entry);
+        }
         *self.written.lock().unwrap_or_else(|p| p.into_inner()) = (next, messages.len() as u64);
         Ok(())
     }
 
     async fn intend(&self, call: &LoggedCall<'_>) -> Result<Intent, RunLogError> {
+        self.settle_unsaved().await?;
         let Some(latest) = self.latest(call.tool_call_id) else {
             let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
             let (entry, claim) = self.intend_attempt(call, 1, seq).await?;
@@ -431,6 +448,51 @@ impl RunLog for StoredRun {
     }
 
     async fn settle(&self, call: &LoggedCall<'_>, settled: Settled<'_>) -> Result<(), RunLogError> {
+        self.settle_unsaved().await?;
+        let entry = self.settled_entry(call, settled)?;
+        // The journal entry and, for a call unsafe to repeat, its key: one transaction.
+        let output = entry.output.as_ref().unwrap_or(&Value::Null);
+        self.store
+            .settle_call(&entry, entry.status, output)
+            .await
+            .map_err(failed)?;
+        self.remember(entry);
+        Ok(())
+    }
+
+    async fn settle_before_save(
+        &self,
+        call: &LoggedCall<'_>,
+        settled: Settled<'_>,
+    ) -> Result<(), RunLogError> {
+        let entry = self.settled_entry(call, settled)?;
+        lock(&self.unsaved).push(entry);
+        Ok(())
+    }
+}
+
+impl StoredRun {
+    /// Writes outcomes still waiting for a save, should anything else come first: the loop
+    /// saves right after them, so normally there are none.
+    async fn settle_unsaved(&self) -> Result<(), RunLogError> {
+        let unsaved = std::mem::take(&mut *lock(&self.unsaved));
+        for entry in unsaved {
+            let s = settlement(&entry);
+            self.store
+                .settle_call(s.entry, s.status, s.output)
+                .await
+                .map_err(failed)?;
+            self.remember(entry);
+        }
+        Ok(())
+    }
+
+    /// The journal entry of `call`, as it stands once settled.
+    fn settled_entry(
+        &self,
+        call: &LoggedCall<'_>,
+        settled: Settled<'_>,
+    ) -> Result<JournalEntry, RunLogError> {
         let (status, output) = match settled {
             Settled::Succeeded(output) => (
                 EffectStatus::Succeeded,
@@ -445,16 +507,25 @@ impl RunLog for StoredRun {
                 call.tool_call_id
             ))
         })?;
-        // The journal entry and, for a call unsafe to repeat, its key: one transaction.
-        self.store
-            .settle_call(&entry, status, &output)
-            .await
-            .map_err(failed)?;
         entry.status = status;
         entry.output = Some(output);
-        self.remember(entry);
-        Ok(())
+        Ok(entry)
     }
+}
+
+/// A settled journal entry as the store takes it.
+fn settlement(entry: &JournalEntry) -> Settlement<'_> {
+    static NULL: Value = Value::Null;
+    Settlement {
+        entry,
+        status: entry.status,
+        output: entry.output.as_ref().unwrap_or(&NULL),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the data itself intact.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The thread's stored variables, secrets opened with `key`: put them in the run's input

@@ -216,6 +216,7 @@ impl Run {
             durable: Durable {
                 log,
                 snapshot: agent_snapshot,
+                save_follows: false,
             },
             saved,
             interrupted,
@@ -392,7 +393,9 @@ impl Run {
         if calls.is_empty() {
             return Ok(());
         }
-        let runner = self.runner(step);
+        let mut runner = self.runner(step);
+        // Sequential execution saves each result as soon as its call ends.
+        runner.durable.save_follows = self.agent.policy == ExecutionPolicy::Sequential;
         // The results go into one tool message right after the assistant message.
         self.request
             .messages

@@ -6,7 +6,7 @@ mod schema;
 use std::fmt;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -16,8 +16,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
-    ThreadQuery, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
+    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// The most connections one store opens.
@@ -126,6 +126,25 @@ impl PostgresStore {
         }
     }
 
+    /// Why a thread write changed nothing: the thread is missing, at another version, or
+    /// shorter than the messages it was to keep.
+    async fn unwritten(&self, write: &ThreadWrite<'_>) -> StoreError {
+        let (thread, expected, keep) = (write.thread, write.expected, write.keep);
+        match self.thread(thread).await {
+            Err(e) => e,
+            Ok(None) => StoreError::NotFound(thread.to_string()),
+            Ok(Some(found)) if found.version == expected => StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {} messages of thread {thread}",
+                found.message_count
+            )),
+            Ok(Some(found)) => StoreError::Conflict {
+                thread: thread.to_string(),
+                expected,
+                found: found.version,
+            },
+        }
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
@@ -155,6 +174,66 @@ fn thread_of(row: &Row) -> Result<Thread, StoreError> {
 fn status(name: &str) -> Result<EffectStatus, StoreError> {
     EffectStatus::parse(name)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
+}
+
+/// Settles a call's attempt and, when it is unsafe to repeat, its key.
+async fn settle(
+    client: &impl GenericClient,
+    entry: &JournalEntry,
+    status: EffectStatus,
+    output: &str,
+) -> Result<(), StoreError> {
+    let (run, call) = (&entry.run_id, &entry.tool_call_id);
+    match entry.key_to_claim() {
+        Some(key) => journal::settle_with_key(client, entry, key, status, output).await,
+        None => journal::settle(client, run, call, entry.attempt, status, output).await,
+    }
+}
+
+/// Writes a thread's tail, if the thread is at the expected version: the new version, or
+/// `None` when nothing changed ([`PostgresStore::unwritten`] says why).
+async fn write_tail(
+    client: &impl GenericClient,
+    write: &ThreadWrite<'_>,
+) -> Result<Option<u64>, StoreError> {
+    let bodies: Vec<String> = write
+        .messages
+        .iter()
+        .map(to_json)
+        .collect::<Result<_, _>>()?;
+    let pending = to_json(&write.pending)?;
+    // One statement, so one round trip and (outside a transaction) its own transaction. The
+    // UPDATE is conditional on the version; a concurrent writer holding the row makes it
+    // wait, then re-check the new version and change nothing. The messages past `keep` are
+    // upserted and those past the new end deleted (disjoint rows), both only when the
+    // thread's row changed.
+    let sql = "WITH t AS ( \
+            UPDATE threads SET version = version + 1, \
+                message_count = $3 + cardinality($4::TEXT[]), status = $5, pending = $6, \
+                updated_at = $7 \
+            WHERE id = $1 AND version = $2 AND message_count >= $3 RETURNING version), \
+        gone AS (DELETE FROM messages WHERE thread_id = $1 \
+            AND idx >= $3 + cardinality($4::TEXT[]) AND EXISTS (SELECT 1 FROM t)), \
+        put AS (INSERT INTO messages (thread_id, idx, body) \
+            SELECT $1, $3 + m.n - 1, m.body FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
+            WHERE EXISTS (SELECT 1 FROM t) \
+            ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body) \
+        SELECT version FROM t";
+    let statement = client.prepare_cached(sql).await.map_err(backend)?;
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &write.thread,
+        &(write.expected as i64),
+        &(write.keep as i64),
+        &bodies,
+        &write.status.as_str(),
+        &pending,
+        &(now_millis() as i64),
+    ];
+    let row = client
+        .query_opt(&statement, &params)
+        .await
+        .map_err(backend)?;
+    Ok(row.map(|row| row.get::<_, i64>(0) as u64))
 }
 
 #[async_trait]
@@ -236,55 +315,45 @@ impl Store for PostgresStore {
         status: ThreadStatus,
         pending: &[Pause],
     ) -> Result<u64, StoreError> {
-        let bodies: Vec<String> = messages.iter().map(to_json).collect::<Result<_, _>>()?;
-        let pending = to_json(&pending)?;
+        let write = ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending,
+        };
         let client = self.client().await?;
-        // One statement, so one round trip and its own transaction. The UPDATE is conditional
-        // on the version; a concurrent writer holding the row makes it wait, then re-check
-        // the new version and change nothing. The messages past `keep` are upserted and those
-        // past the new end deleted (disjoint rows), both only when the thread's row changed.
-        let sql = "WITH t AS ( \
-                UPDATE threads SET version = version + 1, \
-                    message_count = $3 + cardinality($4::TEXT[]), status = $5, pending = $6, \
-                    updated_at = $7 \
-                WHERE id = $1 AND version = $2 AND message_count >= $3 RETURNING version), \
-            gone AS (DELETE FROM messages WHERE thread_id = $1 \
-                AND idx >= $3 + cardinality($4::TEXT[]) AND EXISTS (SELECT 1 FROM t)), \
-            put AS (INSERT INTO messages (thread_id, idx, body) \
-                SELECT $1, $3 + m.n - 1, m.body FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
-                WHERE EXISTS (SELECT 1 FROM t) \
-                ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body) \
-            SELECT version FROM t";
-        let statement = client.prepare_cached(sql).await.map_err(backend)?;
-        let params: [&(dyn ToSql + Sync); 7] = [
-            &thread,
-            &(expected as i64),
-            &(keep as i64),
-            &bodies,
-            &status.as_str(),
-            &pending,
-            &(now_millis() as i64),
-        ];
-        if let Some(row) = client
-            .query_opt(&statement, &params)
-            .await
-            .map_err(backend)?
-        {
-            return Ok(row.get::<_, i64>(0) as u64);
+        match write_tail(&client, &write).await? {
+            Some(version) => Ok(version),
+            None => Err(self.unwritten(&write).await),
         }
-        // Nothing changed: say why.
-        match self.thread(thread).await? {
-            None => Err(StoreError::NotFound(thread.to_string())),
-            Some(found) if found.version == expected => Err(StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {} messages of thread {thread}",
-                found.message_count
-            ))),
-            Some(found) => Err(StoreError::Conflict {
-                thread: thread.to_string(),
-                expected,
-                found: found.version,
-            }),
+    }
+
+    async fn settle_and_write(
+        &self,
+        settled: &[Settlement<'_>],
+        write: ThreadWrite<'_>,
+    ) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        if settled.is_empty() {
+            // The write alone is one statement: no transaction to open.
+            return match write_tail(&client, &write).await? {
+                Some(version) => Ok(version),
+                None => Err(self.unwritten(&write).await),
+            };
         }
+        let tx = client.transaction().await.map_err(backend)?;
+        for s in settled {
+            settle(&tx, s.entry, s.status, &to_json(s.output)?).await?;
+        }
+        let Some(version) = write_tail(&tx, &write).await? else {
+            // Dropped: rolled back, the settlements with it.
+            drop(tx);
+            return Err(self.unwritten(&write).await);
+        };
+        tx.commit().await.map_err(backend)?;
+        Ok(version)
     }
 
     async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
@@ -335,12 +404,7 @@ impl Store for PostgresStore {
         output: &Value,
     ) -> Result<(), StoreError> {
         let output = to_json(output)?;
-        let client = self.client().await?;
-        let (run, call) = (&entry.run_id, &entry.tool_call_id);
-        match entry.key_to_claim() {
-            Some(key) => journal::settle_with_key(&client, entry, key, status, &output).await,
-            None => journal::settle(&client, run, call, entry.attempt, status, &output).await,
-        }
+        settle(&self.client().await?, entry, status, &output).await
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {

@@ -99,3 +99,18 @@ pub(super) fn settle_key(
     }
     Ok(())
 }
+
+/// Settles a call's attempt and, when it is unsafe to repeat, its key, with one outcome (JSON).
+pub(super) fn settle_call(
+    conn: &Connection,
+    entry: &JournalEntry,
+    status: EffectStatus,
+    output: &str,
+) -> Result<(), StoreError> {
+    let (run, call) = (&entry.run_id, &entry.tool_call_id);
+    settle(conn, run, call, entry.attempt, status, output)?;
+    match entry.key_to_claim() {
+        Some(key) => settle_key(conn, key, status, output),
+        None => Ok(()),
+    }
+}

@@ -16,8 +16,8 @@ use toolsmith_core::{Message, Pause};
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue, Thread,
-    ThreadQuery, ThreadStatus,
+    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
+    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// How long a write waits for another process's lock on the file before it fails.
@@ -226,6 +226,106 @@ fn status(name: &str) -> Result<EffectStatus, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
 }
 
+/// Begins a transaction that takes the write lock at once, so that two processes cannot both
+/// read a version and then write.
+fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)
+}
+
+/// A [`ThreadWrite`] made ready to move to the connection's thread: messages as JSON.
+struct Tail {
+    thread: String,
+    expected: u64,
+    keep: u64,
+    bodies: Vec<String>,
+    status: ThreadStatus,
+    pending: String,
+}
+
+impl Tail {
+    fn of(write: ThreadWrite<'_>) -> Result<Tail, StoreError> {
+        Ok(Tail {
+            thread: write.thread.to_string(),
+            expected: write.expected,
+            keep: write.keep,
+            bodies: write
+                .messages
+                .iter()
+                .map(to_json)
+                .collect::<Result<_, _>>()?,
+            status: write.status,
+            pending: to_json(&write.pending)?,
+        })
+    }
+
+    /// Writes it inside `tx`, if the thread is at the expected version. The new version.
+    fn write(&self, tx: &Connection) -> Result<u64, StoreError> {
+        let Tail {
+            thread,
+            expected,
+            keep,
+            bodies,
+            status,
+            pending,
+        } = self;
+        let (expected, keep) = (*expected, *keep);
+        // Every statement here is prepared once per connection: parsing them anew cost
+        // more than running them.
+        let (version, count): (i64, i64) = tx
+            .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(backend)?
+            .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
+        if version as u64 != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.clone(),
+                expected,
+                found: version as u64,
+            });
+        }
+        if keep > count as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {count} messages of thread {thread}"
+            )));
+        }
+        tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
+            .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
+            .map_err(backend)?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?;
+            for (i, body) in bodies.iter().enumerate() {
+                insert
+                    .execute(params![thread, keep as i64 + i as i64, body])
+                    .map_err(backend)?;
+            }
+        }
+        let next = version + 1;
+        tx.prepare_cached(
+            "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
+             updated_at = ?6 WHERE id = ?1",
+        )
+        .and_then(|mut update| {
+            update.execute(params![
+                thread,
+                next,
+                keep as i64 + bodies.len() as i64,
+                status.as_str(),
+                pending,
+                now_millis() as i64
+            ])
+        })
+        .map_err(backend)?;
+        Ok(next as u64)
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -308,71 +408,41 @@ impl Store for SqliteStore {
         status: ThreadStatus,
         pending: &[Pause],
     ) -> Result<u64, StoreError> {
-        let thread = thread.to_string();
-        let bodies: Vec<String> = messages.iter().map(to_json).collect::<Result<_, _>>()?;
-        let pending = to_json(&pending)?;
+        let tail = Tail::of(ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending,
+        })?;
         self.with(move |conn| {
-            // IMMEDIATE: the write lock is taken before the version is read, so two processes
-            // cannot both see the expected version.
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            // Every statement here is prepared once per connection: parsing them anew cost
-            // more than running them.
-            let (version, count): (i64, i64) = tx
-                .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
-                .and_then(|mut select| {
-                    select
-                        .query_row([&thread], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .map_err(backend)?
-                .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
-            if version as u64 != expected {
-                return Err(StoreError::Conflict {
-                    thread,
-                    expected,
-                    found: version as u64,
-                });
-            }
-            if keep > count as u64 {
-                return Err(StoreError::Corrupt(format!(
-                    "cannot keep {keep} of the {count} messages of thread {thread}"
-                )));
-            }
-            tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
-                .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
-                .map_err(backend)?;
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)",
-                    )
-                    .map_err(backend)?;
-                for (i, body) in bodies.iter().enumerate() {
-                    insert
-                        .execute(params![thread, keep as i64 + i as i64, body])
-                        .map_err(backend)?;
-                }
-            }
-            let next = version + 1;
-            tx.prepare_cached(
-                "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
-                 updated_at = ?6 WHERE id = ?1",
-            )
-            .and_then(|mut update| {
-                update.execute(params![
-                    thread,
-                    next,
-                    keep as i64 + bodies.len() as i64,
-                    status.as_str(),
-                    pending,
-                    now_millis() as i64
-                ])
-            })
-            .map_err(backend)?;
+            let tx = immediate(conn)?;
+            let version = tail.write(&tx)?;
             tx.commit().map_err(backend)?;
-            Ok(next as u64)
+            Ok(version)
+        })
+        .await
+    }
+
+    async fn settle_and_write(
+        &self,
+        settled: &[Settlement<'_>],
+        write: ThreadWrite<'_>,
+    ) -> Result<u64, StoreError> {
+        let tail = Tail::of(write)?;
+        let settled: Vec<(JournalEntry, EffectStatus, String)> = settled
+            .iter()
+            .map(|s| Ok((s.entry.clone(), s.status, to_json(s.output)?)))
+            .collect::<Result<_, StoreError>>()?;
+        self.with(move |conn| {
+            let tx = immediate(conn)?;
+            for (entry, status, output) in &settled {
+                journal::settle_call(&tx, entry, *status, output)?;
+            }
+            let version = tail.write(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(version)
         })
         .await
     }
@@ -417,9 +487,7 @@ impl Store for SqliteStore {
         let entry = entry.clone();
         let input = to_json(&entry.input)?;
         self.with(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
+            let tx = immediate(conn)?;
             journal::intend(&tx, &entry, &input)?;
             let claim = match entry.key_to_claim() {
                 Some(key) => journal::claim(&tx, key, &entry.thread_id)?,
@@ -440,14 +508,8 @@ impl Store for SqliteStore {
         let entry = entry.clone();
         let output = to_json(output)?;
         self.with(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(backend)?;
-            let (run, call) = (&entry.run_id, &entry.tool_call_id);
-            journal::settle(&tx, run, call, entry.attempt, status, &output)?;
-            if let Some(key) = entry.key_to_claim() {
-                journal::settle_key(&tx, key, status, &output)?;
-            }
+            let tx = immediate(conn)?;
+            journal::settle_call(&tx, &entry, status, &output)?;
             tx.commit().map_err(backend)
         })
         .await
