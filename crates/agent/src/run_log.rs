@@ -2,7 +2,8 @@
 //! no side effect twice (DESIGN.md §5).
 //!
 //! The loop calls it in a fixed order. It saves the thread once the run has claimed it, then
-//! after each step's assistant message, before any of its calls runs. For each call it records
+//! after each step's assistant message, before any of its calls runs
+//! ([`RunLog::save_before_calls`] when they run one by one). For each call it records
 //! the intent before executing ([`RunLog::intend`], which may also say not to execute) and the
 //! outcome after ([`RunLog::settle`], or [`RunLog::settle_before_save`] when a save follows at
 //! once). It saves the tool message with the result before the
@@ -35,6 +36,20 @@ pub trait RunLog: Send + Sync + 'static {
         unchanged: usize,
         state: RunState<'_>,
     ) -> Result<(), RunLogError>;
+
+    /// Saves the thread as [`save`](Self::save) does, right before the step's calls run one
+    /// by one (sequential execution). It need only be on record once the first call's intent
+    /// is ([`intend`](Self::intend)), or, when no call runs, once the next save returns
+    /// (which covers the same messages): a log may write it with the first intent, one commit
+    /// instead of two. The default saves at once.
+    async fn save_before_calls(
+        &self,
+        messages: &[Message],
+        unchanged: usize,
+        state: RunState<'_>,
+    ) -> Result<(), RunLogError> {
+        self.save(messages, unchanged, state).await
+    }
 
     /// Records that `call` is about to execute, and says whether it may. The default records
     /// nothing and lets it.

@@ -1,8 +1,10 @@
-//! The order in which a run records itself in its log: the intent before each call, the outcome
-//! after it, and the thread saved before the next call (sequential) or the next step
-//! (parallel). Sequential execution hands each outcome over with `settle_before_save`, so a
-//! log can commit it with the save that follows at once; parallel execution, where other calls
-//! still run before the save, settles each call as it ends.
+//! The order in which a run records itself in its log: the step saved before its calls, the
+//! intent before each call, the outcome after it, and the thread saved before the next call
+//! (sequential) or the next step (parallel). Sequential execution saves the step with
+//! `save_before_calls` and hands each outcome over with `settle_before_save`, so a log can
+//! commit the step with the first intent and each outcome with the save that follows it;
+//! parallel execution, where other calls still run before the save, saves the step at once
+//! and settles each call as it ends.
 
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +45,16 @@ impl RunLog for Recorder {
             RunState::Failed => "failed",
         };
         self.note(format!("save {state}"));
+        Ok(())
+    }
+
+    async fn save_before_calls(
+        &self,
+        _messages: &[Message],
+        _unchanged: usize,
+        _state: RunState<'_>,
+    ) -> Result<(), RunLogError> {
+        self.note("save_before_calls".to_string());
         Ok(())
     }
 
@@ -111,12 +123,13 @@ async fn sequential_execution_hands_each_outcome_to_the_save_that_follows_it() {
     let calls: Vec<&str> = events
         .iter()
         .map(String::as_str)
-        .skip_while(|e| !e.starts_with("intend"))
-        .take(6)
+        .skip_while(|e| *e != "save_before_calls")
+        .take(7)
         .collect();
     assert_eq!(
         calls,
         [
+            "save_before_calls",
             "intend pay",
             "settle_before_save pay",
             "save running",
@@ -135,6 +148,10 @@ async fn parallel_execution_settles_each_call_as_it_ends() {
     assert!(
         !events.iter().any(|e| e.starts_with("settle_before_save")),
         "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| e == "save_before_calls"),
+        "calls that run together are saved before any starts: {events:?}"
     );
     let settled = events.iter().filter(|e| e.starts_with("settle ")).count();
     assert_eq!(settled, 2, "{events:?}");

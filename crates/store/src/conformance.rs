@@ -34,6 +34,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     ledger(&*store).await;
     combined_journal_and_ledger(&*store).await;
     settle_and_write(&*store).await;
+    write_and_intend(&*store).await;
     variables(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
@@ -643,6 +644,64 @@ async fn settle_and_write<S: Store>(store: &S) {
         }
     );
     assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
+}
+
+async fn write_and_intend<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-wi")).await.unwrap();
+    let entry = |call: &str| JournalEntry {
+        thread_id: "t-wi".into(),
+        run_id: "r-wi".into(),
+        tool_call_id: call.into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt: 1,
+        input: json!({"to": "bob"}),
+        side_effect: true,
+        idempotent: false,
+        idempotency_key: Some(format!("r-wi:{call}")),
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    let step = [Message::user("Pay."), Message::assistant("Paying.")];
+    let write = |expected| ThreadWrite {
+        thread: "t-wi",
+        expected,
+        keep: 0,
+        messages: &step,
+        status: ThreadStatus::Running,
+        pending: &[],
+    };
+    let (version, claim) = store
+        .write_and_intend(write(0), &entry("c1"))
+        .await
+        .unwrap();
+    assert_eq!((version, claim), (1, Claim::New));
+    assert_eq!(store.messages("t-wi").await.unwrap(), step);
+    assert_eq!(store.journal("t-wi").await.unwrap().len(), 1);
+    assert_eq!(
+        store.ledger_claim("r-wi:c1", "t-wi").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        },
+        "write_and_intend claims the call's key"
+    );
+    // A stale version: neither the messages nor the intent nor the claim.
+    let stale = store.write_and_intend(write(0), &entry("c2")).await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "a stale write_and_intend is a Conflict: {stale:?}"
+    );
+    assert_eq!(
+        store.journal("t-wi").await.unwrap().len(),
+        1,
+        "a failed write_and_intend records no intent"
+    );
+    assert_eq!(
+        store.ledger_claim("r-wi:c2", "t-wi").await.unwrap(),
+        Claim::New,
+        "a failed write_and_intend claims no key"
+    );
 }
 
 async fn variables<S: Store>(store: &S) {

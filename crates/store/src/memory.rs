@@ -247,6 +247,21 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn write_and_intend(
+        &self,
+        write: ThreadWrite<'_>,
+        entry: &JournalEntry,
+    ) -> Result<(u64, Claim), StoreError> {
+        let mut state = self.state();
+        let version = state.write(write)?;
+        state.intend(entry);
+        let claim = match entry.key_to_claim() {
+            Some(key) => state.claim(key),
+            None => Claim::New,
+        };
+        Ok((version, claim))
+    }
+
     async fn settle_and_write(
         &self,
         settled: &[Settlement<'_>],

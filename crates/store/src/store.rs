@@ -126,6 +126,34 @@ pub trait Store: Send + Sync + 'static {
         }
     }
 
+    /// Writes the thread (as [`write`](Self::write) does) and then records a call's intent (as
+    /// [`intend_call`](Self::intend_call) does), as one transaction where the backend has
+    /// them: a run saving a step's assistant message right before its first call records both
+    /// with one commit. The new version and the claim.
+    ///
+    /// # Errors
+    ///
+    /// Those of `write` and `intend_call`; where the backend has transactions, nothing is
+    /// written when any part fails.
+    async fn write_and_intend(
+        &self,
+        write: ThreadWrite<'_>,
+        entry: &JournalEntry,
+    ) -> Result<(u64, Claim), StoreError> {
+        let ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending,
+        } = write;
+        let version = self
+            .write(thread, expected, keep, messages, status, pending)
+            .await?;
+        Ok((version, self.intend_call(entry).await?))
+    }
+
     /// Settles calls (each as [`settle_call`](Self::settle_call) does) and then writes the
     /// thread (as [`write`](Self::write) does), as one transaction where the backend has them:
     /// a run saving a call's result right after the call ends records the outcome and the

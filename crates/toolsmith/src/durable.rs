@@ -41,7 +41,7 @@ use toolsmith_agent::{
     CallOutcome, EFFECT_UNKNOWN, Intent, LoggedCall, RunInput, RunLog, RunLogError, RunState,
     Settled,
 };
-use toolsmith_core::{Message, ToolError, ToolOutput, Variables, async_trait};
+use toolsmith_core::{Message, Pause, ToolError, ToolOutput, Variables, async_trait};
 use toolsmith_store::{
     Claim, EffectStatus, JournalEntry, NewThread, SecretKey, Settlement, Store, StoreError, Thread,
     ThreadStatus, ThreadWrite, Vault,
@@ -108,6 +108,18 @@ pub struct StoredRun {
     next_seq: AtomicU64,
     /// Outcomes to write with the next save ([`RunLog::settle_before_save`]).
     unsaved: Mutex<Vec<JournalEntry>>,
+    /// A save to write with the next intent ([`RunLog::save_before_calls`]).
+    deferred: Mutex<Option<DeferredSave>>,
+}
+
+/// A save the loop made right before a step's calls, to write with the first call's intent.
+struct DeferredSave {
+    keep: u64,
+    tail: Vec<Message>,
+    status: ThreadStatus,
+    pending: Vec<Pause>,
+    /// The thread's length once written.
+    total: u64,
 }
 
 impl std::fmt::Debug for StoredRun {
@@ -238,6 +250,7 @@ impl StoredRun {
             calls: Mutex::new(calls),
             next_seq: AtomicU64::new(next_seq),
             unsaved: Mutex::new(Vec::new()),
+            deferred: Mutex::new(None),
         };
         Ok((run, messages))
     }
@@ -298,7 +311,16 @@ impl StoredRun {
         attempt: u32,
         seq: u64,
     ) -> Result<(JournalEntry, Claim), RunLogError> {
-        let entry = JournalEntry {
+        let entry = self.new_entry(call, attempt, seq);
+        // With the key's claim, when the call is unsafe to repeat: one transaction.
+        let claim = self.store.intend_call(&entry).await.map_err(failed)?;
+        self.remember(entry.clone());
+        Ok((entry, claim))
+    }
+
+    /// The journal entry of a new attempt of `call`, intended.
+    fn new_entry(&self, call: &LoggedCall<'_>, attempt: u32, seq: u64) -> JournalEntry {
+        JournalEntry {
             thread_id: self.thread.clone(),
             run_id: self.run_id.clone(),
             tool_call_id: call.tool_call_id.to_string(),
@@ -311,11 +333,7 @@ impl StoredRun {
             idempotency_key: Some(call.idempotency_key.to_string()),
             status: EffectStatus::Intended,
             output: None,
-        };
-        // With the key's claim, when the call is unsafe to repeat: one transaction.
-        let claim = self.store.intend_call(&entry).await.map_err(failed)?;
-        self.remember(entry.clone());
-        Ok((entry, claim))
+        }
     }
 
     /// For a call unsafe to repeat whose intent was recorded by an attempt a crash
@@ -384,14 +402,11 @@ impl RunLog for StoredRun {
         unchanged: usize,
         state: RunState<'_>,
     ) -> Result<(), RunLogError> {
-        let (version, count) = *self.written.lock().unwrap_or_else(|p| p.into_inner());
+        // A save not yet written is superseded: this one starts no later than it did.
+        lock(&self.deferred).take();
+        let (version, count) = *lock(&self.written);
         let keep = (unchanged as u64).min(count);
-        let (status, pending) = match state {
-            RunState::Running => (ThreadStatus::Running, &[][..]),
-            RunState::Paused(pending) => (ThreadStatus::Paused, pending),
-            RunState::Finished => (ThreadStatus::Idle, &[][..]),
-            RunState::Failed => (ThreadStatus::Failed, &[][..]),
-        };
+        let (status, pending) = thread_state(state);
         let write = ThreadWrite {
             thread: &self.thread,
             expected: version,
@@ -411,12 +426,49 @@ impl RunLog for StoredRun {
         for entry in unsaved {
             self.remember(entry);
         }
-        *self.written.lock().unwrap_or_else(|p| p.into_inner()) = (next, messages.len() as u64);
+        *lock(&self.written) = (next, messages.len() as u64);
+        Ok(())
+    }
+
+    async fn save_before_calls(
+        &self,
+        messages: &[Message],
+        unchanged: usize,
+        state: RunState<'_>,
+    ) -> Result<(), RunLogError> {
+        self.flush().await?;
+        let (_, count) = *lock(&self.written);
+        let keep = (unchanged as u64).min(count);
+        let (status, pending) = thread_state(state);
+        *lock(&self.deferred) = Some(DeferredSave {
+            keep,
+            tail: messages[keep as usize..].to_vec(),
+            status,
+            pending: pending.to_vec(),
+            total: messages.len() as u64,
+        });
         Ok(())
     }
 
     async fn intend(&self, call: &LoggedCall<'_>) -> Result<Intent, RunLogError> {
-        self.settle_unsaved().await?;
+        let new_call = self.latest(call.tool_call_id).is_none();
+        let deferred = lock(&self.deferred).take_if(|_| new_call);
+        if let Some(save) = deferred {
+            // The step's save and its first call's intent: one transaction.
+            self.flush().await?;
+            let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
+            let entry = self.new_entry(call, 1, seq);
+            let (version, _) = *lock(&self.written);
+            let (next, claim) = self
+                .store
+                .write_and_intend(save.write(&self.thread, version), &entry)
+                .await
+                .map_err(failed)?;
+            *lock(&self.written) = (next, save.total);
+            self.remember(entry.clone());
+            return self.decide(entry, claim).await;
+        }
+        self.flush().await?;
         let Some(latest) = self.latest(call.tool_call_id) else {
             let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
             let (entry, claim) = self.intend_attempt(call, 1, seq).await?;
@@ -448,7 +500,7 @@ impl RunLog for StoredRun {
     }
 
     async fn settle(&self, call: &LoggedCall<'_>, settled: Settled<'_>) -> Result<(), RunLogError> {
-        self.settle_unsaved().await?;
+        self.flush().await?;
         let entry = self.settled_entry(call, settled)?;
         // The journal entry and, for a call unsafe to repeat, its key: one transaction.
         let output = entry.output.as_ref().unwrap_or(&Value::Null);
@@ -472,9 +524,20 @@ impl RunLog for StoredRun {
 }
 
 impl StoredRun {
-    /// Writes outcomes still waiting for a save, should anything else come first: the loop
-    /// saves right after them, so normally there are none.
-    async fn settle_unsaved(&self) -> Result<(), RunLogError> {
+    /// Writes what waits to be written with something else, should anything else come
+    /// first: a deferred save (normally written with the next intent), outcomes (normally
+    /// written with the next save).
+    async fn flush(&self) -> Result<(), RunLogError> {
+        let deferred = lock(&self.deferred).take();
+        if let Some(save) = deferred {
+            let (version, _) = *lock(&self.written);
+            let next = self
+                .store
+                .settle_and_write(&[], save.write(&self.thread, version))
+                .await
+                .map_err(failed)?;
+            *lock(&self.written) = (next, save.total);
+        }
         let unsaved = std::mem::take(&mut *lock(&self.unsaved));
         for entry in unsaved {
             let s = settlement(&entry);
@@ -510,6 +573,29 @@ impl StoredRun {
         entry.status = status;
         entry.output = Some(output);
         Ok(entry)
+    }
+}
+
+impl DeferredSave {
+    fn write<'a>(&'a self, thread: &'a str, expected: u64) -> ThreadWrite<'a> {
+        ThreadWrite {
+            thread,
+            expected,
+            keep: self.keep,
+            messages: &self.tail,
+            status: self.status,
+            pending: &self.pending,
+        }
+    }
+}
+
+/// The thread's status, and what it waits for, where the run stands.
+fn thread_state<'a>(state: RunState<'a>) -> (ThreadStatus, &'a [Pause]) {
+    match state {
+        RunState::Running => (ThreadStatus::Running, &[]),
+        RunState::Paused(pending) => (ThreadStatus::Paused, pending),
+        RunState::Finished => (ThreadStatus::Idle, &[]),
+        RunState::Failed => (ThreadStatus::Failed, &[]),
     }
 }
 

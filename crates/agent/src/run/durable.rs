@@ -20,6 +20,10 @@ const RESUME_WARNING_MAX: usize = 5;
 pub(super) enum SavePoint {
     /// Going on.
     Progress,
+    /// Going on, the step's calls about to run one by one ([`RunLog::save_before_calls`]).
+    ///
+    /// [`RunLog::save_before_calls`]: crate::RunLog::save_before_calls
+    BeforeCalls,
     /// Done: finished, or paused if calls wait.
     End,
     /// Stopped by an error.
@@ -52,14 +56,16 @@ impl Run {
             .unwrap_or(messages.len());
         let unchanged = self.saved.min(last_assistant).min(messages.len());
         let state = match at {
-            SavePoint::Progress => RunState::Running,
+            SavePoint::Progress | SavePoint::BeforeCalls => RunState::Running,
             SavePoint::Failed => RunState::Failed,
             SavePoint::End if self.pending.is_empty() => RunState::Finished,
             SavePoint::End => RunState::Paused(&self.pending),
         };
-        log.save(messages, unchanged, state)
-            .await
-            .map_err(|e| RunErrorKind::Store(e.0))?;
+        let saved = match at {
+            SavePoint::BeforeCalls => log.save_before_calls(messages, unchanged, state).await,
+            _ => log.save(messages, unchanged, state).await,
+        };
+        saved.map_err(|e| RunErrorKind::Store(e.0))?;
         self.saved = messages.len();
         Ok(())
     }

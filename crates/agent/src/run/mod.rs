@@ -303,7 +303,11 @@ impl Run {
         let had_calls = !calls.is_empty();
         // The step's calls are on record before any of them runs.
         if had_calls {
-            self.save(SavePoint::Progress).await?;
+            let at = match self.agent.policy {
+                ExecutionPolicy::Sequential => SavePoint::BeforeCalls,
+                ExecutionPolicy::Parallel { .. } => SavePoint::Progress,
+            };
+            self.save(at).await?;
         }
         let executed = self.execute(step, calls, &mut result).await;
         // What the step's sub-agents spent, into the run's total (not the step's: that is the

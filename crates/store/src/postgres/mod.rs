@@ -176,6 +176,17 @@ fn status(name: &str) -> Result<EffectStatus, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
 }
 
+/// Records a call and, when it is unsafe to repeat, claims its key.
+async fn intend_call(
+    client: &impl GenericClient,
+    entry: &JournalEntry,
+) -> Result<Claim, StoreError> {
+    match entry.key_to_claim() {
+        Some(key) => journal::intend_and_claim(client, entry, key).await,
+        None => journal::intend(client, entry).await.map(|()| Claim::New),
+    }
+}
+
 /// Settles a call's attempt and, when it is unsafe to repeat, its key.
 async fn settle(
     client: &impl GenericClient,
@@ -390,11 +401,24 @@ impl Store for PostgresStore {
     }
 
     async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
-        let client = self.client().await?;
-        match entry.key_to_claim() {
-            Some(key) => journal::intend_and_claim(&client, entry, key).await,
-            None => journal::intend(&client, entry).await.map(|()| Claim::New),
-        }
+        intend_call(&self.client().await?, entry).await
+    }
+
+    async fn write_and_intend(
+        &self,
+        write: ThreadWrite<'_>,
+        entry: &JournalEntry,
+    ) -> Result<(u64, Claim), StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        let Some(version) = write_tail(&tx, &write).await? else {
+            // Dropped: rolled back.
+            drop(tx);
+            return Err(self.unwritten(&write).await);
+        };
+        let claim = intend_call(&tx, entry).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok((version, claim))
     }
 
     async fn settle_call(

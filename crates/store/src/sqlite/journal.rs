@@ -114,3 +114,16 @@ pub(super) fn settle_call(
         None => Ok(()),
     }
 }
+
+/// Records a call (its input already JSON) and, when it is unsafe to repeat, claims its key.
+pub(super) fn intend_call(
+    conn: &Connection,
+    entry: &JournalEntry,
+    input: &str,
+) -> Result<Claim, StoreError> {
+    intend(conn, entry, input)?;
+    match entry.key_to_claim() {
+        Some(key) => claim(conn, key, &entry.thread_id),
+        None => Ok(Claim::New),
+    }
+}

@@ -425,6 +425,24 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn write_and_intend(
+        &self,
+        write: ThreadWrite<'_>,
+        entry: &JournalEntry,
+    ) -> Result<(u64, Claim), StoreError> {
+        let tail = Tail::of(write)?;
+        let entry = entry.clone();
+        let input = to_json(&entry.input)?;
+        self.with(move |conn| {
+            let tx = immediate(conn)?;
+            let version = tail.write(&tx)?;
+            let claim = journal::intend_call(&tx, &entry, &input)?;
+            tx.commit().map_err(backend)?;
+            Ok((version, claim))
+        })
+        .await
+    }
+
     async fn settle_and_write(
         &self,
         settled: &[Settlement<'_>],
@@ -488,11 +506,7 @@ impl Store for SqliteStore {
         let input = to_json(&entry.input)?;
         self.with(move |conn| {
             let tx = immediate(conn)?;
-            journal::intend(&tx, &entry, &input)?;
-            let claim = match entry.key_to_claim() {
-                Some(key) => journal::claim(&tx, key, &entry.thread_id)?,
-                None => Claim::New,
-            };
+            let claim = journal::intend_call(&tx, &entry, &input)?;
             tx.commit().map_err(backend)?;
             Ok(claim)
         })
