@@ -1,12 +1,12 @@
 //! What durability costs per tool call, and how many runs one SQLite file sustains.
 //!
 //! `per_tool_call`: the writes a stored run makes for one call of a side-effecting,
-//! non-idempotent tool (the most a call costs), in a step of its own: the step's assistant
-//! message saved, the journal's `intended` row with the ledger claim of its key (one
-//! transaction), then the settlement of both with the thread saved with the result (one
-//! transaction, as sequential execution saves it; the loop's save after a call rewrites the
-//! step's assistant message and its tool message). `per_call_in_step`: the same without the
-//! step's save, the cost of each further call of a step. On SQLite (a file in a temporary
+//! non-idempotent tool (the most a call costs), in a step of its own, as sequential execution
+//! makes them: the step's assistant message saved with the journal's `intended` row and the
+//! ledger claim of its key (one transaction), then the settlement of both with the thread
+//! saved with the result (one transaction; the loop's save after a call rewrites the step's
+//! assistant message and its tool message). `per_call_in_step`: the same for a further call
+//! of a step (the intent alone, then the settlement with the save). On SQLite (a file in a temporary
 //! folder, WAL) and, when a PostgreSQL server is given in
 //! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
@@ -98,8 +98,10 @@ impl<'a, S: Store> Writer<'a, S> {
         self.count = keep + tail.len() as u64;
     }
 
-    /// One call's writes: journal and ledger before, both after, then the result saved.
-    async fn call(&mut self, seq: u64) {
+    /// One call's writes: journal and ledger before, both after, then the result saved. In a
+    /// `new_step`, the step's assistant message is saved with the intent, as a sequential run
+    /// saves it.
+    async fn call(&mut self, seq: u64, new_step: bool) {
         let id = format!("call_{seq}");
         let key = format!("{}:{id}", self.run);
         let entry = JournalEntry {
@@ -116,9 +118,6 @@ impl<'a, S: Store> Writer<'a, S> {
             status: EffectStatus::Intended,
             output: None,
         };
-        // The intent with the key's claim: one transaction.
-        assert_eq!(self.store.intend_call(&entry).await.unwrap(), Claim::New);
-        let output = json!({"value": "a result of moderate length, as tools return"});
         let assistant = Message::new(
             Role::Assistant,
             vec![Part::ToolCall(ToolCallPart {
@@ -129,6 +128,25 @@ impl<'a, S: Store> Writer<'a, S> {
                 provider_metadata: Default::default(),
             })],
         );
+        // The intent with the key's claim (and the step's save): one transaction.
+        let claim = if new_step {
+            let step = [assistant.clone()];
+            let write = ThreadWrite {
+                thread: &self.thread,
+                expected: self.version,
+                keep: self.count,
+                messages: &step,
+                status: ThreadStatus::Running,
+                pending: &[],
+            };
+            let (version, claim) = self.store.write_and_intend(write, &entry).await.unwrap();
+            (self.version, self.assistant) = (version, self.count);
+            claim
+        } else {
+            self.store.intend_call(&entry).await.unwrap()
+        };
+        assert_eq!(claim, Claim::New);
+        let output = json!({"value": "a result of moderate length, as tools return"});
         let result = Message::tool_results(vec![ToolResultPart {
             tool_call_id: id,
             tool_name: "lookup".into(),
@@ -172,11 +190,8 @@ fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtim
     c.bench_function(&format!("persistence/{name}/per_tool_call"), |b| {
         b.iter(|| {
             let seq = calls.fetch_add(1, Ordering::SeqCst);
-            rt.block_on(async {
-                // Each call in a step of its own, as a model calling one tool per turn does.
-                writer.step().await;
-                writer.call(seq).await;
-            })
+            // Each call in a step of its own, as a model calling one tool per turn does.
+            rt.block_on(writer.call(seq, true))
         })
     });
     let mut writer = rt.block_on(Writer::start(
@@ -186,7 +201,7 @@ fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtim
     c.bench_function(&format!("persistence/{name}/per_call_in_step"), |b| {
         b.iter(|| {
             let seq = calls.fetch_add(1, Ordering::SeqCst);
-            rt.block_on(writer.call(seq))
+            rt.block_on(writer.call(seq, false))
         })
     });
 }
@@ -213,7 +228,7 @@ async fn concurrent(stores: &[Arc<SqliteStore>], runs: usize, round: u64) -> Dur
             tokio::spawn(async move {
                 let mut writer = Writer::start(&*store, format!("r{round}-{i}")).await;
                 for seq in 1..=CALLS_PER_RUN {
-                    writer.call(seq).await;
+                    writer.call(seq, false).await;
                 }
             })
         })
