@@ -140,16 +140,11 @@ pub trait Store: Send + Sync + 'static {
         write: ThreadWrite<'_>,
         entry: &JournalEntry,
     ) -> Result<(u64, Claim), StoreError> {
-        let ThreadWrite {
-            thread,
-            expected,
-            keep,
-            messages,
-            status,
-            pending,
-        } = write;
+        let w = write;
         let version = self
-            .write(thread, expected, keep, messages, status, pending)
+            .write(
+                w.thread, w.expected, w.keep, w.messages, w.status, w.pending,
+            )
             .await?;
         Ok((version, self.intend_call(entry).await?))
     }
@@ -171,16 +166,11 @@ pub trait Store: Send + Sync + 'static {
         for s in settled {
             self.settle_call(s.entry, s.status, s.output).await?;
         }
-        let ThreadWrite {
-            thread,
-            expected,
-            keep,
-            messages,
-            status,
-            pending,
-        } = write;
-        self.write(thread, expected, keep, messages, status, pending)
-            .await
+        let w = write;
+        self.write(
+            w.thread, w.expected, w.keep, w.messages, w.status, w.pending,
+        )
+        .await
     }
 
     /// The thread's journal, in call order.
