@@ -175,3 +175,64 @@ async fn with_a_snapshot_hook_between_call_and_save_outcomes_are_settled_at_once
     );
     assert!(events.contains(&"settle pay".to_string()), "{events:?}");
 }
+
+/// A writer the test's tracing subscriber logs into.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_run_with_a_log_warns_once_of_each_side_effect_tool_that_ignores_its_key() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    // Names of their own: the warning is once per tool name per process, and other tests of
+    // this binary run agents too.
+    let unkeyed = from_fn("wire_funds", "Wire.", |_: Value, _cx| async {
+        Ok::<_, ToolError>("sent")
+    })
+    .with_meta(ToolMeta::new().side_effect(true));
+    let keyed = from_fn("wire_funds_keyed", "Wire.", |_: Value, _cx| async {
+        Ok::<_, ToolError>("sent")
+    })
+    .with_meta(
+        ToolMeta::new()
+            .side_effect(true)
+            .accepts_idempotency_key(true),
+    );
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::text("done"),
+        Turn::text("done"),
+        Turn::text("done"),
+    ]))
+    .tool(unkeyed)
+    .tool(keyed)
+    .build();
+    for _ in 0..2 {
+        let input =
+            RunInput::new(vec![Message::user("go")]).with_log(Arc::new(Recorder::default()));
+        agent.run(input).await.unwrap();
+    }
+    // Without a log nothing retries: no warning.
+    agent.run("go").await.unwrap();
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let warning = "[toolsmith] tool wire_funds: side_effect: true, idempotent: false tools \
+                   should read ToolContext::idempotency_key() (and declare \
+                   accepts_idempotency_key) so that a retried call can be deduplicated.";
+    assert_eq!(logs.matches(warning).count(), 1, "{logs}");
+    assert!(!logs.contains("wire_funds_keyed:"), "{logs}");
+}

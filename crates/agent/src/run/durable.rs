@@ -1,8 +1,11 @@
 //! A run with a log: saving the thread at the loop's save points, and going on after a crash
 //! with the calls it interrupted.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use serde_json::Value;
-use toolsmith_core::{Message, ModelToolCall, Part, Role, ToolCallPart};
+use toolsmith_core::{Message, ModelToolCall, Part, Role, ToolCallPart, Toolset};
 
 use super::Run;
 use crate::execute::CallRunner;
@@ -195,6 +198,34 @@ pub(super) fn interrupted_calls(
         })
         .cloned()
         .collect()
+}
+
+/// Seed 001's warning, once per tool name per process: a tool that changes the world, is not
+/// safe to repeat and does not read its idempotency key cannot let a service deduplicate a
+/// retried call, so after a crash during one the model is asked what to do. Logged when a
+/// run with a log starts (only such runs retry), not when the tool is defined: a Rust tool's
+/// metadata is set after it is made.
+pub(super) fn warn_unkeyed_side_effects(tools: &Toolset) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let unkeyed = tools.iter().filter(|tool| {
+        let meta = tool.meta();
+        meta.side_effect && !meta.is_idempotent() && !meta.accepts_idempotency_key
+    });
+    for tool in unkeyed {
+        let name = tool.spec().name();
+        let first = WARNED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_default()
+            .insert(name.to_string());
+        if first {
+            tracing::warn!(
+                "[toolsmith] tool {name}: side_effect: true, idempotent: false tools should read \
+                 ToolContext::idempotency_key() (and declare accepts_idempotency_key) so that a \
+                 retried call can be deduplicated."
+            );
+        }
+    }
 }
 
 /// How many leading messages two threads share.

@@ -166,7 +166,10 @@ impl Run {
         // With a log, calls a crash interrupted are neither orphans: the journal decides what
         // becomes of them.
         let interrupted = match &log {
-            Some(_) => durable::interrupted_calls(&messages, &waiting),
+            Some(_) => {
+                durable::warn_unkeyed_side_effects(&tools);
+                durable::interrupted_calls(&messages, &waiting)
+            }
             None => Vec::new(),
         };
         let ids: Vec<&str> = waiting
