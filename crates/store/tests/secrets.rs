@@ -96,30 +96,3 @@ fn a_malformed_key_is_refused_without_repeating_it() {
     }
     assert!(SecretKey::from_hex(&"0a".repeat(32)).is_ok());
 }
-
-#[tokio::test]
-async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("old.db");
-    {
-        // What version 1 left: its tables and its migration row, no variables table, no run
-        // column.
-        let store = SqliteStore::open(&path).await.unwrap();
-        store.create_thread(NewThread::new("kept")).await.unwrap();
-    }
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id; \
-         DELETE FROM schema_migrations WHERE version > 1;",
-    )
-    .unwrap();
-    drop(conn);
-    let store = SqliteStore::open(&path).await.unwrap();
-    assert!(store.thread("kept").await.unwrap().is_some());
-    let vault = Vault::new(&store, SecretKey::generate());
-    vault.put("kept", "A", "b", false).await.unwrap();
-    store.claim("kept", 0, "run-1").await.unwrap();
-    let thread = store.thread("kept").await.unwrap().unwrap();
-    assert_eq!(thread.run_id.as_deref(), Some("run-1"));
-    assert_eq!(SqliteStore::schema_version(), 3);
-}

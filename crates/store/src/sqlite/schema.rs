@@ -64,6 +64,51 @@ const MIGRATIONS: &[(u32, &str)] = &[
     );",
     ),
     (3, "ALTER TABLE threads ADD COLUMN run_id TEXT;"),
+    // The tables written at every tool call, clustered on their keys (WITHOUT ROWID): one
+    // b-tree each instead of a table and its key's index, so a commit writes fewer pages to
+    // the WAL (measured: the page writes are most of a commit's cost).
+    (
+        4,
+        "CREATE TABLE messages_v4 (
+        thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (thread_id, idx)
+    ) WITHOUT ROWID;
+    INSERT INTO messages_v4 (thread_id, idx, body) SELECT thread_id, idx, body FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_v4 RENAME TO messages;
+    CREATE TABLE journal_v4 (
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        thread_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        input TEXT NOT NULL,
+        side_effect INTEGER NOT NULL,
+        idempotent INTEGER NOT NULL,
+        idempotency_key TEXT,
+        status TEXT NOT NULL,
+        output TEXT,
+        PRIMARY KEY (run_id, tool_call_id, attempt)
+    ) WITHOUT ROWID;
+    INSERT INTO journal_v4 SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq,
+        input, side_effect, idempotent, idempotency_key, status, output FROM journal;
+    DROP TABLE journal;
+    ALTER TABLE journal_v4 RENAME TO journal;
+    CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
+    CREATE TABLE ledger_v4 (
+        key TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        output TEXT,
+        created_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO ledger_v4 SELECT key, thread_id, status, output, created_at FROM ledger;
+    DROP TABLE ledger;
+    ALTER TABLE ledger_v4 RENAME TO ledger;",
+    ),
 ];
 
 /// The newest schema version this build knows.

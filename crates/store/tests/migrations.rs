@@ -1,0 +1,106 @@
+//! SQLite schema migrations: an older database opened by this build is brought to the current
+//! schema with its data.
+
+use serde_json::json;
+use toolsmith_core::Message;
+use toolsmith_store::{
+    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
+    Vault,
+};
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        // What version 1 left: its tables and its migration row, no variables table, no run
+        // column.
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("kept")).await.unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id; \
+         DELETE FROM schema_migrations WHERE version > 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert!(store.thread("kept").await.unwrap().is_some());
+    let vault = Vault::new(&store, SecretKey::generate());
+    vault.put("kept", "A", "b", false).await.unwrap();
+    store.claim("kept", 0, "run-1").await.unwrap();
+    let thread = store.thread("kept").await.unwrap().unwrap();
+    assert_eq!(thread.run_id.as_deref(), Some("run-1"));
+    assert_eq!(SqliteStore::schema_version(), 4);
+}
+
+#[tokio::test]
+async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_clustered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let entry = JournalEntry {
+        thread_id: "t".into(),
+        run_id: "r".into(),
+        tool_call_id: "c1".into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt: 1,
+        input: json!({"to": "bob"}),
+        side_effect: true,
+        idempotent: false,
+        idempotency_key: Some("r:c1".into()),
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let messages = [Message::user("Pay."), Message::assistant("Paying.")];
+        store
+            .write("t", 0, 0, &messages, ThreadStatus::Running, &[])
+            .await
+            .unwrap();
+        store.intend_call(&entry).await.unwrap();
+    }
+    // Version 3's layout: the same tables with rowids and their keys' indexes.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         CREATE TABLE m3 (thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+             idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (thread_id, idx));
+         INSERT INTO m3 SELECT * FROM messages; DROP TABLE messages;
+         ALTER TABLE m3 RENAME TO messages;
+         CREATE TABLE j3 AS SELECT * FROM journal; DROP TABLE journal;
+         ALTER TABLE j3 RENAME TO journal;
+         CREATE TABLE l3 (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, status TEXT NOT NULL,
+             output TEXT, created_at INTEGER NOT NULL);
+         INSERT INTO l3 SELECT * FROM ledger; DROP TABLE ledger;
+         ALTER TABLE l3 RENAME TO ledger;
+         DELETE FROM schema_migrations WHERE version > 3;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.messages("t").await.unwrap().len(), 2);
+    assert_eq!(store.journal("t").await.unwrap(), [entry]);
+    assert_eq!(
+        store.ledger_claim("r:c1", "t").await.unwrap(),
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        }
+    );
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for table in ["messages", "journal", "ledger"] {
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
+    }
+}
