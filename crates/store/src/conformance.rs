@@ -644,6 +644,35 @@ async fn settle_and_write<S: Store>(store: &S) {
         }
     );
     assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
+    // The right version but nothing to settle: NotFound, and the thread stays as it was.
+    let never = entry("c9");
+    let missing = store
+        .settle_and_write(
+            &[Settlement {
+                entry: &never,
+                status: EffectStatus::Failed,
+                output: &output,
+            }],
+            ThreadWrite {
+                thread: "t-sw",
+                expected: v2,
+                keep: 2,
+                messages: &result,
+                status: ThreadStatus::Running,
+                pending: &[],
+            },
+        )
+        .await;
+    assert!(
+        matches!(missing, Err(StoreError::NotFound(_))),
+        "settling a call never intended is NotFound: {missing:?}"
+    );
+    let thread = store.thread("t-sw").await.unwrap().unwrap();
+    assert_eq!(
+        (thread.version, thread.message_count),
+        (v2, 2),
+        "a failed settle_and_write writes no message"
+    );
 }
 
 async fn write_and_intend<S: Store>(store: &S) {
@@ -701,6 +730,20 @@ async fn write_and_intend<S: Store>(store: &S) {
         store.ledger_claim("r-wi:c2", "t-wi").await.unwrap(),
         Claim::New,
         "a failed write_and_intend claims no key"
+    );
+    // A key claimed before (by the claim just above): the claim says so.
+    let (version, claim) = store
+        .write_and_intend(write(1), &entry("c2"))
+        .await
+        .unwrap();
+    assert_eq!(version, 2);
+    assert_eq!(
+        claim,
+        Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        },
+        "write_and_intend reports an earlier claim of the key"
     );
 }
 

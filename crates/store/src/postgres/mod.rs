@@ -2,6 +2,7 @@
 
 mod journal;
 mod schema;
+mod write;
 
 use std::fmt;
 
@@ -10,7 +11,6 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 use toolsmith_core::{Message, Pause};
 
@@ -127,22 +127,36 @@ impl PostgresStore {
     }
 
     /// Why a thread write changed nothing: the thread is missing, at another version, or
-    /// shorter than the messages it was to keep.
-    async fn unwritten(&self, write: &ThreadWrite<'_>) -> StoreError {
+    /// shorter than the messages it was to keep. `None` when it is none of these (what the
+    /// write was conditional on besides the thread, then).
+    async fn unwritten(&self, write: &ThreadWrite<'_>) -> Option<StoreError> {
         let (thread, expected, keep) = (write.thread, write.expected, write.keep);
         match self.thread(thread).await {
-            Err(e) => e,
-            Ok(None) => StoreError::NotFound(thread.to_string()),
-            Ok(Some(found)) if found.version == expected => StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {} messages of thread {thread}",
-                found.message_count
-            )),
-            Ok(Some(found)) => StoreError::Conflict {
+            Err(e) => Some(e),
+            Ok(None) => Some(StoreError::NotFound(thread.to_string())),
+            Ok(Some(found)) if found.version != expected => Some(StoreError::Conflict {
                 thread: thread.to_string(),
                 expected,
                 found: found.version,
-            },
+            }),
+            Ok(Some(found)) if keep > found.message_count => Some(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {} messages of thread {thread}",
+                found.message_count
+            ))),
+            Ok(Some(_)) => None,
         }
+    }
+
+    /// [`unwritten`](Self::unwritten), for a write conditional on the thread alone: a thread
+    /// that changed back in between is reported as a conflict.
+    async fn write_failed(&self, write: &ThreadWrite<'_>) -> StoreError {
+        self.unwritten(write)
+            .await
+            .unwrap_or_else(|| StoreError::Conflict {
+                thread: write.thread.to_string(),
+                expected: write.expected,
+                found: write.expected,
+            })
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
@@ -199,52 +213,6 @@ async fn settle(
         Some(key) => journal::settle_with_key(client, entry, key, status, output).await,
         None => journal::settle(client, run, call, entry.attempt, status, output).await,
     }
-}
-
-/// Writes a thread's tail, if the thread is at the expected version: the new version, or
-/// `None` when nothing changed ([`PostgresStore::unwritten`] says why).
-async fn write_tail(
-    client: &impl GenericClient,
-    write: &ThreadWrite<'_>,
-) -> Result<Option<u64>, StoreError> {
-    let bodies: Vec<String> = write
-        .messages
-        .iter()
-        .map(to_json)
-        .collect::<Result<_, _>>()?;
-    let pending = to_json(&write.pending)?;
-    // One statement, so one round trip and (outside a transaction) its own transaction. The
-    // UPDATE is conditional on the version; a concurrent writer holding the row makes it
-    // wait, then re-check the new version and change nothing. The messages past `keep` are
-    // upserted and those past the new end deleted (disjoint rows), both only when the
-    // thread's row changed.
-    let sql = "WITH t AS ( \
-            UPDATE threads SET version = version + 1, \
-                message_count = $3 + cardinality($4::TEXT[]), status = $5, pending = $6, \
-                updated_at = $7 \
-            WHERE id = $1 AND version = $2 AND message_count >= $3 RETURNING version), \
-        gone AS (DELETE FROM messages WHERE thread_id = $1 \
-            AND idx >= $3 + cardinality($4::TEXT[]) AND EXISTS (SELECT 1 FROM t)), \
-        put AS (INSERT INTO messages (thread_id, idx, body) \
-            SELECT $1, $3 + m.n - 1, m.body FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
-            WHERE EXISTS (SELECT 1 FROM t) \
-            ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body) \
-        SELECT version FROM t";
-    let statement = client.prepare_cached(sql).await.map_err(backend)?;
-    let params: [&(dyn ToSql + Sync); 7] = [
-        &write.thread,
-        &(write.expected as i64),
-        &(write.keep as i64),
-        &bodies,
-        &write.status.as_str(),
-        &pending,
-        &(now_millis() as i64),
-    ];
-    let row = client
-        .query_opt(&statement, &params)
-        .await
-        .map_err(backend)?;
-    Ok(row.map(|row| row.get::<_, i64>(0) as u64))
 }
 
 #[async_trait]
@@ -335,9 +303,9 @@ impl Store for PostgresStore {
             pending,
         };
         let client = self.client().await?;
-        match write_tail(&client, &write).await? {
+        match write::write(&client, &write).await? {
             Some(version) => Ok(version),
-            None => Err(self.unwritten(&write).await),
+            None => Err(self.write_failed(&write).await),
         }
     }
 
@@ -347,21 +315,36 @@ impl Store for PostgresStore {
         write: ThreadWrite<'_>,
     ) -> Result<u64, StoreError> {
         let mut client = self.client().await?;
-        if settled.is_empty() {
-            // The write alone is one statement: no transaction to open.
-            return match write_tail(&client, &write).await? {
-                Some(version) => Ok(version),
-                None => Err(self.unwritten(&write).await),
-            };
+        match settled {
+            [] => {
+                return match write::write(&client, &write).await? {
+                    Some(version) => Ok(version),
+                    None => Err(self.write_failed(&write).await),
+                };
+            }
+            // What a sequential run writes after each call: one statement.
+            [one] => {
+                return match write::settle_and_write(&client, one, &write).await? {
+                    Some(version) => Ok(version),
+                    None => match self.unwritten(&write).await {
+                        Some(e) => Err(e),
+                        None => Err(match write::settled_exists(&client, one).await {
+                            Err(e) => e,
+                            Ok(()) => self.write_failed(&write).await,
+                        }),
+                    },
+                };
+            }
+            _ => {}
         }
         let tx = client.transaction().await.map_err(backend)?;
         for s in settled {
             settle(&tx, s.entry, s.status, &to_json(s.output)?).await?;
         }
-        let Some(version) = write_tail(&tx, &write).await? else {
+        let Some(version) = write::write(&tx, &write).await? else {
             // Dropped: rolled back, the settlements with it.
             drop(tx);
-            return Err(self.unwritten(&write).await);
+            return Err(self.write_failed(&write).await);
         };
         tx.commit().await.map_err(backend)?;
         Ok(version)
@@ -409,16 +392,11 @@ impl Store for PostgresStore {
         write: ThreadWrite<'_>,
         entry: &JournalEntry,
     ) -> Result<(u64, Claim), StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(backend)?;
-        let Some(version) = write_tail(&tx, &write).await? else {
-            // Dropped: rolled back.
-            drop(tx);
-            return Err(self.unwritten(&write).await);
-        };
-        let claim = intend_call(&tx, entry).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok((version, claim))
+        let client = self.client().await?;
+        match write::write_and_intend(&client, &write, entry).await? {
+            Some(done) => Ok(done),
+            None => Err(self.write_failed(&write).await),
+        }
     }
 
     async fn settle_call(
