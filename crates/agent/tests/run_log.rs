@@ -6,6 +6,8 @@
 //! parallel execution, where other calls still run before the save, saves the step at once
 //! and settles each call as it ends.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -15,6 +17,8 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Message, ToolError, ToolMeta, async_trait, from_fn};
 use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
+
+use common::Logs;
 
 /// Records each call the run makes to its log, as `"<what> <call id or state>"`.
 #[derive(Clone, Default)]
@@ -176,30 +180,9 @@ async fn with_a_snapshot_hook_between_call_and_save_outcomes_are_settled_at_once
     assert!(events.contains(&"settle pay".to_string()), "{events:?}");
 }
 
-/// A writer the test's tracing subscriber logs into.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_run_with_a_log_warns_once_of_each_side_effect_tool_that_ignores_its_key() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Logs::capture();
     // Names of their own: the warning is once per tool name per process, and other tests of
     // this binary run agents too.
     let unkeyed = from_fn("wire_funds", "Wire.", |_: Value, _cx| async {
@@ -229,7 +212,7 @@ async fn a_run_with_a_log_warns_once_of_each_side_effect_tool_that_ignores_its_k
     }
     // Without a log nothing retries: no warning.
     agent.run("go").await.unwrap();
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     let warning = "[toolsmith] tool wire_funds: side_effect: true, idempotent: false tools \
                    should read ToolContext::idempotency_key() (and declare \
                    accepts_idempotency_key) so that a retried call can be deduplicated.";

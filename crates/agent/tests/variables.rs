@@ -3,9 +3,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use common::*;
 use serde_json::json;
 use toolsmith_agent::RunInput;
@@ -48,31 +45,9 @@ fn leaky(fail: bool) -> impl Tool {
     )
 }
 
-/// A writer the test's tracing subscriber logs into.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_secret_reaches_the_tool_and_nothing_else() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Logs::capture();
 
     for fail in [false, true] {
         let model = recording([
@@ -113,7 +88,7 @@ async fn a_secret_reaches_the_tool_and_nothing_else() {
             assert!(everything.contains("us-east") && !everything.contains("eu-west"));
         }
     }
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(
         logs.contains("tool.call.failed"),
         "the failure was logged: {logs}"
