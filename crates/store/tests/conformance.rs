@@ -78,3 +78,40 @@ async fn a_database_from_a_newer_toolsmith_is_refused() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_in_the_background_not_by_the_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let size = || std::fs::metadata(&path).unwrap().len();
+    let before = size();
+    store.create_thread(NewThread::new("t")).await.unwrap();
+    // Far fewer pages than the writers' own automatic checkpoint waits for.
+    let body = "x".repeat(3000);
+    let mut version = 0;
+    for i in 0..50 {
+        version = store
+            .write(
+                "t",
+                version,
+                i,
+                &[Message::user(body.clone())],
+                ThreadStatus::Running,
+                &[],
+            )
+            .await
+            .unwrap();
+    }
+    // The writers' automatic checkpoint would wait for 20 000 pages: only the store's own
+    // thread copies these few into the database file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while size() == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        size() > before + 50 * 3000,
+        "the background checkpoint copied the pages into the database file"
+    );
+    assert_eq!(store.messages("t").await.unwrap().len(), 50);
+}

@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
 
+mod checkpoint;
 mod journal;
 mod schema;
 
@@ -27,9 +28,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const STATEMENT_CACHE: usize = 64;
 
 /// A store in one SQLite file (rusqlite with the bundled library): WAL journaling, versioned
-/// migrations applied on open, every call run off the async executor
-/// (`spawn_blocking`). Several processes may share the file; conditional writes make every
-/// continuation of a thread happen once.
+/// migrations applied on open, every call run off the async executor (in place on a
+/// multi-threaded runtime, `block_in_place`; on the blocking pool otherwise), WAL checkpoints
+/// on a thread of the store's own rather than in the writers' commits. Several processes may
+/// share the file; conditional writes make every continuation of a thread happen once.
 ///
 /// ```
 /// use toolsmith_store::{NewThread, SqliteStore, Store};
@@ -99,15 +101,16 @@ impl SqliteStore {
             // power loss may take the last ones back.
             conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
                 .map_err(backend)?;
+            conn.pragma_update(None, "wal_autocheckpoint", checkpoint::BACKSTOP_PAGES)
+                .map_err(backend)?;
             schema::migrate(&mut conn)?;
             Ok(conn)
         })
         .await
         .map_err(|e| StoreError::Backend(format!("the open task failed: {e}")))??;
-        Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
-        })
+        let conn = Arc::new(Mutex::new(conn));
+        checkpoint::spawn(path.clone(), Arc::downgrade(&conn));
+        Ok(SqliteStore { conn, path })
     }
 
     /// The database file.
