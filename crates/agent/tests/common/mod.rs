@@ -231,7 +231,11 @@ impl Logs {
             .with_writer(move || writer.clone())
             .with_ansi(false)
             .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
+        let guard = tracing::subscriber::set_default(subscriber);
+        // Log sites registered by other threads while this subscriber was being set up may
+        // have cached "disabled": have every site ask again, this subscriber included.
+        tracing::callsite::rebuild_interest_cache();
+        (logs, guard)
     }
 
     pub fn text(&self) -> String {
