@@ -18,12 +18,13 @@ use toolsmith_builtins::Workspace;
 use toolsmith_sandbox::SandboxPolicy;
 
 /// One model for the whole file: its worker serialises the tests' calls, as it would a
-/// program's.
+/// program's. Its prompt cache is in memory only, so that no test depends on files an earlier
+/// run left in the user's cache directory.
 fn model() -> LocalModel {
     static MODEL: OnceLock<LocalModel> = OnceLock::new();
     MODEL
         .get_or_init(|| match LocalModel::from_name("") {
-            Ok(model) => model,
+            Ok(model) => model.with_prompt_cache(None),
             Err(err) => panic!("{err}"),
         })
         .clone()
@@ -321,5 +322,101 @@ async fn requests_the_model_cannot_serve_are_clear_errors() {
         err.message
             .contains("the turn may take 5000 more, but the local model's context holds 4096"),
         "{err}"
+    );
+}
+
+/// The finish part's `local` metadata.
+fn local_metadata(parts: &[ModelPart]) -> Value {
+    match parts.last() {
+        Some(ModelPart::Finish {
+            provider_metadata, ..
+        }) => provider_metadata.0["local"].clone(),
+        other => panic!("the stream did not end with finish: {other:?}"),
+    }
+}
+
+/// What a turn said: its text and its calls (tool and input).
+fn said(parts: &[ModelPart]) -> Vec<String> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::TextDelta { delta, .. } => Some(delta.clone()),
+            ModelPart::ToolCall(call) => Some(format!("{} {}", call.tool_name, call.input)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The files of a prompt cache directory.
+fn cache_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_context_restores_the_shared_start_from_the_prompt_cache_and_refuses_damaged_files() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let request = request("Open Cargo.toml", &tools, ToolChoice::Required);
+    // Each call on a model of its own: a new worker and context, as in a new process (the
+    // weights are loaded once per process either way).
+    let turn = || async {
+        let model = LocalModel::from_name("")
+            .unwrap()
+            .with_prompt_cache(Some(cache.path().to_path_buf()));
+        let parts: Vec<ModelPart> = model
+            .stream(&request)
+            .await
+            .unwrap()
+            .map(|p| p.unwrap())
+            .collect()
+            .await;
+        let meta = local_metadata(&parts);
+        (said(&parts), meta)
+    };
+
+    let (first, meta) = turn().await;
+    assert_eq!(meta["promptCache"], "saved", "{meta}");
+    assert_eq!(meta["reusedTokens"], 0, "{meta}");
+    let shared = meta["sharedTokens"].as_u64().unwrap();
+    assert!(
+        shared > 500 && shared < meta["promptTokens"].as_u64().unwrap(),
+        "{meta}"
+    );
+    let files = cache_files(cache.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(!first.is_empty());
+
+    let (second, meta) = turn().await;
+    assert_eq!(meta["promptCache"], "restored", "{meta}");
+    assert_eq!(meta["reusedTokens"].as_u64(), Some(shared), "{meta}");
+    assert_eq!(second, first, "the restored state gives the same turn");
+
+    // A damaged file is deleted and replaced, never loaded; the turn is the same.
+    let file = &files[0];
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(file, &bytes).unwrap();
+    let (third, meta) = turn().await;
+    assert_eq!(meta["promptCache"], "saved", "{meta}");
+    assert_eq!(third, first);
+
+    // So is a short one.
+    let whole = std::fs::read(file).unwrap();
+    std::fs::write(file, &whole[..whole.len() / 3]).unwrap();
+    let (fourth, meta) = turn().await;
+    assert_eq!(meta["promptCache"], "saved", "{meta}");
+    assert_eq!(fourth, first);
+
+    let (fifth, meta) = turn().await;
+    assert_eq!(meta["promptCache"], "restored", "{meta}");
+    assert_eq!(fifth, first);
+    assert_eq!(
+        cache_files(cache.path()),
+        files,
+        "one file, no temporaries left"
     );
 }

@@ -30,11 +30,14 @@ use toolsmith_core::{
 };
 
 use super::forced::Skeleton;
+use super::prompt_cache::{self, PromptCache};
 use super::turn::TurnParser;
 
 /// One turn to generate.
 pub(crate) struct Job {
     pub prompt: String,
+    /// How many bytes at the start of `prompt` every request with these tools shares.
+    pub shared_len: usize,
     pub parse_special: bool,
     pub grammar: String,
     /// What the turn's lines must begin with, for jump-forward decoding.
@@ -61,6 +64,8 @@ pub(crate) struct EngineConfig {
     pub path: PathBuf,
     pub threads: i32,
     pub context_tokens: u32,
+    /// Where the evaluated shared start of prompts is kept across processes, if anywhere.
+    pub prompt_cache: Option<PathBuf>,
 }
 
 /// The process's llama.cpp backend, initialised once, its logging silenced (llama.cpp prints
@@ -139,6 +144,26 @@ struct Engine {
     /// The tokens whose keys and values are in the cache, from position 0.
     cached: Vec<LlamaToken>,
     batch_size: usize,
+    prompt_cache: Option<PromptCache>,
+    /// What the prompt cache did for the current turn.
+    cache_use: CacheUse,
+}
+
+/// What the prompt cache did for a turn, reported in its finish metadata.
+#[derive(Debug, Clone, Copy)]
+struct CacheUse {
+    /// `"restored"`, `"saved"`, or `"unused"` (no cache, a short shared start, or the shared
+    /// start already in memory).
+    outcome: &'static str,
+    /// Time spent reading or writing the file, in milliseconds.
+    ms: f64,
+}
+
+impl CacheUse {
+    const UNUSED: CacheUse = CacheUse {
+        outcome: "unused",
+        ms: 0.0,
+    };
 }
 
 impl Engine {
@@ -159,11 +184,22 @@ impl Engine {
             ))
         })?;
         drop(guard);
+        // Everything besides the model and the program that shapes the saved state.
+        let settings = format!(
+            "n_ctx={} n_batch={batch_size} flash_attn=auto",
+            config.context_tokens
+        );
+        let prompt_cache = config
+            .prompt_cache
+            .clone()
+            .and_then(|dir| PromptCache::new(dir, &config.path, &settings));
         Ok(Engine {
             model,
             ctx,
             cached: Vec::new(),
             batch_size: batch_size as usize,
+            prompt_cache,
+            cache_use: CacheUse::UNUSED,
         })
     }
 
@@ -185,7 +221,15 @@ impl Engine {
                 ),
             ));
         }
-        let reused = self.evaluate_prompt(&tokens)?;
+        let shared = shared_tokens(
+            &vocab.tokenize(
+                &job.prompt.as_bytes()[..job.shared_len],
+                true,
+                job.parse_special,
+            ),
+            &tokens,
+        );
+        let reused = self.evaluate_prompt(&tokens, shared)?;
         let prompt_done = Instant::now();
         let _ = job.out.send(Ok(ModelPart::ResponseMetadata {
             id: None,
@@ -289,6 +333,9 @@ impl Engine {
             "local": {
                 "promptTokens": tokens.len(),
                 "reusedTokens": reused,
+                "sharedTokens": shared,
+                "promptCache": self.cache_use.outcome,
+                "promptCacheMs": self.cache_use.ms,
                 "promptMs": millis(prompt_done - started),
                 "generatedTokens": generated,
                 "generateMs": millis(done - prompt_done),
@@ -350,9 +397,18 @@ impl Engine {
         tokens
     }
 
-    /// Brings the cache to `tokens`, reusing the longest cached prefix; returns its length.
+    /// Brings the cache to `tokens`, reusing the longest cached prefix, or else the prompt
+    /// cache's state for the first `shared` tokens; returns how many tokens were not evaluated.
     /// At least the last token is evaluated, for its logits.
-    fn evaluate_prompt(&mut self, tokens: &[LlamaToken]) -> Result<usize, ModelError> {
+    ///
+    /// The first `shared` tokens are always evaluated as batches of their own, so that their
+    /// state is the same whether it was restored or evaluated (batch shapes can change the
+    /// arithmetic, and with it a greedy choice).
+    fn evaluate_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        shared: usize,
+    ) -> Result<usize, ModelError> {
         let common = self
             .cached
             .iter()
@@ -371,10 +427,52 @@ impl Engine {
             0
         };
         self.cached.truncate(common);
-        for chunk in tokens[common..].chunks(self.batch_size) {
+        let shared = shared.min(tokens.len().saturating_sub(1));
+        let mut reused = common;
+        self.cache_use = CacheUse::UNUSED;
+        if common < shared
+            && shared >= prompt_cache::MIN_TOKENS
+            && let Some(cache) = self.prompt_cache.take()
+        {
+            let mut evaluated = Ok(());
+            let started = Instant::now();
+            if cache.restore(&mut self.ctx, &tokens[..shared]) {
+                self.cached = tokens[..shared].to_vec();
+                reused = shared;
+                self.cache_use = CacheUse {
+                    outcome: "restored",
+                    ms: millis(started.elapsed()),
+                };
+            } else {
+                let looked = millis(started.elapsed());
+                // From position 0 even if part of it was cached: the saved state is then what
+                // a fresh context evaluates (and `restore` may have cleared the cache).
+                self.ctx.clear_kv_cache();
+                self.cached.clear();
+                evaluated = tokens[..shared]
+                    .chunks(self.batch_size)
+                    .try_for_each(|chunk| self.decode(chunk, self.cached.len()));
+                if evaluated.is_ok() {
+                    let saving = Instant::now();
+                    cache.save(&self.ctx, &tokens[..shared]);
+                    self.cache_use = CacheUse {
+                        outcome: "saved",
+                        ms: looked + millis(saving.elapsed()),
+                    };
+                }
+            }
+            self.prompt_cache = Some(cache);
+            evaluated?;
+        }
+        let start = self.cached.len();
+        let (before, after) = tokens.split_at(shared.max(start));
+        for chunk in before[start..]
+            .chunks(self.batch_size)
+            .chain(after.chunks(self.batch_size))
+        {
             self.decode(chunk, self.cached.len())?;
         }
-        Ok(common)
+        Ok(reused)
     }
 
     /// Evaluates `tokens` at positions from `start`, logits for the last one only.
@@ -391,6 +489,12 @@ impl Engine {
         self.cached.extend_from_slice(tokens);
         Ok(())
     }
+}
+
+/// How many of `tokens` the shared start of the prompt, tokenised alone (`start`), covers: the
+/// tokens the two tokenisations agree on (text at the seam can merge into a different token).
+fn shared_tokens(start: &[LlamaToken], tokens: &[LlamaToken]) -> usize {
+    start.iter().zip(tokens).take_while(|(a, b)| a == b).count()
 }
 
 /// Whether the grammar allows `token` next.

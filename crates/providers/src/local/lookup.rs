@@ -14,9 +14,11 @@ pub const MODEL_VARIABLE: &str = "TOOLSMITH_LOCAL_MODEL";
 /// Names in `local:NAME` that mean "the default model" rather than a path.
 const DEFAULT_NAMES: &[&str] = &["", "default", "gemma-3-270m", "gemma3-270m"];
 
-/// The directory the default model is installed into:
-/// `$XDG_CACHE_HOME/toolsmith/models`, else `$HOME/.cache/toolsmith/models`.
-pub fn models_dir() -> Option<PathBuf> {
+/// The variable that moves the prompt cache (a directory) or turns it off (`off`).
+pub const PROMPT_CACHE_VARIABLE: &str = "TOOLSMITH_PROMPT_CACHE";
+
+/// `$XDG_CACHE_HOME/toolsmith`, else `$HOME/.cache/toolsmith`.
+fn cache_root() -> Option<PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -25,7 +27,24 @@ pub fn models_dir() -> Option<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(|home| PathBuf::from(home).join(".cache"))
         })?;
-    Some(cache.join("toolsmith").join("models"))
+    Some(cache.join("toolsmith"))
+}
+
+/// The directory the default model is installed into:
+/// `$XDG_CACHE_HOME/toolsmith/models`, else `$HOME/.cache/toolsmith/models`.
+pub fn models_dir() -> Option<PathBuf> {
+    Some(cache_root()?.join("models"))
+}
+
+/// Where the local model keeps the evaluated start of its prompts across processes (see
+/// `LocalModel::with_prompt_cache`): the directory named by `TOOLSMITH_PROMPT_CACHE`, none when
+/// it says `off`, else `$XDG_CACHE_HOME/toolsmith/prompt-cache` (or `$HOME/.cache/…`).
+pub fn prompt_cache_dir() -> Option<PathBuf> {
+    match std::env::var_os(PROMPT_CACHE_VARIABLE).filter(|v| !v.is_empty()) {
+        Some(v) if v == "off" => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => Some(cache_root()?.join("prompt-cache")),
+    }
 }
 
 /// Finds the model file for `local:NAME`.

@@ -106,6 +106,18 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
 /// Builds the prompt for a request: everything up to the point where the model's next turn
 /// begins.
 pub fn build(messages: &[Message], tools: &[&ToolDeclaration], format: PromptFormat) -> String {
+    build_split(messages, tools, format).0
+}
+
+/// [`build`], and the length in bytes of the prompt's start that depends only on the system
+/// text, the tools and the format: every request with those has the same first bytes (the
+/// instructions, the tool list and the worked examples), which the engine's prompt cache
+/// keeps on disk across processes.
+pub(crate) fn build_split(
+    messages: &[Message],
+    tools: &[&ToolDeclaration],
+    format: PromptFormat,
+) -> (String, usize) {
     let mut out = String::new();
     let mut preamble = String::new();
     for message in messages.iter().filter(|m| m.role == Role::System) {
@@ -150,6 +162,7 @@ pub fn build(messages: &[Message], tools: &[&ToolDeclaration], format: PromptFor
         turn(&mut out, Role::User, request);
         turn(&mut out, Role::Assistant, &call_line(tool, arguments));
     }
+    let shared = out.len();
     for message in messages {
         match message.role {
             Role::System => {}
@@ -168,7 +181,7 @@ pub fn build(messages: &[Message], tools: &[&ToolDeclaration], format: PromptFor
         PromptFormat::Plain => out.push_str("Assistant:"),
         PromptFormat::Gemma => out.push_str("<start_of_turn>model\n"),
     }
-    out
+    (out, shared)
 }
 
 /// What the model sees about the tools: how to call, and one line per tool.
@@ -385,6 +398,30 @@ mod tests {
                 .or_else(|| before.strip_suffix("<start_of_turn>model\n"))
                 .unwrap();
             assert!(after.starts_with(stem), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn the_shared_start_is_the_same_for_every_conversation_and_ends_before_it() {
+        let tool = read_tool();
+        for format in [PromptFormat::Plain, PromptFormat::Gemma] {
+            let all = history();
+            let (one, one_shared) = build_split(&all, &[&tool], format);
+            let elsewhere = [all[0].clone(), Message::user("Open Cargo.toml")];
+            let (other, other_shared) = build_split(&elsewhere, &[&tool], format);
+            assert_eq!(one_shared, other_shared, "{format:?}");
+            assert_eq!(one[..one_shared], other[..other_shared], "{format:?}");
+            // Everything from the first message of the conversation on comes after it.
+            let first_request = all[1].text();
+            assert!(one_shared > 100, "{format:?}: {one_shared}");
+            assert!(
+                !one[..one_shared].contains(first_request.trim()),
+                "{format:?}"
+            );
+            assert!(
+                one[one_shared..].contains(first_request.trim()),
+                "{format:?}"
+            );
         }
     }
 
