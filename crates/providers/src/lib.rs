@@ -18,7 +18,8 @@
 //! Shared foundation for every wire: [`http`] (one client, retrying POST), [`sse`] (events over
 //! any byte stream), [`retry`] (bounded backoff honouring `retry-after`), [`errors`] (status and
 //! body → [`ModelError`](toolsmith_core::ModelError), key redaction), [`keys`] (API keys and
-//! base URLs from options or the environment).
+//! base URLs from options or the environment). `scan` (internal) is a zero-copy JSON cursor for
+//! the decoders' hand-written fast paths (Chat Completions text deltas), serde behind them.
 
 pub mod anthropic;
 mod borrowed;
@@ -37,6 +38,7 @@ pub mod provider_tools;
 mod registry;
 pub mod request_parts;
 pub mod retry;
+mod scan;
 pub mod scripted;
 pub mod sse;
 

@@ -6,6 +6,7 @@
 //! - Streams ([`ChatStreamDecoder`], [`decode_events`]): chunk decoding, tool-call assembly with
 //!   the compatible-server quirks, usage and finish-reason mapping.
 
+mod fast;
 mod request;
 mod response;
 mod stream;

@@ -6,7 +6,8 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
-use super::wire::{Chunk, ToolCallDelta, WireUsage};
+use super::fast::{HotChunk, read_hot_chunk};
+use super::wire::{Choice, Chunk, ToolCallDelta, WireUsage};
 use crate::borrowed::{Str, StrOrValue};
 use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
@@ -100,6 +101,17 @@ impl ChatStreamDecoder {
     /// `InvalidResponse` for a payload that is not JSON, or the provider's error for an in-stream
     /// `error` object. Parts already assembled are in `out`; the stream should end there.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot chunk shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         if self.done || data.is_empty() {
             return Ok(());
@@ -107,6 +119,15 @@ impl ChatStreamDecoder {
         if data == "[DONE]" {
             self.end(out);
             return Ok(());
+        }
+        // Text and reasoning deltas, nearly every chunk, are read by hand; anything else, and
+        // anything malformed, through serde (see `fast`).
+        if fast {
+            let mut chunk = HotChunk::default();
+            if read_hot_chunk(data, &mut chunk).is_some() {
+                self.apply(chunk.id, chunk.model, None, chunk.choice, out);
+                return Ok(());
+            }
         }
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
@@ -125,24 +146,33 @@ impl ChatStreamDecoder {
             self.abort(out);
             return Err(stream_error(&error));
         }
+        self.apply(chunk.id, chunk.model, chunk.usage, chunk.choices, out);
+        Ok(())
+    }
+
+    /// The parts of one chunk (not an error), however it was read.
+    fn apply<'a>(
+        &mut self,
+        id: Option<Str<'a>>,
+        model: Option<Str<'a>>,
+        usage: Option<WireUsage>,
+        choices: impl IntoIterator<Item = Choice<'a>>,
+        out: &mut Vec<ModelPart>,
+    ) {
         // Every chunk repeats the id and model; only the first is kept (they are borrowed, so
         // the others cost no copy).
-        if !self.metadata_sent && (chunk.id.is_some() || chunk.model.is_some()) {
+        if !self.metadata_sent && (id.is_some() || model.is_some()) {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata {
-                id: chunk.id.map(Str::into_owned),
-                model_id: chunk.model.map(Str::into_owned),
+                id: id.map(Str::into_owned),
+                model_id: model.map(Str::into_owned),
             });
         }
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = usage {
             self.usage = Some(map_usage(&usage));
         }
         // n > 1 is not supported: only the first choice is read.
-        for choice in chunk
-            .choices
-            .into_iter()
-            .filter(|c| c.index.unwrap_or(0) == 0)
-        {
+        for choice in choices.into_iter().filter(|c| c.index.unwrap_or(0) == 0) {
             if let Some(delta) = choice.delta.or(choice.message.map(|m| *m)) {
                 let reasoning = delta.reasoning_content.or(delta.reasoning);
                 if let Some(reasoning) = reasoning.filter(|r| !r.as_str().is_empty()) {
@@ -177,7 +207,6 @@ impl ChatStreamDecoder {
                 self.flush_calls(out);
             }
         }
-        Ok(())
     }
 
     /// Ends the response after the last payload, appending the closing parts.
@@ -502,6 +531,17 @@ fn stream_error(error: &Value) -> ModelError {
         ModelErrorKind::Other
     };
     ModelError::new(kind, format!("The provider reported an error: {message}"))
+}
+
+#[cfg(test)]
+impl ChatStreamDecoder {
+    /// A decoder whose generated ids are fixed, so two decoders' parts can be compared.
+    pub(super) fn with_id_prefix(prefix: &str) -> Self {
+        ChatStreamDecoder {
+            id_prefix: prefix.to_owned(),
+            ..Self::new()
+        }
+    }
 }
 
 impl StreamDecoder for ChatStreamDecoder {

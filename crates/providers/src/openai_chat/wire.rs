@@ -4,6 +4,10 @@
 //! so only the strings the decoder keeps are copied. Fields the decoder never reads (`object`,
 //! `created`, `system_fingerprint`, `logprobs`, `role`…) are not declared, so serde skips them
 //! without building anything.
+//!
+//! The decoder's fast path (`fast.rs`) builds these same types by hand for text and reasoning
+//! deltas: a field added here must be read there too (it names every field, so it will not
+//! compile until it does).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -12,6 +16,7 @@ use crate::borrowed::{Str, StrOrValue};
 
 /// One `chat.completion.chunk` (or an in-stream error).
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
@@ -25,6 +30,7 @@ pub(crate) struct Chunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Choice<'a> {
     pub index: Option<u64>,
@@ -39,6 +45,7 @@ pub(crate) struct Choice<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Delta<'a> {
     #[serde(borrow)]
@@ -54,6 +61,7 @@ pub(crate) struct Delta<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct ToolCallDelta<'a> {
     pub index: Option<i64>,
@@ -64,6 +72,7 @@ pub(crate) struct ToolCallDelta<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct FunctionDelta<'a> {
     #[serde(borrow)]
@@ -74,6 +83,7 @@ pub(crate) struct FunctionDelta<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Annotation<'a> {
     #[serde(rename = "type", borrow)]
@@ -83,6 +93,7 @@ pub(crate) struct Annotation<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct UrlCitation<'a> {
     #[serde(borrow)]
@@ -92,6 +103,7 @@ pub(crate) struct UrlCitation<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct WireUsage {
     pub prompt_tokens: Option<u64>,
@@ -101,12 +113,14 @@ pub(crate) struct WireUsage {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct PromptDetails {
     pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct CompletionDetails {
     pub reasoning_tokens: Option<u64>,

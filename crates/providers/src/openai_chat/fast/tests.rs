@@ -1,0 +1,418 @@
+//! The fast path against serde: on generated chunks in and around the hot shapes, the fast path
+//! declines or reads exactly the chunk serde reads, and a decoder yields the same parts and
+//! errors with it as without it. On the real fixtures, it reads nearly every chunk.
+
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use proptest::sample::{Index, select};
+
+use super::*;
+use crate::openai_chat::stream::ChatStreamDecoder;
+use crate::openai_chat::wire::Chunk;
+
+/// The hot chunk as the [`Chunk`] serde would build.
+fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
+    Chunk {
+        id: hot.id,
+        model: hot.model,
+        choices: hot.choice.into_iter().collect(),
+        usage: None,
+        error: None,
+    }
+}
+
+/// Fails when the fast path reads `data` and serde rejects it or reads something else.
+/// Returns whether the fast path read it.
+fn agrees_with_serde(data: &str) -> Result<bool, String> {
+    let data = data.trim();
+    let mut hot = HotChunk::default();
+    if read_hot_chunk(data, &mut hot).is_none() {
+        return Ok(false);
+    }
+    let serde: Chunk<'_> = serde_json::from_str(data)
+        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
+    let hot = as_chunk(hot);
+    if hot != serde {
+        return Err(format!("fast {hot:?}\n!= serde {serde:?}\nfor {data}"));
+    }
+    Ok(true)
+}
+
+/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
+/// only, comparing every push's parts and result, then `finish`.
+fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
+    let mut fast = ChatStreamDecoder::with_id_prefix("p");
+    let mut slow = ChatStreamDecoder::with_id_prefix("p");
+    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
+    for payload in payloads {
+        let fast_result = fast.push_with(payload, &mut fast_out, true);
+        let slow_result = slow.push_with(payload, &mut slow_out, false);
+        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
+        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
+    }
+    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
+    prop_assert_eq!(fast_out, slow_out);
+    Ok(())
+}
+
+#[test]
+fn reads_the_hot_shapes() {
+    let hot = [
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"Qu"}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":null,"reasoning_content":"The"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"reasoning":"a\nb \u00e9"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":null}"#,
+        r#"{"choices":[{"delta":{"content":"x","tool_calls":[],"annotations":null}}]}"#,
+        r#" { "choices" : [ { "index" : 0 , "delta" : { "content" : "x" } } ] } "#,
+        // Unknown members of any shape are skipped.
+        r#"{"x":{"a":[1,{"b":null}]},"choices":[{"logprobs":{"content":[{"token":"x","logprob":-0.1,"bytes":[120]}]},"delta":{"content":"x"}}]}"#,
+    ];
+    for data in hot {
+        assert_eq!(agrees_with_serde(data), Ok(true), "{data}");
+    }
+}
+
+#[test]
+fn declines_the_rest() {
+    let cold = [
+        // Shapes that go through serde.
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"annotations":[{"type":"url_citation"}]}}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
+        r#"{"error":{"message":"boom"}}"#,
+        r#"{"choices":[{"message":{"content":"x"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}"#,
+        // What serde rejects.
+        r#"{"choices":null}"#,
+        r#"{"id":"a","id":"b","choices":[]}"#,
+        r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+        r#"{"choices":[{"index":-1}]}"#,
+        r#"{"choices":[{"index":1.0}]}"#,
+        r#"{"choices":[{"delta":{"content":1}}]}"#,
+        r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#,
+        r#"{"choices":[{"delta":{"content":"x"}}]"#,
+        r#"{"choices":[{"delta":{"content":"x"}}]},"#,
+        r#"{"choices":[],}"#,
+        r#"[]"#,
+        // Valid, but declined: an escaped key, a delta written as a sequence.
+        r#"{"choices":[{"delta":{"cont\u0065nt":"x"}}]}"#,
+        r#"{"choices":[{"delta":["x"]}]}"#,
+    ];
+    for data in cold {
+        assert_eq!(agrees_with_serde(data), Ok(false), "{data}");
+    }
+}
+
+/// Every payload of the recorded Chat Completions streams (`openai-compatible-local` is LM
+/// Studio speaking Responses, another decoder), `[DONE]` included.
+fn fixture_payloads() -> Vec<(String, Vec<String>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let mut streams = Vec::new();
+    for entry in std::fs::read_dir(dir.join("openai-chat")).expect("the fixtures") {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut payloads: Vec<String> = if name.ends_with(".chunks.txt") {
+            text.lines().map(str::to_owned).collect()
+        } else if name.ends_with(".sse") {
+            let data = text.lines().filter_map(|l| l.strip_prefix("data:"));
+            data.map(|d| d.trim().to_owned()).collect()
+        } else {
+            continue;
+        };
+        payloads.retain(|p| !p.trim().is_empty());
+        if !payloads.iter().any(|p| p == "[DONE]") {
+            payloads.push("[DONE]".into());
+        }
+        streams.push((name, payloads));
+    }
+    assert!(streams.len() >= 5, "the fixtures are missing");
+    streams
+}
+
+#[test]
+fn fixtures_decode_the_same_and_mostly_fast() {
+    let (mut total, mut fast) = (0, 0);
+    for (name, payloads) in fixture_payloads() {
+        for payload in &payloads {
+            if payload != "[DONE]" {
+                total += 1;
+                fast += usize::from(
+                    agrees_with_serde(payload).unwrap_or_else(|e| panic!("{name}: {e}")),
+                );
+            }
+        }
+        decoders_agree(&payloads).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Only tool calls, usage chunks and groq's `x_groq` extension go through serde.
+    assert!(
+        fast * 100 >= total * 90,
+        "{fast} of {total} chunks read fast"
+    );
+}
+
+// --- Generated chunks: the hot shapes, varied, and their near misses. ---
+
+/// A JSON string token: plain text, unicode, escapes, and sometimes what is not allowed in one.
+fn string_token() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        8 => "[a-zA-Z0-9 ,.!?]{0,6}",
+        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
+        3 => select(vec![
+            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
+            "\\uD83D\\uDE00",
+        ])
+        .prop_map(str::to_owned),
+        1 => select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\"])
+            .prop_map(str::to_owned),
+    ];
+    prop::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+}
+
+fn number_token() -> impl Strategy<Value = String> {
+    select(vec![
+        "0",
+        "1",
+        "2",
+        "-0",
+        "-1",
+        "01",
+        "1.0",
+        "1.5",
+        "1e2",
+        "1E+2",
+        "-2.5e-3",
+        "1e999",
+        "1.",
+        "-",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999999",
+    ])
+    .prop_map(str::to_owned)
+}
+
+fn scalar() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => string_token(),
+        2 => number_token(),
+        1 => select(vec!["null", "true", "false", "nul", "True"]).prop_map(str::to_owned),
+    ]
+}
+
+/// Any value, nested a few levels, with keys that are sometimes the hot ones.
+fn any_value() -> impl Strategy<Value = String> {
+    scalar().prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
+                let members: Vec<String> = members
+                    .into_iter()
+                    .map(|(k, v)| format!("\"{k}\":{v}"))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[a-z_]{1,8}",
+        1 => select(vec!["content", "index", "delta", "id", "choices", "x_groq", "c\\u006fntent"])
+            .prop_map(str::to_owned),
+    ]
+}
+
+/// A value for an `Option<Str>` field: mostly a string or null, sometimes the wrong type.
+fn optional_string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => string_token(),
+        3 => Just("null".to_owned()),
+        1 => any_value(),
+    ]
+}
+
+/// Members `(key, value)` from the optional known ones (each present or not) and a few unknown
+/// ones, shuffled, sometimes with one repeated.
+fn members(
+    known: Vec<(&'static str, BoxedStrategy<String>)>,
+    unknown: usize,
+) -> impl Strategy<Value = Vec<(String, String)>> {
+    let known: Vec<_> = known
+        .into_iter()
+        .map(|(k, v)| prop::option::weighted(0.6, v.prop_map(move |v| (k.to_owned(), v))))
+        .collect();
+    (
+        known,
+        prop::collection::vec((key(), any_value()), 0..=unknown),
+        prop::option::weighted(0.08, any::<Index>()),
+    )
+        .prop_flat_map(|(known, unknown, repeat)| {
+            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
+            if let Some(at) = repeat
+                && !all.is_empty()
+            {
+                all.push(all[at.index(all.len())].clone());
+            }
+            Just(all).prop_shuffle()
+        })
+}
+
+/// An object of `members`, with one of JSON's whitespaces around its tokens.
+fn object(
+    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
+) -> BoxedStrategy<String> {
+    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
+        .prop_map(|(members, ws)| {
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        })
+        .boxed()
+}
+
+fn delta() -> BoxedStrategy<String> {
+    let list = || {
+        prop_oneof![
+            3 => Just("null".to_owned()),
+            2 => Just("[]".to_owned()),
+            1 => Just(r#"[{"index":0,"function":{"arguments":"{}"}}]"#.to_owned()),
+            1 => any_value(),
+        ]
+        .boxed()
+    };
+    object(members(
+        vec![
+            ("content", optional_string().boxed()),
+            ("reasoning_content", optional_string().boxed()),
+            ("reasoning", optional_string().boxed()),
+            ("role", optional_string().boxed()),
+            ("refusal", optional_string().boxed()),
+            ("tool_calls", list()),
+            ("annotations", list()),
+        ],
+        1,
+    ))
+}
+
+fn choice() -> BoxedStrategy<String> {
+    let index = prop_oneof![
+        6 => select(vec!["0", "1", "null"]).prop_map(str::to_owned),
+        1 => number_token(),
+        1 => any_value(),
+    ];
+    let delta_value = prop_oneof![
+        8 => delta(),
+        1 => Just("null".to_owned()),
+        1 => any_value(),
+    ];
+    let finish = prop_oneof![
+        4 => Just("null".to_owned()),
+        2 => select(vec!["\"stop\"", "\"length\"", "\"\"", "\"tool_calls\""]).prop_map(str::to_owned),
+        1 => optional_string(),
+    ];
+    let message = prop_oneof![
+        4 => Just("null".to_owned()),
+        1 => delta(),
+    ];
+    object(members(
+        vec![
+            ("index", index.boxed()),
+            ("delta", delta_value.boxed()),
+            (
+                "logprobs",
+                prop_oneof![Just("null".to_owned()), any_value()].boxed(),
+            ),
+            ("finish_reason", finish.boxed()),
+            ("message", message.boxed()),
+        ],
+        1,
+    ))
+}
+
+fn chunk() -> BoxedStrategy<String> {
+    let choices = prop_oneof![
+        8 => prop::collection::vec(choice(), 1..=1),
+        2 => prop::collection::vec(choice(), 0..=2),
+    ]
+    .prop_map(|choices| format!("[{}]", choices.join(",")));
+    let choices = prop_oneof![8 => choices, 1 => Just("null".to_owned()), 1 => any_value()];
+    let rare = |common: &'static str, other: &'static str| {
+        prop_oneof![6 => Just(common.to_owned()), 1 => Just(other.to_owned()), 1 => any_value()]
+            .boxed()
+    };
+    object(members(
+        vec![
+            ("id", optional_string().boxed()),
+            (
+                "object",
+                Just("\"chat.completion.chunk\"".to_owned()).boxed(),
+            ),
+            ("created", number_token().boxed()),
+            ("model", optional_string().boxed()),
+            ("system_fingerprint", optional_string().boxed()),
+            ("choices", choices.boxed()),
+            (
+                "usage",
+                rare("null", r#"{"prompt_tokens":3,"completion_tokens":2}"#),
+            ),
+            (
+                "error",
+                rare("null", r#"{"message":"boom","type":"server_error"}"#),
+            ),
+        ],
+        2,
+    ))
+}
+
+/// A chunk, sometimes damaged: cut short, a character dropped, or one inserted.
+fn payload() -> impl Strategy<Value = String> {
+    let damage = prop::option::weighted(
+        0.15,
+        (
+            0..3u8,
+            any::<Index>(),
+            select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0']),
+        ),
+    );
+    (chunk(), damage).prop_map(|(mut text, damage)| {
+        if let Some((how, at, ch)) = damage {
+            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+            let at = boundaries[at.index(boundaries.len())];
+            match how {
+                0 => text.truncate(at),
+                1 => {
+                    text.remove(at);
+                }
+                _ => text.insert(at, ch),
+            }
+        }
+        text
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// What the fast path reads, serde reads the same.
+    #[test]
+    fn fast_path_reads_what_serde_reads(data in payload()) {
+        agrees_with_serde(&data).map_err(TestCaseError::fail)?;
+    }
+
+    /// A decoder yields the same parts and errors with the fast path as without it.
+    #[test]
+    fn decoder_output_does_not_depend_on_the_path(
+        payloads in prop::collection::vec(
+            prop_oneof![12 => payload(), 1 => Just("[DONE]".to_owned())],
+            1..8,
+        )
+    ) {
+        decoders_agree(&payloads)?;
+    }
+}
