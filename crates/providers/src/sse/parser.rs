@@ -13,11 +13,11 @@
 //!   `data` line was seen; either way the event type and data start over;
 //! - an event not ended by a blank line when the body ends is dropped.
 //!
-//! The values of `data` and `event` lines are validated as UTF-8 once their line is complete (a
-//! lone `data` line when its event is dispatched), so a character split across chunks is whole
-//! by the time it is read; invalid UTF-8 there is an error (elsewhere, in comments and ignored
-//! fields, it is ignored with them) (where the standard would substitute U+FFFD, a provider
-//! stream with bad bytes is better reported than guessed at).
+//! The values of `data` and `event` lines are validated as UTF-8 when their event is read, so
+//! a character split across chunks is whole by then; invalid UTF-8 there is an error (elsewhere,
+//! in comments and ignored fields, it is ignored with them; so is an invalid event name when
+//! only the data is read) (where the standard would substitute U+FFFD, a provider stream with
+//! bad bytes is better reported than guessed at).
 //!
 //! Cost: each byte is copied once into the buffer, scanned once for a line end (`memchr`) and
 //! validated once. An event with one `data` line (what every provider sends) is read in place:
@@ -50,8 +50,9 @@ pub(crate) struct Parser {
     skip_lf: bool,
     /// The start of the stream was checked for a byte order mark.
     bom_checked: bool,
-    /// The event type buffer (empty: `message`).
-    event: String,
+    /// The event type buffer (empty: `message`), validated when an event is read with its name:
+    /// the decoders read only the data, and need not pay for the name.
+    event: Vec<u8>,
     /// The data of an event with several `data` lines, joined by `\n`.
     data: String,
     /// What the event's data is so far.
@@ -117,15 +118,17 @@ impl Parser {
             Err(error) => return Some(Err(error)),
         };
         let event = if self.event.is_empty() {
-            "message".to_owned()
+            Ok("message".to_owned())
         } else {
             // The name is short: copy it, keeping the buffer's capacity for the next one.
-            self.event.clone()
+            utf8(&self.event).map(str::to_owned)
         };
         self.event.clear();
-        Some(self.data_of(dispatched).map(|data| SseEvent {
-            event,
-            data: data.to_owned(),
+        Some(event.and_then(|event| {
+            self.data_of(dispatched).map(|data| SseEvent {
+                event,
+                data: data.to_owned(),
+            })
         }))
     }
 
@@ -204,45 +207,37 @@ impl Parser {
 
     /// Interprets the line `buf[start..end]`; `true` for a blank line (dispatch).
     ///
-    /// The field name is matched on bytes (the names that matter are ASCII), so only the value
-    /// of a `data` or `event` line is validated as UTF-8: those are the only text kept.
+    /// Only two field names matter, so the line is matched against them rather than split at
+    /// its first colon: every other line (a comment, `id`, `retry`, an unknown field) is
+    /// ignored whatever its name, and an SSE line is short enough that the search for the colon
+    /// cost more than the rest of reading it. Only the value of a `data` or `event` line is
+    /// validated as UTF-8: those are the only text kept.
     fn line(&mut self, start: usize, end: usize) -> Result<bool, ModelError> {
         let line = &self.buf[start..end];
-        let (name, value) = match memchr::memchr(b':', line) {
-            Some(0) => return Ok(false),
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None if line.is_empty() => return Ok(true),
-            None => (line, &b""[..]),
-        };
-        match name {
-            b"data" => {
-                let value_start = end - value.len();
-                match self.pending {
-                    Pending::None => self.pending = Pending::Line(value_start, end),
-                    Pending::Line(first_start, first_end) => {
-                        self.data.clear();
-                        self.data.push_str(utf8(&self.buf[first_start..first_end])?);
-                        self.data.push('\n');
-                        self.data.push_str(utf8(&self.buf[value_start..end])?);
-                        self.pending = Pending::Joined;
-                    }
-                    Pending::Joined => {
-                        self.data.push('\n');
-                        self.data.push_str(utf8(&self.buf[value_start..end])?);
-                    }
+        if line.is_empty() {
+            return Ok(true);
+        }
+        if let Some(value) = field_value(line, b"data") {
+            let value_start = end - value.len();
+            match self.pending {
+                Pending::None => self.pending = Pending::Line(value_start, end),
+                Pending::Line(first_start, first_end) => {
+                    self.data.clear();
+                    self.data.push_str(utf8(&self.buf[first_start..first_end])?);
+                    self.data.push('\n');
+                    self.data.push_str(utf8(&self.buf[value_start..end])?);
+                    self.pending = Pending::Joined;
+                }
+                Pending::Joined => {
+                    self.data.push('\n');
+                    self.data.push_str(utf8(&self.buf[value_start..end])?);
                 }
             }
-            b"event" => {
-                let value = utf8(value)?;
-                self.event.clear();
-                self.event.push_str(value);
-            }
-            // `id` and `retry` serve reconnection, which a model response never does.
-            _ => {}
+        } else if let Some(value) = field_value(line, b"event") {
+            self.event.clear();
+            self.event.extend_from_slice(value);
         }
+        // `id` and `retry` serve reconnection, which a model response never does.
         Ok(false)
     }
 
@@ -257,6 +252,17 @@ impl Parser {
             Pending::Line(start, end) => Some(Dispatched::Line(start, end)),
             Pending::Joined => Some(Dispatched::Joined),
         }
+    }
+}
+
+/// The value of `line` when its field name is `name`: the rest after the colon, one leading
+/// space removed, or empty when the line is the name alone (no colon).
+fn field_value<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    match line.strip_prefix(name)? {
+        [] => Some(&[]),
+        [b':', b' ', value @ ..] | [b':', value @ ..] => Some(value),
+        // A longer name that starts with this one (`database: …`).
+        _ => None,
     }
 }
 
@@ -339,6 +345,31 @@ mod tests {
             parse(&[b"event: a\nid: 1\nretry: 5\n\ndata\n\nevent: b\ndata:\n\n"]),
             [ok("message", ""), ok("b", "")]
         );
+    }
+
+    #[test]
+    fn only_the_exact_field_names_data_and_event_count() {
+        assert_eq!(
+            parse(&[b"database: x\nevents: y\n:data: z\ndata:a\nevent:e\n\n"]),
+            [ok("e", "a")]
+        );
+        // One leading space is removed, not two; a name alone has an empty value.
+        assert_eq!(
+            parse(&[b"event:  e\ndata:  a\ndata\n\n"]),
+            [ok(" e", " a\n")]
+        );
+    }
+
+    #[test]
+    fn an_invalid_event_name_is_an_error_only_where_the_name_is_read() {
+        let body: &[u8] = b"event: \xFF\ndata: x\n\n";
+        let events = parse(&[body]);
+        let Err(message) = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert!(message.starts_with("The event stream is not valid UTF-8: "));
+        // The decoders read the data alone: the name is ignored like any unread field.
+        assert_eq!(parse_data(&[body]), ["x"]);
     }
 
     /// The data of every event, read in place with `next_data`.
