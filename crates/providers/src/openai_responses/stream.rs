@@ -6,6 +6,7 @@ use toolsmith_core::{
 };
 
 use super::error::provider_error;
+use super::fast::read_event;
 use super::items::{self, Kind};
 use super::wire::{Event, HANDLED, ResponseInfo};
 
@@ -172,14 +173,39 @@ impl ResponsesStreamDecoder {
     /// message and code, the kind mapped from the code) for an `error` event or
     /// `response.failed`. Open blocks are closed first and the decoder is done.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let event: Event<'_> = match serde_json::from_str(data) {
+        // Deltas and the other events without an object-valued field, nearly every event, are
+        // read by hand; the rest, and anything malformed, through serde (see `fast`).
+        if fast {
+            let mut event = Event::default();
+            if read_event(data, &mut event).is_some() {
+                return self.apply(&mut event, out);
+            }
+        }
+        let mut event: Event<'_> = match serde_json::from_str(data) {
             Ok(event) => event,
             Err(error) => return self.unreadable(data, &error, out),
         };
+        self.apply(&mut event, out)
+    }
+
+    /// The parts of one event, however it was read. Takes the event by reference (its fields
+    /// are taken out as needed): it is large, and moving it cost a measurable copy per event.
+    fn apply(&mut self, event: &mut Event<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
         let index = event.output_index;
         let item_id = event.item_id.as_deref();
         match &*event.kind {
@@ -199,7 +225,7 @@ impl ResponsesStreamDecoder {
             // A refusal is the answer the user gets: it streams as text.
             "response.output_text.delta" | "response.refusal.delta" => {
                 let slot = self.slot_or_create(index, item_id, Kind::Message, out);
-                let delta = event.delta.map(Str::into_owned).unwrap_or_default();
+                let delta = event.delta.take().map(Str::into_owned).unwrap_or_default();
                 self.text_delta(slot, delta, out);
             }
             "response.output_text.annotation.added" => {
@@ -226,7 +252,7 @@ impl ResponsesStreamDecoder {
                     return Ok(());
                 }
                 let block = self.reasoning_block(slot, raw, part.unwrap_or(0), out);
-                if let Some(delta) = event.delta.filter(|d| !d.is_empty()) {
+                if let Some(delta) = event.delta.take().filter(|d| !d.is_empty()) {
                     let (id, _, text) = &mut self.items[slot].blocks[block];
                     text.push_str(&delta);
                     out.push(ModelPart::ReasoningDelta {
@@ -279,7 +305,7 @@ impl ResponsesStreamDecoder {
             }
             "error" => {
                 self.abort(out);
-                let error = match event.error.filter(|e| e.is_object()) {
+                let error = match event.error.take().filter(|e| e.is_object()) {
                     Some(error) => error,
                     None => json!({"code": event.code, "message": event.message}),
                 };
@@ -659,6 +685,17 @@ impl ResponsesStreamDecoder {
                 self.input_delta(slot, &input, out);
                 self.close_item(slot, Some(item), out);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+impl ResponsesStreamDecoder {
+    /// A decoder whose generated ids are fixed, so two decoders' parts can be compared.
+    pub(super) fn with_id_prefix(prefix: &str) -> Self {
+        ResponsesStreamDecoder {
+            id_prefix: prefix.to_owned(),
+            ..Self::new()
         }
     }
 }
