@@ -105,14 +105,28 @@ struct ItemState {
     /// Message: the open text block.
     text_open: bool,
     text_len: usize,
-    /// Reasoning: open blocks (block id, whether it is raw text, text so far).
-    blocks: Vec<(String, bool, String)>,
+    /// Reasoning: the open blocks.
+    blocks: Vec<Block>,
     /// Calls.
     call_id: String,
     name: String,
     input: String,
     started: bool,
     ended: bool,
+}
+
+/// An open reasoning block: one summary part, or one raw `reasoning_text` part, of an item.
+#[derive(Debug)]
+struct Block {
+    /// `{itemId}:{index}`, or `{itemId}:text:{index}` for raw text.
+    id: String,
+    /// Raw text (`reasoning_text`) rather than a summary.
+    raw: bool,
+    /// The part's index. With `raw`, what a delta's block is found by: comparing ids meant
+    /// formatting one for every delta.
+    index: u64,
+    /// Whether text arrived (a done item's texts are used only for an item that had none).
+    has_text: bool,
 }
 
 impl Default for ResponsesStreamDecoder {
@@ -253,10 +267,10 @@ impl ResponsesStreamDecoder {
                 }
                 let block = self.reasoning_block(slot, raw, part.unwrap_or(0), out);
                 if let Some(delta) = event.delta.take().filter(|d| !d.is_empty()) {
-                    let (id, _, text) = &mut self.items[slot].blocks[block];
-                    text.push_str(&delta);
+                    let block = &mut self.items[slot].blocks[block];
+                    block.has_text = true;
                     out.push(ModelPart::ReasoningDelta {
-                        id: id.clone(),
+                        id: block.id.clone(),
                         delta: delta.into_owned(),
                     });
                 }
@@ -550,16 +564,26 @@ impl ResponsesStreamDecoder {
         out: &mut Vec<ModelPart>,
     ) -> usize {
         let item = &mut self.items[slot];
+        // The item id is the same for all its blocks: the id is a function of `raw` and `index`.
+        if let Some(pos) = item
+            .blocks
+            .iter()
+            .position(|b| b.raw == raw && b.index == index)
+        {
+            return pos;
+        }
         let id = if raw {
             format!("{}:text:{index}", item.item_id)
         } else {
             format!("{}:{index}", item.item_id)
         };
-        if let Some(pos) = item.blocks.iter().position(|(b, _, _)| *b == id) {
-            return pos;
-        }
         out.push(ModelPart::ReasoningStart { id: id.clone() });
-        item.blocks.push((id, raw, String::new()));
+        item.blocks.push(Block {
+            id,
+            raw,
+            index,
+            has_text: false,
+        });
         item.blocks.len() - 1
     }
 
@@ -641,13 +665,13 @@ impl ResponsesStreamDecoder {
                 self.close_item(slot, Some(item), out);
             }
             Kind::Reasoning => {
-                if self.items[slot].blocks.iter().all(|(_, _, t)| t.is_empty()) {
+                if self.items[slot].blocks.iter().all(|b| !b.has_text) {
                     for (raw, index, text) in items::reasoning_texts(item) {
                         let block = self.reasoning_block(slot, raw, index, out);
-                        let (id, _, buffer) = &mut self.items[slot].blocks[block];
-                        buffer.push_str(&text);
+                        let block = &mut self.items[slot].blocks[block];
+                        block.has_text = true;
                         out.push(ModelPart::ReasoningDelta {
-                            id: id.clone(),
+                            id: block.id.clone(),
                             delta: text,
                         });
                     }

@@ -7,7 +7,7 @@ use toolsmith_core::{
 
 use super::super::items::{self, Kind};
 use super::super::wire::ResponseInfo;
-use super::{ResponsesStreamDecoder, openai_metadata, str_of};
+use super::{Block, ResponsesStreamDecoder, openai_metadata, str_of};
 
 impl ResponsesStreamDecoder {
     /// Closes an item: its blocks end, its call is emitted. `item` is the done item (`None` when
@@ -47,7 +47,7 @@ impl ResponsesStreamDecoder {
                     .filter(|e| e.is_string())
                     .cloned()
                     .unwrap_or(Value::Null);
-                for (id, raw, _) in std::mem::take(&mut state.blocks) {
+                for Block { id, raw, .. } in std::mem::take(&mut state.blocks) {
                     let mut fields = Map::new();
                     fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                     fields.insert("reasoningEncryptedContent".into(), encrypted.clone());
@@ -221,7 +221,7 @@ impl ResponsesStreamDecoder {
                     provider_metadata: ProviderMetadata::default(),
                 });
             }
-            for (id, _, _) in std::mem::take(&mut item.blocks) {
+            for Block { id, .. } in std::mem::take(&mut item.blocks) {
                 out.push(ModelPart::ReasoningEnd {
                     id,
                     provider_metadata: ProviderMetadata::default(),
