@@ -6,23 +6,36 @@
 //! `sequence_number`, `obfuscation`, `logprobs`…) and no object the decoder keeps. Parsing those
 //! with serde's derived visitor (key matching, and moving the [`Event`], a kilobyte with its
 //! `Value` fields, several times while building it) was most of decoding time. [`read_event`]
-//! reads the event's scalar fields into the same wire type and declines (`None`) as soon as one
-//! of its object-valued fields (`item`, `annotation`, `response`, `error`, `code`, `message`) is
-//! there and not `null`: output items, annotations, the `response.*` lifecycle events and errors
-//! go through serde, which builds the `Value`s the decoder keeps and reports malformed payloads.
-//! It also declines on anything the cursor declines (malformed JSON, keys with escapes, unpaired
-//! surrogates, deep nesting) and on a repeated known key, which serde rejects.
+//! reads the event's scalar fields into the same wire type.
 //!
-//! Which event types it reads is left to the shape, not to a list: an event whose known fields
-//! are all scalars is read exactly as serde reads it whatever its `type`, so the decoder's
-//! `apply` does the same with it either way (acting on it, or ignoring a type it does not
-//! handle, such as `response.content_part.added` or `response.web_search_call.searching`). The
-//! property tests compare the two readers, and whole decoders with and without the fast path.
+//! It also reads the `response` object of the lifecycle events (`response.created`,
+//! `in_progress`, `completed`…): a few kilobytes each, nearly all of it the request echoed back
+//! and, at the end, every output item again, which the decoder skips (serde's skipping cost
+//! about half as much again as the cursor's). Of that object the decoder keeps three strings
+//! and three small `Value`s (usage, error, incomplete details), which serde builds from their
+//! text alone.
+//!
+//! It declines (`None`) as soon as any other object-valued field (`item`, `annotation`,
+//! `error`, `code`, `message`) is there and not `null`: output items, annotations and errors go
+//! through serde, which builds the `Value`s the decoder keeps, as do malformed payloads, which
+//! serde reports. It also declines on anything the cursor declines (malformed JSON, keys with
+//! escapes, unpaired surrogates, deep nesting), on a repeated known key, which serde rejects,
+//! and on a `Value` serde fails to build (a number out of range).
+//!
+//! Which event types it reads is left to the shape, not to a list: an event it reads, it reads
+//! exactly as serde does whatever its `type`, so the decoder's `apply` does the same with it
+//! either way (acting on it, or ignoring a type it does not handle, such as
+//! `response.content_part.added` or `response.web_search_call.searching`). The property tests
+//! compare the two readers, and whole decoders with and without the fast path.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 use crate::borrowed::Str;
 use crate::scan::{Cursor, Seen};
 
-use super::wire::Event;
+use super::wire::{Event, ResponseInfo};
 
 /// Reads an event of the hot shapes into `event` (a default one), or declines (leaving it
 /// partly filled, to be dropped): see the module's documentation. `data` is the trimmed
@@ -70,11 +83,17 @@ pub(super) fn read_event<'a>(data: &'a str, event: &mut Event<'a>) -> Option<()>
                 seen.first(7)?;
                 event.input = cursor.optional_string()?.map(Str);
             }
-            // The object-valued fields: only their absence is hot. `null` reads as `None`, as
-            // serde reads an `Option`; anything else declines (serde builds the `Value`).
+            b"response" => {
+                nulls.first(2)?;
+                if !cursor.take_null()? {
+                    read_response(cursor, event.response.insert(ResponseInfo::default()))?;
+                }
+            }
+            // The other object-valued fields: only their absence is hot. `null` reads as
+            // `None`, as serde reads an `Option`; anything else declines (serde builds the
+            // `Value`).
             b"item" => only_null(cursor, &mut nulls, 0)?,
             b"annotation" => only_null(cursor, &mut nulls, 1)?,
-            b"response" => only_null(cursor, &mut nulls, 2)?,
             b"error" => only_null(cursor, &mut nulls, 3)?,
             b"code" => only_null(cursor, &mut nulls, 4)?,
             b"message" => only_null(cursor, &mut nulls, 5)?,
@@ -85,6 +104,52 @@ pub(super) fn read_event<'a>(data: &'a str, event: &mut Event<'a>) -> Option<()>
     cursor.end()
 }
 
+/// Reads a `response` object into `response` (a default one): the fields the decoder uses, the
+/// rest skipped.
+fn read_response(cursor: &mut Cursor<'_>, response: &mut ResponseInfo) -> Option<()> {
+    let mut seen = Seen::default();
+    cursor.object(|cursor, key| {
+        match key {
+            b"id" => {
+                seen.first(0)?;
+                response.id = cursor.optional_string()?.map(Cow::into_owned);
+            }
+            b"model" => {
+                seen.first(1)?;
+                response.model = cursor.optional_string()?.map(Cow::into_owned);
+            }
+            b"status" => {
+                seen.first(2)?;
+                response.status = cursor.optional_string()?.map(Cow::into_owned);
+            }
+            b"usage" => {
+                seen.first(3)?;
+                response.usage = optional_value(cursor)?;
+            }
+            b"error" => {
+                seen.first(4)?;
+                response.error = optional_value(cursor)?;
+            }
+            b"incomplete_details" => {
+                seen.first(5)?;
+                response.incomplete_details = optional_value(cursor)?;
+            }
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })
+}
+
+/// An `Option<Value>` field: `null` as `None`, anything else as the `Value` serde builds from
+/// the member's text, which is what it builds for the field in place (declining where serde
+/// fails, on a number out of range).
+fn optional_value(cursor: &mut Cursor<'_>) -> Option<Option<Value>> {
+    if cursor.take_null()? {
+        return Some(None);
+    }
+    serde_json::from_str(cursor.raw_value()?).ok().map(Some)
+}
+
 /// Reads the `null` of object-valued field number `field`, declining on anything else and on a
 /// repeat.
 #[inline(always)]
@@ -93,10 +158,10 @@ fn only_null(cursor: &mut Cursor<'_>, nulls: &mut Seen, field: u8) -> Option<()>
     cursor.null()
 }
 
-// Names every field of the wire type the fast path builds, so that adding one fails to compile
+// Names every field of the wire types the fast path builds, so that adding one fails to compile
 // here: `read_event` must then read the new field or decline on it, since skipping it as an
 // unknown key would read an event differently from serde.
-const _: fn(Event<'_>) = |event| {
+const _: fn(Event<'_>, ResponseInfo) = |event, response| {
     let Event {
         kind: _,
         output_index: _,
@@ -113,6 +178,14 @@ const _: fn(Event<'_>) = |event| {
         code: _,
         message: _,
     } = event;
+    let ResponseInfo {
+        id: _,
+        model: _,
+        status: _,
+        usage: _,
+        error: _,
+        incomplete_details: _,
+    } = response;
 };
 
 #[cfg(test)]

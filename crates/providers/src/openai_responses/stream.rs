@@ -202,8 +202,9 @@ impl ResponsesStreamDecoder {
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        // Deltas and the other events without an object-valued field, nearly every event, are
-        // read by hand; the rest, and anything malformed, through serde (see `fast`).
+        // Deltas, the lifecycle events and the others without an item, an annotation or an
+        // error, nearly every event, are read by hand; the rest, and anything malformed,
+        // through serde (see `fast`).
         if fast {
             let mut event = Event::default();
             if read_event(data, &mut event).is_some() {

@@ -6,9 +6,9 @@
 //! obfuscation padding…) is skipped without being built. Output items and annotations stay
 //! [`Value`]s: hosted results carry them verbatim.
 //!
-//! The decoder's fast path (`fast.rs`) builds [`Event`]s by hand for events without an object:
-//! a field added here must be read there too (it names every field, so it will not compile
-//! until it does).
+//! The decoder's fast path (`fast.rs`) builds [`Event`]s and [`ResponseInfo`]s by hand for the
+//! commonest events: a field added to either must be read there too (it names every field, so
+//! it will not compile until it does).
 
 use std::borrow::Cow;
 
