@@ -233,7 +233,7 @@ impl ResponsesStreamDecoder {
                 }
             }
             "response.output_item.done" => {
-                if let Some(item) = &event.item {
+                if let Some(item) = event.item.take() {
                     self.item_done(index, item, out);
                 }
             }
@@ -642,7 +642,10 @@ impl ResponsesStreamDecoder {
         }));
     }
 
-    fn item_done(&mut self, index: Option<u64>, item: &Value, out: &mut Vec<ModelPart>) {
+    /// An item is done: what did not stream is sent, and the item is closed. Takes the item: a
+    /// hosted call's result is the item itself.
+    fn item_done(&mut self, index: Option<u64>, done: Value, out: &mut Vec<ModelPart>) {
+        let item = &done;
         let id = str_of(item, "id");
         let slot = match self.find(index, id) {
             Some(slot) => slot,
@@ -663,7 +666,7 @@ impl ResponsesStreamDecoder {
                     let text = items::message_text(item);
                     self.text_delta(slot, text, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Reasoning => {
                 if self.items[slot].blocks.iter().all(|b| !b.has_text) {
@@ -680,7 +683,7 @@ impl ResponsesStreamDecoder {
                 if self.items[slot].blocks.is_empty() {
                     self.reasoning_block(slot, false, 0, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Function => {
                 if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
@@ -691,14 +694,14 @@ impl ResponsesStreamDecoder {
                 {
                     self.items[slot].name = name.to_string();
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Custom => {
                 if let Some(input) = item.get("input").and_then(Value::as_str) {
                     let full = format!("{{\"input\":\"{}", escape(input));
                     self.input_complete(slot, &full, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Client(_) | Kind::Hosted(_) => {
                 if let (Kind::Client(_), Some(call_id)) =
@@ -708,7 +711,7 @@ impl ResponsesStreamDecoder {
                 }
                 let input = items::call_input(self.items[slot].kind, item).to_string();
                 self.input_delta(slot, &input, out);
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
         }
     }
