@@ -461,3 +461,19 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 
 #[cfg(test)]
 mod tests;
+
+impl<'a> Cursor<'a> {
+    /// Skips one value as [`Cursor::skip_value`] does and returns its text, without the
+    /// whitespace around it: a member a fast path does not build itself (a `serde_json::Value`
+    /// it keeps) but hands to serde alone, which then parses only that text. Declines on what
+    /// [`Cursor::skip_value`] declines.
+    pub(crate) fn raw_value(&mut self) -> Option<&'a str> {
+        self.peek()?;
+        let start = self.pos;
+        self.skip_value()?;
+        Some(&self.src[start..self.pos])
+    }
+}
+
+#[cfg(test)]
+mod responses_tests;

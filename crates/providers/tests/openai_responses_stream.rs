@@ -400,3 +400,72 @@ fn items_without_ids_and_repeated_events() {
     assert!(s.parts.iter().all(|p| !matches!(p,
         ModelPart::TextEnd { provider_metadata, .. } if !provider_metadata.is_empty())));
 }
+
+#[test]
+fn reasoning_deltas_find_their_block_by_part() {
+    // Summary parts and raw text interleaved in one item, then an item whose texts come only
+    // with its done event (one block already opened, empty).
+    let lines = [
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs_1"}}),
+        json!({"type": "response.reasoning_summary_part.added", "output_index": 0, "summary_index": 0}),
+        json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "A"}),
+        json!({"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "delta": "raw"}),
+        json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 1, "delta": "B"}),
+        json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "C"}),
+        json!({"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "delta": ""}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs_1", "summary": [{"text": "unused"}]}}),
+        json!({"type": "response.reasoning_summary_part.added", "output_index": 1, "item_id": "rs_2"}),
+        json!({"type": "response.output_item.done", "output_index": 1,
+            "item": {"type": "reasoning", "id": "rs_2", "summary": [{"text": "S0"}, {"text": "S1"}],
+                "content": [{"text": "R0"}]}}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]
+    .map(|l| l.to_string());
+    let s = decode_lines(&lines);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    let reasoning: Vec<String> = s
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::ReasoningStart { id } => Some(format!("start {id}")),
+            ModelPart::ReasoningDelta { id, delta } => Some(format!("delta {id} {delta}")),
+            ModelPart::ReasoningEnd {
+                id,
+                provider_metadata,
+            } => {
+                let raw = provider_metadata
+                    .get("openai")
+                    .unwrap()
+                    .get("reasoningText");
+                Some(format!("end {id} {raw:?}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasoning,
+        [
+            "start rs_1:0",
+            "delta rs_1:0 A",
+            "start rs_1:text:0",
+            "delta rs_1:text:0 raw",
+            "start rs_1:1",
+            "delta rs_1:1 B",
+            "delta rs_1:0 C",
+            "end rs_1:0 None",
+            "end rs_1:text:0 Some(Bool(true))",
+            "end rs_1:1 None",
+            "start rs_2:0",
+            "delta rs_2:0 S0",
+            "start rs_2:1",
+            "delta rs_2:1 S1",
+            "start rs_2:text:0",
+            "delta rs_2:text:0 R0",
+            "end rs_2:0 None",
+            "end rs_2:1 None",
+            "end rs_2:text:0 Some(Bool(true))",
+        ]
+    );
+}

@@ -66,6 +66,7 @@
 //!   the wrapper is still echoed by id, which the API may reject as missing its following item.
 
 mod error;
+mod fast;
 mod input;
 mod items;
 mod request;

@@ -6,6 +6,7 @@ use toolsmith_core::{
 };
 
 use super::error::provider_error;
+use super::fast::read_event;
 use super::items::{self, Kind};
 use super::wire::{Event, HANDLED, ResponseInfo};
 
@@ -104,14 +105,28 @@ struct ItemState {
     /// Message: the open text block.
     text_open: bool,
     text_len: usize,
-    /// Reasoning: open blocks (block id, whether it is raw text, text so far).
-    blocks: Vec<(String, bool, String)>,
+    /// Reasoning: the open blocks.
+    blocks: Vec<Block>,
     /// Calls.
     call_id: String,
     name: String,
     input: String,
     started: bool,
     ended: bool,
+}
+
+/// An open reasoning block: one summary part, or one raw `reasoning_text` part, of an item.
+#[derive(Debug)]
+struct Block {
+    /// `{itemId}:{index}`, or `{itemId}:text:{index}` for raw text.
+    id: String,
+    /// Raw text (`reasoning_text`) rather than a summary.
+    raw: bool,
+    /// The part's index. With `raw`, what a delta's block is found by: comparing ids meant
+    /// formatting one for every delta.
+    index: u64,
+    /// Whether text arrived (a done item's texts are used only for an item that had none).
+    has_text: bool,
 }
 
 impl Default for ResponsesStreamDecoder {
@@ -172,14 +187,40 @@ impl ResponsesStreamDecoder {
     /// message and code, the kind mapped from the code) for an `error` event or
     /// `response.failed`. Open blocks are closed first and the decoder is done.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let event: Event<'_> = match serde_json::from_str(data) {
+        // Deltas, the lifecycle events and the others without an item, an annotation or an
+        // error, nearly every event, are read by hand; the rest, and anything malformed,
+        // through serde (see `fast`).
+        if fast {
+            let mut event = Event::default();
+            if read_event(data, &mut event).is_some() {
+                return self.apply(&mut event, out);
+            }
+        }
+        let mut event: Event<'_> = match serde_json::from_str(data) {
             Ok(event) => event,
             Err(error) => return self.unreadable(data, &error, out),
         };
+        self.apply(&mut event, out)
+    }
+
+    /// The parts of one event, however it was read. Takes the event by reference (its fields
+    /// are taken out as needed): it is large, and moving it cost a measurable copy per event.
+    fn apply(&mut self, event: &mut Event<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
         let index = event.output_index;
         let item_id = event.item_id.as_deref();
         match &*event.kind {
@@ -192,14 +233,14 @@ impl ResponsesStreamDecoder {
                 }
             }
             "response.output_item.done" => {
-                if let Some(item) = &event.item {
+                if let Some(item) = event.item.take() {
                     self.item_done(index, item, out);
                 }
             }
             // A refusal is the answer the user gets: it streams as text.
             "response.output_text.delta" | "response.refusal.delta" => {
                 let slot = self.slot_or_create(index, item_id, Kind::Message, out);
-                let delta = event.delta.map(Str::into_owned).unwrap_or_default();
+                let delta = event.delta.take().map(Str::into_owned).unwrap_or_default();
                 self.text_delta(slot, delta, out);
             }
             "response.output_text.annotation.added" => {
@@ -226,11 +267,11 @@ impl ResponsesStreamDecoder {
                     return Ok(());
                 }
                 let block = self.reasoning_block(slot, raw, part.unwrap_or(0), out);
-                if let Some(delta) = event.delta.filter(|d| !d.is_empty()) {
-                    let (id, _, text) = &mut self.items[slot].blocks[block];
-                    text.push_str(&delta);
+                if let Some(delta) = event.delta.take().filter(|d| !d.is_empty()) {
+                    let block = &mut self.items[slot].blocks[block];
+                    block.has_text = true;
                     out.push(ModelPart::ReasoningDelta {
-                        id: id.clone(),
+                        id: block.id.clone(),
                         delta: delta.into_owned(),
                     });
                 }
@@ -279,7 +320,7 @@ impl ResponsesStreamDecoder {
             }
             "error" => {
                 self.abort(out);
-                let error = match event.error.filter(|e| e.is_object()) {
+                let error = match event.error.take().filter(|e| e.is_object()) {
                     Some(error) => error,
                     None => json!({"code": event.code, "message": event.message}),
                 };
@@ -524,16 +565,26 @@ impl ResponsesStreamDecoder {
         out: &mut Vec<ModelPart>,
     ) -> usize {
         let item = &mut self.items[slot];
+        // The item id is the same for all its blocks: the id is a function of `raw` and `index`.
+        if let Some(pos) = item
+            .blocks
+            .iter()
+            .position(|b| b.raw == raw && b.index == index)
+        {
+            return pos;
+        }
         let id = if raw {
             format!("{}:text:{index}", item.item_id)
         } else {
             format!("{}:{index}", item.item_id)
         };
-        if let Some(pos) = item.blocks.iter().position(|(b, _, _)| *b == id) {
-            return pos;
-        }
         out.push(ModelPart::ReasoningStart { id: id.clone() });
-        item.blocks.push((id, raw, String::new()));
+        item.blocks.push(Block {
+            id,
+            raw,
+            index,
+            has_text: false,
+        });
         item.blocks.len() - 1
     }
 
@@ -591,7 +642,10 @@ impl ResponsesStreamDecoder {
         }));
     }
 
-    fn item_done(&mut self, index: Option<u64>, item: &Value, out: &mut Vec<ModelPart>) {
+    /// An item is done: what did not stream is sent, and the item is closed. Takes the item: a
+    /// hosted call's result is the item itself.
+    fn item_done(&mut self, index: Option<u64>, done: Value, out: &mut Vec<ModelPart>) {
+        let item = &done;
         let id = str_of(item, "id");
         let slot = match self.find(index, id) {
             Some(slot) => slot,
@@ -612,16 +666,16 @@ impl ResponsesStreamDecoder {
                     let text = items::message_text(item);
                     self.text_delta(slot, text, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Reasoning => {
-                if self.items[slot].blocks.iter().all(|(_, _, t)| t.is_empty()) {
+                if self.items[slot].blocks.iter().all(|b| !b.has_text) {
                     for (raw, index, text) in items::reasoning_texts(item) {
                         let block = self.reasoning_block(slot, raw, index, out);
-                        let (id, _, buffer) = &mut self.items[slot].blocks[block];
-                        buffer.push_str(&text);
+                        let block = &mut self.items[slot].blocks[block];
+                        block.has_text = true;
                         out.push(ModelPart::ReasoningDelta {
-                            id: id.clone(),
+                            id: block.id.clone(),
                             delta: text,
                         });
                     }
@@ -629,7 +683,7 @@ impl ResponsesStreamDecoder {
                 if self.items[slot].blocks.is_empty() {
                     self.reasoning_block(slot, false, 0, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Function => {
                 if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
@@ -640,14 +694,14 @@ impl ResponsesStreamDecoder {
                 {
                     self.items[slot].name = name.to_string();
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Custom => {
                 if let Some(input) = item.get("input").and_then(Value::as_str) {
                     let full = format!("{{\"input\":\"{}", escape(input));
                     self.input_complete(slot, &full, out);
                 }
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
             Kind::Client(_) | Kind::Hosted(_) => {
                 if let (Kind::Client(_), Some(call_id)) =
@@ -657,8 +711,19 @@ impl ResponsesStreamDecoder {
                 }
                 let input = items::call_input(self.items[slot].kind, item).to_string();
                 self.input_delta(slot, &input, out);
-                self.close_item(slot, Some(item), out);
+                self.close_item(slot, Some(done), out);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+impl ResponsesStreamDecoder {
+    /// A decoder whose generated ids are fixed, so two decoders' parts can be compared.
+    pub(super) fn with_id_prefix(prefix: &str) -> Self {
+        ResponsesStreamDecoder {
+            id_prefix: prefix.to_owned(),
+            ..Self::new()
         }
     }
 }

@@ -5,6 +5,10 @@
 //! whole `response` object repeated in `response.created` and `response.completed`, logprobs,
 //! obfuscation padding…) is skipped without being built. Output items and annotations stay
 //! [`Value`]s: hosted results carry them verbatim.
+//!
+//! The decoder's fast path (`fast.rs`) builds [`Event`]s and [`ResponseInfo`]s by hand for the
+//! commonest events: a field added to either must be read there too (it names every field, so
+//! it will not compile until it does).
 
 use std::borrow::Cow;
 
@@ -15,6 +19,7 @@ use crate::borrowed::Str;
 
 /// One event (`data:` payload). Every field is optional.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Event<'a> {
     #[serde(rename = "type", borrow)]
@@ -41,6 +46,7 @@ pub(crate) struct Event<'a> {
 
 /// The parts of a `response` object the decoder uses.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct ResponseInfo {
     pub id: Option<String>,

@@ -7,15 +7,16 @@ use toolsmith_core::{
 
 use super::super::items::{self, Kind};
 use super::super::wire::ResponseInfo;
-use super::{ResponsesStreamDecoder, openai_metadata, str_of};
+use super::{Block, ResponsesStreamDecoder, openai_metadata, str_of};
 
 impl ResponsesStreamDecoder {
     /// Closes an item: its blocks end, its call is emitted. `item` is the done item (`None` when
-    /// the response completed without it).
+    /// the response completed without it), taken rather than borrowed so that a hosted call's
+    /// result is the item itself rather than a copy of it.
     pub(super) fn close_item(
         &mut self,
         slot: usize,
-        item: Option<&Value>,
+        mut item: Option<Value>,
         out: &mut Vec<ModelPart>,
     ) {
         let state = &mut self.items[slot];
@@ -32,7 +33,7 @@ impl ResponsesStreamDecoder {
                     state.text_open = false;
                     let mut fields = Map::new();
                     fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
-                    if let Some(phase) = item.and_then(|i| str_of(i, "phase")) {
+                    if let Some(phase) = item.as_ref().and_then(|i| str_of(i, "phase")) {
                         fields.insert("phase".into(), json!(phase));
                     }
                     out.push(ModelPart::TextEnd {
@@ -43,11 +44,11 @@ impl ResponsesStreamDecoder {
             }
             Kind::Reasoning => {
                 let encrypted = item
-                    .and_then(|i| i.get("encrypted_content"))
+                    .as_mut()
+                    .and_then(|i| i.get_mut("encrypted_content"))
                     .filter(|e| e.is_string())
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                for (id, raw, _) in std::mem::take(&mut state.blocks) {
+                    .map_or(Value::Null, Value::take);
+                for Block { id, raw, .. } in std::mem::take(&mut state.blocks) {
                     let mut fields = Map::new();
                     fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                     fields.insert("reasoningEncryptedContent".into(), encrypted.clone());
@@ -139,9 +140,9 @@ impl ResponsesStreamDecoder {
                 call.provider_executed = true;
                 call.provider_metadata = openai_metadata(fields.clone());
                 out.push(ModelPart::ToolCall(call));
-                let result = item
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": item_type, "id": item_id}));
+                // The file part comes after the result, from the item the result takes.
+                let file = item.as_ref().and_then(items::generated_image);
+                let result = item.unwrap_or_else(|| json!({"type": item_type, "id": item_id}));
                 let is_error = items::is_error_item(&result);
                 out.push(ModelPart::ToolResult {
                     tool_call_id: state.call_id.clone(),
@@ -153,7 +154,7 @@ impl ResponsesStreamDecoder {
                 if item_type == "web_search_call" {
                     self.server_tool_uses += 1;
                 }
-                if let Some(file) = item.and_then(items::generated_image) {
+                if let Some(file) = file {
                     out.push(file);
                 }
             }
@@ -221,7 +222,7 @@ impl ResponsesStreamDecoder {
                     provider_metadata: ProviderMetadata::default(),
                 });
             }
-            for (id, _, _) in std::mem::take(&mut item.blocks) {
+            for Block { id, .. } in std::mem::take(&mut item.blocks) {
                 out.push(ModelPart::ReasoningEnd {
                     id,
                     provider_metadata: ProviderMetadata::default(),
