@@ -518,7 +518,9 @@ fn map_usage(usage: &UsageMetadata) -> Option<Usage> {
         output: OutputTokens {
             total: match (candidates, thoughts) {
                 (None, None) => None,
-                (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
+                // Saturating: absurd counts from a server must not overflow (a panic in debug
+                // builds, a wrapped total in release ones).
+                (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
             },
             text: candidates,
             reasoning: thoughts,
