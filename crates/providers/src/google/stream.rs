@@ -9,7 +9,8 @@ use toolsmith_core::{
 };
 
 use super::args::ArgsWriter;
-use super::wire::{Candidate, Chunk, UsageMetadata, WirePart};
+use super::fast::{HotChunk, read_hot_chunk};
+use super::wire::{Chunk, CitationMetadata, GroundingMetadata, UsageMetadata, WirePart};
 use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::{excerpt, retry_info_delay, status_kind};
@@ -118,6 +119,25 @@ struct OpenCall {
     args: ArgsWriter,
 }
 
+/// What a chunk says besides its candidates, as [`GeminiStreamDecoder::apply`] reads it from
+/// either path.
+struct Head<'a> {
+    response_id: Option<Str<'a>>,
+    model_version: Option<Str<'a>>,
+    usage: Option<UsageMetadata>,
+    block_reason: Option<Str<'a>>,
+}
+
+/// One candidate as [`GeminiStreamDecoder::apply`] reads it from either path: its parts are
+/// serde's vector or the fast path's one part (which reads only candidates without sources).
+struct CandidateView<'a, P> {
+    index: Option<u64>,
+    parts: P,
+    finish_reason: Option<Str<'a>>,
+    grounding: Option<Box<GroundingMetadata<'a>>>,
+    citations: Option<Box<CitationMetadata<'a>>>,
+}
+
 impl Default for GeminiStreamDecoder {
     fn default() -> Self {
         Self::new()
@@ -172,10 +192,42 @@ impl GeminiStreamDecoder {
     /// What was open is closed first (no incomplete tool call is emitted) and the stream should
     /// end there.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot chunk shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         // Gemini never sends `[DONE]`; a proxy might.
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
+        }
+        // Text, thoughts and streamed call arguments, nearly every chunk, are read by hand;
+        // anything else, and anything malformed, through serde (see `fast`).
+        if fast {
+            let mut chunk = HotChunk::default();
+            if read_hot_chunk(data, &mut chunk).is_some() {
+                let head = Head {
+                    response_id: chunk.response_id,
+                    model_version: chunk.model_version,
+                    usage: chunk.usage_metadata,
+                    block_reason: None,
+                };
+                let candidate = chunk.candidate.map(|c| CandidateView {
+                    index: c.index,
+                    parts: c.content.flatten(),
+                    finish_reason: c.finish_reason,
+                    grounding: None,
+                    citations: None,
+                });
+                return self.apply(head, candidate, out);
+            }
         }
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
@@ -212,43 +264,58 @@ impl GeminiStreamDecoder {
             self.abort(out);
             return Err(stream_error(&error));
         }
-        if !self.metadata_sent && (chunk.response_id.is_some() || chunk.model_version.is_some()) {
+        let head = Head {
+            response_id: chunk.response_id,
+            model_version: chunk.model_version,
+            usage: chunk.usage_metadata,
+            block_reason: chunk.prompt_feedback.and_then(|f| f.block_reason),
+        };
+        // candidateCount > 1 is not supported: only the first candidate is read.
+        let candidate = chunk
+            .candidates
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+            .map(|c| CandidateView {
+                index: c.index,
+                parts: c.content.map(|c| c.parts).unwrap_or_default(),
+                finish_reason: c.finish_reason,
+                grounding: c.grounding_metadata,
+                citations: c.citation_metadata,
+            });
+        self.apply(head, candidate, out)
+    }
+
+    /// The parts of one chunk (not an error), however it was read: its head, then its first
+    /// candidate, if any, read only when its index is 0.
+    fn apply<'a>(
+        &mut self,
+        head: Head<'a>,
+        candidate: Option<CandidateView<'a, impl IntoIterator<Item = WirePart<'a>>>>,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        if !self.metadata_sent && (head.response_id.is_some() || head.model_version.is_some()) {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata {
-                id: chunk.response_id.map(Str::into_owned),
-                model_id: chunk.model_version.map(Str::into_owned),
+                id: head.response_id.map(Str::into_owned),
+                model_id: head.model_version.map(Str::into_owned),
             });
         }
-        if let Some(usage) = chunk.usage_metadata.as_ref().and_then(map_usage) {
+        if let Some(usage) = head.usage.as_ref().and_then(map_usage) {
             self.usage = Some(usage);
         }
-        if let Some(reason) = chunk
-            .prompt_feedback
-            .and_then(|f| f.block_reason)
+        if let Some(reason) = head
+            .block_reason
             .filter(|r| !r.is_empty() && r != "BLOCK_REASON_UNSPECIFIED")
         {
             self.block_reason = Some(reason.into_owned());
         }
-        // candidateCount > 1 is not supported: only the first candidate is read.
-        if let Some(candidate) = chunk
-            .candidates
-            .into_iter()
-            .find(|c| c.index.unwrap_or(0) == 0)
-        {
-            self.candidate(candidate, out)?;
-        }
-        Ok(())
-    }
-
-    fn candidate(
-        &mut self,
-        candidate: Candidate<'_>,
-        out: &mut Vec<ModelPart>,
-    ) -> Result<(), ModelError> {
-        for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+        let Some(candidate) = candidate.filter(|c| c.index.unwrap_or(0) == 0) else {
+            return Ok(());
+        };
+        for part in candidate.parts {
             self.part(part, out)?;
         }
-        if let Some(grounding) = candidate.grounding_metadata.map(|g| *g) {
+        if let Some(grounding) = candidate.grounding.map(|g| *g) {
             for query in grounding.web_search_queries {
                 if let Value::String(query) = query {
                     self.queries.insert(query);
@@ -260,7 +327,7 @@ impl GeminiStreamDecoder {
                 }
             }
         }
-        if let Some(citations) = candidate.citation_metadata.map(|c| *c) {
+        if let Some(citations) = candidate.citations.map(|c| *c) {
             for citation in citations.citation_sources {
                 self.source(citation.uri.as_deref(), citation.title.as_deref(), out);
             }
@@ -568,6 +635,17 @@ pub(crate) fn stream_error(error: &Value) -> ModelError {
         model_error = model_error.with_retry_after(delay);
     }
     model_error
+}
+
+#[cfg(test)]
+impl GeminiStreamDecoder {
+    /// A decoder whose generated ids are fixed, so two decoders' parts can be compared.
+    pub(super) fn with_id_prefix(prefix: &str) -> Self {
+        GeminiStreamDecoder {
+            id_prefix: prefix.to_owned(),
+            ..Self::new()
+        }
+    }
 }
 
 impl StreamDecoder for GeminiStreamDecoder {

@@ -4,6 +4,10 @@
 //! Strings borrow from the payload ([`Str`]): a chunk is parsed once per event and dropped, so
 //! only what the decoder keeps is copied (`modelVersion` and `responseId`, repeated on every
 //! chunk, cost nothing after the first). The rare JSON-valued fields stay [`Value`]s.
+//!
+//! The decoder's fast path (`fast.rs`) builds these same types by hand for the hot chunks: a
+//! field added to a type it reads must be read there too (it names every field of those types,
+//! so it will not compile until it does).
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -12,6 +16,7 @@ use crate::borrowed::Str;
 
 /// One `GenerateContentResponse`: a streamed chunk, or a whole non-streamed body.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
@@ -28,6 +33,7 @@ pub(crate) struct Chunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Candidate<'a> {
     pub index: Option<u64>,
@@ -43,6 +49,7 @@ pub(crate) struct Candidate<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Content<'a> {
     #[serde(borrow)]
@@ -50,6 +57,7 @@ pub(crate) struct Content<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct WirePart<'a> {
     #[serde(borrow)]
@@ -70,6 +78,7 @@ pub(crate) struct WirePart<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct FunctionCall<'a> {
     #[serde(borrow)]
@@ -95,6 +104,7 @@ impl FunctionCall<'_> {
 
 /// One streamed argument: a value at a JSON path (`$.location`, `$.items[1].price`).
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PartialArg<'a> {
     #[serde(borrow)]
@@ -117,6 +127,7 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error>
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct InlineData<'a> {
     #[serde(borrow)]
@@ -126,6 +137,7 @@ pub(crate) struct InlineData<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PromptFeedback<'a> {
     #[serde(borrow)]
@@ -133,6 +145,7 @@ pub(crate) struct PromptFeedback<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct UsageMetadata {
     pub prompt_token_count: Option<u64>,
@@ -142,6 +155,7 @@ pub(crate) struct UsageMetadata {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct GroundingMetadata<'a> {
     #[serde(borrow)]
@@ -150,6 +164,7 @@ pub(crate) struct GroundingMetadata<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct GroundingChunk<'a> {
     #[serde(borrow)]
@@ -157,6 +172,7 @@ pub(crate) struct GroundingChunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct WebChunk<'a> {
     #[serde(borrow)]
@@ -166,6 +182,7 @@ pub(crate) struct WebChunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct CitationMetadata<'a> {
     #[serde(borrow)]
@@ -173,6 +190,7 @@ pub(crate) struct CitationMetadata<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct CitationSource<'a> {
     #[serde(borrow)]
