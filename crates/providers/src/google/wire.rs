@@ -85,7 +85,8 @@ pub(crate) struct FunctionCall<'a> {
     pub id: Option<Str<'a>>,
     #[serde(borrow)]
     pub name: Option<Str<'a>>,
-    pub args: Option<Value>,
+    /// Boxed, like the rare values of [`PartialArg`]: most calls stream their arguments.
+    pub args: Option<Box<Value>>,
     #[serde(borrow)]
     pub partial_args: Option<Vec<PartialArg<'a>>>,
     pub will_continue: Option<bool>,
@@ -111,14 +112,16 @@ pub(crate) struct PartialArg<'a> {
     pub json_path: Option<Str<'a>>,
     #[serde(borrow)]
     pub string_value: Option<Str<'a>>,
-    /// A number, or a string for `NaN` / `Infinity` (proto JSON).
-    pub number_value: Option<Value>,
+    /// A number, or a string for `NaN` / `Infinity` (proto JSON). Boxed, as are the other
+    /// JSON values: most arguments are strings, and inline these made every argument 272 bytes
+    /// to build and move instead of 80.
+    pub number_value: Option<Box<Value>>,
     pub bool_value: Option<bool>,
     /// Present (whatever its value, `null` or `"NULL_VALUE"`) means a JSON `null`.
     #[serde(deserialize_with = "present")]
     pub null_value: bool,
-    pub struct_value: Option<Value>,
-    pub list_value: Option<Value>,
+    pub struct_value: Option<Box<Value>>,
+    pub list_value: Option<Box<Value>>,
     pub will_continue: Option<bool>,
 }
 
