@@ -8,16 +8,44 @@ use toolsmith_core::{ModelError, ModelErrorKind};
 use super::wire::PartialArg;
 use crate::errors::excerpt;
 
-/// One step of a JSON path: an object member or an array element.
+/// One step of a JSON path: an object member or an array element. Its key is owned (`String`,
+/// the default) where the writer keeps it, borrowed from the path (`&str`) where it is only
+/// compared: every partial argument's path is parsed, and allocating its keys was a large share
+/// of the time spent on a streamed call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Segment {
-    Key(String),
+pub(crate) enum Segment<K = String> {
+    Key(K),
     Index(usize),
 }
 
-/// Parses the JSON paths Gemini sends: `$`, `$.a.b`, `$.items[2].price`, `$['odd key']`,
-/// `$["x"][0]`. `None` for anything else.
+impl<K: AsRef<str>> Segment<K> {
+    /// The segment with an owned key.
+    fn owned(&self) -> Segment {
+        match self {
+            Segment::Key(key) => Segment::Key(key.as_ref().to_owned()),
+            Segment::Index(index) => Segment::Index(*index),
+        }
+    }
+
+    /// Whether `other` is the same step, whoever owns the keys.
+    fn same<L: AsRef<str>>(&self, other: &Segment<L>) -> bool {
+        match (self, other) {
+            (Segment::Key(a), Segment::Key(b)) => a.as_ref() == b.as_ref(),
+            (Segment::Index(a), Segment::Index(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// [`parse_path_borrowed`] with owned keys.
+#[cfg(test)]
 pub(crate) fn parse_path(path: &str) -> Option<Vec<Segment>> {
+    parse_path_borrowed(path).map(|segments| segments.iter().map(Segment::owned).collect())
+}
+
+/// Parses the JSON paths Gemini sends: `$`, `$.a.b`, `$.items[2].price`, `$['odd key']`,
+/// `$["x"][0]`, the keys borrowed from `path`. `None` for anything else.
+pub(crate) fn parse_path_borrowed(path: &str) -> Option<Vec<Segment<&str>>> {
     let rest = path.trim().strip_prefix('$')?;
     let bytes = rest.as_bytes();
     let mut segments = Vec::new();
@@ -33,7 +61,7 @@ pub(crate) fn parse_path(path: &str) -> Option<Vec<Segment>> {
                 if end == start {
                     return None;
                 }
-                segments.push(Segment::Key(rest[start..end].to_string()));
+                segments.push(Segment::Key(&rest[start..end]));
                 i = end;
             }
             b'[' => {
@@ -50,7 +78,7 @@ pub(crate) fn parse_path(path: &str) -> Option<Vec<Segment>> {
                         if !rest[key_end + 1..close].trim().is_empty() {
                             return None;
                         }
-                        segments.push(Segment::Key(rest[key_start..key_end].to_string()));
+                        segments.push(Segment::Key(&rest[key_start..key_end]));
                         i = close + 1;
                     }
                     _ => {
@@ -119,7 +147,10 @@ pub(crate) struct ArgsWriter {
     text: String,
     sent: usize,
     frames: Vec<Frame>,
-    open_string: Option<Vec<Segment>>,
+    /// The string still open for pieces, by the last step of its path (`None` for `$`): its
+    /// parents are the open containers, `frames[1..]`, which cannot change while it is open.
+    /// (Keeping the whole path allocated it, and its keys, for every string value.)
+    open_string: Option<Option<Segment>>,
     closed: bool,
 }
 
@@ -155,9 +186,14 @@ impl ArgsWriter {
 
     /// Writes `piece` at `path`; `more` (the argument's `willContinue`) keeps a string open for
     /// further pieces at the same path.
-    pub(crate) fn write(&mut self, path: &[Segment], piece: Piece<'_>, more: bool) {
-        if let Some(open) = &self.open_string {
-            if let (true, Piece::Str(s)) = (open.as_slice() == path, &piece) {
+    pub(crate) fn write<K: AsRef<str>>(
+        &mut self,
+        path: &[Segment<K>],
+        piece: Piece<'_>,
+        more: bool,
+    ) {
+        if self.open_string.is_some() {
+            if let (true, Piece::Str(s)) = (self.is_open_string(path), &piece) {
                 escape_into(&mut self.text, s);
                 if !more {
                     self.text.push('"');
@@ -195,7 +231,10 @@ impl ArgsWriter {
         let mut depth = 1;
         while depth < self.frames.len()
             && depth <= parents.len()
-            && self.frames[depth].segment.as_ref() == Some(&parents[depth - 1])
+            && self.frames[depth]
+                .segment
+                .as_ref()
+                .is_some_and(|s| s.same(&parents[depth - 1]))
         {
             depth += 1;
         }
@@ -213,7 +252,7 @@ impl ArgsWriter {
             let array = matches!(path[i + 1], Segment::Index(_));
             self.text.push(if array { '[' } else { '{' });
             self.frames.push(Frame {
-                segment: Some(segment.clone()),
+                segment: Some(segment.owned()),
                 array,
                 count: 0,
             });
@@ -234,6 +273,21 @@ impl ArgsWriter {
         self.closed = true;
     }
 
+    /// Whether the open string is at `path`.
+    fn is_open_string<K: AsRef<str>>(&self, path: &[Segment<K>]) -> bool {
+        match (&self.open_string, path.split_last()) {
+            (Some(None), None) => true,
+            (Some(Some(open)), Some((last, parents))) => {
+                open.same(last)
+                    && self.frames.len() == parents.len() + 1
+                    && self.frames[1..].iter().zip(parents).all(|(frame, parent)| {
+                        frame.segment.as_ref().is_some_and(|s| s.same(parent))
+                    })
+            }
+            _ => false,
+        }
+    }
+
     fn pop(&mut self) {
         if let Some(frame) = self.frames.pop() {
             self.text.push(if frame.array { ']' } else { '}' });
@@ -242,7 +296,7 @@ impl ArgsWriter {
 
     /// Starts a member of the innermost container; `false` (nothing written) when the segment
     /// does not fit it (an index into an object, a key into an array).
-    fn member(&mut self, segment: &Segment) -> bool {
+    fn member<K: AsRef<str>>(&mut self, segment: &Segment<K>) -> bool {
         let Some(frame) = self.frames.last_mut() else {
             return false;
         };
@@ -253,7 +307,7 @@ impl ArgsWriter {
                 }
                 frame.count += 1;
                 self.text.push('"');
-                escape_into(&mut self.text, key);
+                escape_into(&mut self.text, key.as_ref());
                 self.text.push_str("\":");
                 true
             }
@@ -275,13 +329,13 @@ impl ArgsWriter {
         }
     }
 
-    fn value(&mut self, path: &[Segment], piece: Piece<'_>, more: bool) {
+    fn value<K: AsRef<str>>(&mut self, path: &[Segment<K>], piece: Piece<'_>, more: bool) {
         match piece {
             Piece::Str(s) => {
                 self.text.push('"');
                 escape_into(&mut self.text, s);
                 if more {
-                    self.open_string = Some(path.to_vec());
+                    self.open_string = Some(path.last().map(Segment::owned));
                 } else {
                     self.text.push('"');
                 }
@@ -320,7 +374,7 @@ fn escape_into(out: &mut String, s: &str) {
 /// Writes one partial argument into the call's arguments.
 pub(crate) fn apply(args: &mut ArgsWriter, arg: &PartialArg<'_>) -> Result<(), ModelError> {
     let raw_path = arg.json_path.as_deref().unwrap_or("$");
-    let Some(path) = parse_path(raw_path) else {
+    let Some(path) = parse_path_borrowed(raw_path) else {
         return Err(ModelError::new(
             ModelErrorKind::InvalidResponse,
             format!(

@@ -14,6 +14,7 @@
 //! `x-goog-api-key` header and never appears in an error.
 
 mod args;
+mod fast;
 mod request;
 mod response;
 mod stream;

@@ -4,16 +4,19 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 use toolsmith_core::{
-    FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
-    OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
+    FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, OutputTokens,
+    ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
-use super::args::{ArgsWriter, apply};
-use super::wire::{Candidate, Chunk, FunctionCall, UsageMetadata, WirePart};
+use super::args::ArgsWriter;
+use super::fast::{HotChunk, read_hot_chunk};
+use super::wire::{Chunk, CitationMetadata, GroundingMetadata, UsageMetadata, WirePart};
 use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::{excerpt, retry_info_delay, status_kind};
 use crate::sse::SseStream;
+
+mod calls;
 
 /// The key under which Gemini data rides in [`ProviderMetadata`].
 pub const PROVIDER: &str = "google";
@@ -116,6 +119,25 @@ struct OpenCall {
     args: ArgsWriter,
 }
 
+/// What a chunk says besides its candidates, as [`GeminiStreamDecoder::apply`] reads it from
+/// either path.
+struct Head<'a> {
+    response_id: Option<Str<'a>>,
+    model_version: Option<Str<'a>>,
+    usage: Option<UsageMetadata>,
+    block_reason: Option<Str<'a>>,
+}
+
+/// One candidate as [`GeminiStreamDecoder::apply`] reads it from either path: its parts are
+/// serde's vector or the fast path's one part (which reads only candidates without sources).
+struct CandidateView<'a, P> {
+    index: Option<u64>,
+    parts: P,
+    finish_reason: Option<Str<'a>>,
+    grounding: Option<Box<GroundingMetadata<'a>>>,
+    citations: Option<Box<CitationMetadata<'a>>>,
+}
+
 impl Default for GeminiStreamDecoder {
     fn default() -> Self {
         Self::new()
@@ -170,10 +192,42 @@ impl GeminiStreamDecoder {
     /// What was open is closed first (no incomplete tool call is emitted) and the stream should
     /// end there.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot chunk shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         // Gemini never sends `[DONE]`; a proxy might.
         if self.done || data.is_empty() || data == "[DONE]" {
             return Ok(());
+        }
+        // Text, thoughts and streamed call arguments, nearly every chunk, are read by hand;
+        // anything else, and anything malformed, through serde (see `fast`).
+        if fast {
+            let mut chunk = HotChunk::default();
+            if read_hot_chunk(data, &mut chunk).is_some() {
+                let head = Head {
+                    response_id: chunk.response_id,
+                    model_version: chunk.model_version,
+                    usage: chunk.usage_metadata,
+                    block_reason: None,
+                };
+                let candidate = chunk.candidate.map(|c| CandidateView {
+                    index: c.index,
+                    parts: c.content.flatten(),
+                    finish_reason: c.finish_reason,
+                    grounding: None,
+                    citations: None,
+                });
+                return self.apply(head, candidate, out);
+            }
         }
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
@@ -210,43 +264,58 @@ impl GeminiStreamDecoder {
             self.abort(out);
             return Err(stream_error(&error));
         }
-        if !self.metadata_sent && (chunk.response_id.is_some() || chunk.model_version.is_some()) {
+        let head = Head {
+            response_id: chunk.response_id,
+            model_version: chunk.model_version,
+            usage: chunk.usage_metadata,
+            block_reason: chunk.prompt_feedback.and_then(|f| f.block_reason),
+        };
+        // candidateCount > 1 is not supported: only the first candidate is read.
+        let candidate = chunk
+            .candidates
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+            .map(|c| CandidateView {
+                index: c.index,
+                parts: c.content.map(|c| c.parts).unwrap_or_default(),
+                finish_reason: c.finish_reason,
+                grounding: c.grounding_metadata,
+                citations: c.citation_metadata,
+            });
+        self.apply(head, candidate, out)
+    }
+
+    /// The parts of one chunk (not an error), however it was read: its head, then its first
+    /// candidate, if any, read only when its index is 0.
+    fn apply<'a>(
+        &mut self,
+        head: Head<'a>,
+        candidate: Option<CandidateView<'a, impl IntoIterator<Item = WirePart<'a>>>>,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        if !self.metadata_sent && (head.response_id.is_some() || head.model_version.is_some()) {
             self.metadata_sent = true;
             out.push(ModelPart::ResponseMetadata {
-                id: chunk.response_id.map(Str::into_owned),
-                model_id: chunk.model_version.map(Str::into_owned),
+                id: head.response_id.map(Str::into_owned),
+                model_id: head.model_version.map(Str::into_owned),
             });
         }
-        if let Some(usage) = chunk.usage_metadata.as_ref().and_then(map_usage) {
+        if let Some(usage) = head.usage.as_ref().and_then(map_usage) {
             self.usage = Some(usage);
         }
-        if let Some(reason) = chunk
-            .prompt_feedback
-            .and_then(|f| f.block_reason)
+        if let Some(reason) = head
+            .block_reason
             .filter(|r| !r.is_empty() && r != "BLOCK_REASON_UNSPECIFIED")
         {
             self.block_reason = Some(reason.into_owned());
         }
-        // candidateCount > 1 is not supported: only the first candidate is read.
-        if let Some(candidate) = chunk
-            .candidates
-            .into_iter()
-            .find(|c| c.index.unwrap_or(0) == 0)
-        {
-            self.candidate(candidate, out)?;
-        }
-        Ok(())
-    }
-
-    fn candidate(
-        &mut self,
-        candidate: Candidate<'_>,
-        out: &mut Vec<ModelPart>,
-    ) -> Result<(), ModelError> {
-        for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+        let Some(candidate) = candidate.filter(|c| c.index.unwrap_or(0) == 0) else {
+            return Ok(());
+        };
+        for part in candidate.parts {
             self.part(part, out)?;
         }
-        if let Some(grounding) = candidate.grounding_metadata.map(|g| *g) {
+        if let Some(grounding) = candidate.grounding.map(|g| *g) {
             for query in grounding.web_search_queries {
                 if let Value::String(query) = query {
                     self.queries.insert(query);
@@ -258,7 +327,7 @@ impl GeminiStreamDecoder {
                 }
             }
         }
-        if let Some(citations) = candidate.citation_metadata.map(|c| *c) {
+        if let Some(citations) = candidate.citations.map(|c| *c) {
             for citation in citations.citation_sources {
                 self.source(citation.uri.as_deref(), citation.title.as_deref(), out);
             }
@@ -320,187 +389,6 @@ impl GeminiStreamDecoder {
             self.text_delta(text, signature, out);
         }
         Ok(())
-    }
-
-    fn function_call(
-        &mut self,
-        call: FunctionCall<'_>,
-        signature: Option<String>,
-        out: &mut Vec<ModelPart>,
-    ) -> Result<(), ModelError> {
-        let terminator = call.is_empty();
-        if let Some(name) = call
-            .name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned)
-        {
-            // A new call: the previous one (if its terminator is missing) is over.
-            self.end_call(out);
-            self.close_blocks(out);
-            let wire_id = call
-                .id
-                .as_deref()
-                .filter(|id| !id.is_empty())
-                .map(str::to_owned);
-            let id = self.call_id(wire_id.as_deref());
-            out.push(ModelPart::ToolInputStart {
-                id: id.clone(),
-                tool_name: name.clone(),
-                provider_executed: false,
-            });
-            self.call = Some(OpenCall {
-                id,
-                wire_id,
-                name,
-                signature: None,
-                args: ArgsWriter::default(),
-            });
-        } else if self.call.is_none() {
-            if terminator || (call.args.is_none() && call.partial_args.is_none()) {
-                // A stray terminator or continuation marker.
-                return Ok(());
-            }
-            self.abort(out);
-            return Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                "The Gemini stream sent function-call arguments without a function name.",
-            ));
-        }
-        let Some(open) = self.call.as_mut() else {
-            return Ok(());
-        };
-        if open.signature.is_none() {
-            open.signature = signature;
-        }
-        if let Some(args) = &call.args {
-            open.args.whole(args);
-        }
-        for arg in call.partial_args.unwrap_or_default() {
-            if let Err(error) = apply(&mut open.args, &arg) {
-                self.abort(out);
-                return Err(error);
-            }
-        }
-        if let Some(delta) = open.args.take_delta() {
-            out.push(ModelPart::ToolInputDelta {
-                id: open.id.clone(),
-                delta,
-            });
-        }
-        if call.will_continue != Some(true) {
-            self.end_call(out);
-        }
-        Ok(())
-    }
-
-    /// A call id: the wire's when it has a new one, else a generated one.
-    fn call_id(&mut self, wire_id: Option<&str>) -> String {
-        let id = match wire_id {
-            Some(id) if !id.is_empty() && !self.call_ids.contains(id) => id.to_string(),
-            _ => {
-                self.generated_ids += 1;
-                format!("call_{}_{}", self.id_prefix, self.generated_ids)
-            }
-        };
-        self.call_ids.insert(id.clone());
-        id
-    }
-
-    /// `executableCode`: a provider-executed `code_execution` call, input `{language, code}`.
-    fn executable_code(
-        &mut self,
-        mut code: Value,
-        signature: Option<String>,
-        out: &mut Vec<ModelPart>,
-    ) {
-        self.end_call(out);
-        self.close_blocks(out);
-        let wire_id = code
-            .as_object_mut()
-            .and_then(|c| c.shift_remove("id"))
-            .and_then(|id| id.as_str().map(str::to_string));
-        let id = self.call_id(wire_id.as_deref());
-        let input = match code {
-            Value::Object(_) => code.to_string(),
-            _ => "{}".to_string(),
-        };
-        out.push(ModelPart::ToolInputStart {
-            id: id.clone(),
-            tool_name: CODE_EXECUTION.into(),
-            provider_executed: true,
-        });
-        out.push(ModelPart::ToolInputDelta {
-            id: id.clone(),
-            delta: input.clone(),
-        });
-        out.push(ModelPart::ToolInputEnd { id: id.clone() });
-        let mut call = ModelToolCall::new(id.clone(), CODE_EXECUTION, input);
-        call.provider_executed = true;
-        call.provider_metadata = google_metadata(signature, wire_id);
-        out.push(ModelPart::ToolCall(call));
-        self.code_runs += 1;
-        self.pending_code = Some(id);
-    }
-
-    /// `codeExecutionResult`: the result of the last `executableCode`, an error unless its
-    /// outcome is `OUTCOME_OK`.
-    fn code_result(
-        &mut self,
-        mut result: Value,
-        signature: Option<String>,
-        out: &mut Vec<ModelPart>,
-    ) {
-        self.end_call(out);
-        self.close_blocks(out);
-        let wire_id = result
-            .as_object_mut()
-            .and_then(|r| r.shift_remove("id"))
-            .and_then(|id| id.as_str().map(str::to_string));
-        let tool_call_id = match self.pending_code.take() {
-            Some(id) => id,
-            None => self.call_id(wire_id.as_deref()),
-        };
-        let is_error = result.get("outcome").and_then(Value::as_str) != Some("OUTCOME_OK");
-        out.push(ModelPart::ToolResult {
-            tool_call_id,
-            tool_name: CODE_EXECUTION.into(),
-            result,
-            is_error,
-            provider_metadata: google_metadata(signature, wire_id),
-        });
-    }
-
-    /// Completes the open call, if any: closes its arguments, ends its input, emits the call.
-    fn end_call(&mut self, out: &mut Vec<ModelPart>) {
-        if let Some(call) = &mut self.call {
-            call.args.close();
-        }
-        self.emit_call(out);
-    }
-
-    /// Emits the open call, if any, with its arguments as they are (possibly unclosed JSON).
-    fn end_cut_call(&mut self, out: &mut Vec<ModelPart>) {
-        self.emit_call(out);
-    }
-
-    fn emit_call(&mut self, out: &mut Vec<ModelPart>) {
-        let Some(mut call) = self.call.take() else {
-            return;
-        };
-        if let Some(delta) = call.args.take_delta() {
-            out.push(ModelPart::ToolInputDelta {
-                id: call.id.clone(),
-                delta,
-            });
-        }
-        out.push(ModelPart::ToolInputEnd {
-            id: call.id.clone(),
-        });
-        let mut tool_call = ModelToolCall::new(call.id, call.name, call.args.text().to_string());
-        tool_call.provider_metadata = google_metadata(call.signature, call.wire_id);
-        self.calls += 1;
-        out.push(ModelPart::ToolCall(tool_call));
     }
 
     fn next_block_id(&mut self, kind: &str) -> String {
@@ -655,22 +543,6 @@ impl GeminiStreamDecoder {
     }
 }
 
-/// `{"google": {"thoughtSignature": …, "id": …}}` with what is known, or nothing.
-fn google_metadata(signature: Option<String>, wire_id: Option<String>) -> ProviderMetadata {
-    let mut google = serde_json::Map::new();
-    if let Some(signature) = signature {
-        google.insert("thoughtSignature".into(), json!(signature));
-    }
-    if let Some(wire_id) = wire_id {
-        google.insert("id".into(), json!(wire_id));
-    }
-    let mut metadata = ProviderMetadata::default();
-    if !google.is_empty() {
-        metadata.insert(PROVIDER, Value::Object(google));
-    }
-    metadata
-}
-
 /// Ends a text (`reasoning: false`) or reasoning block, its signature in the metadata.
 fn close(block: &mut Option<Block>, out: &mut Vec<ModelPart>, reasoning: bool) {
     let Some(block) = block.take() else {
@@ -713,7 +585,9 @@ fn map_usage(usage: &UsageMetadata) -> Option<Usage> {
         output: OutputTokens {
             total: match (candidates, thoughts) {
                 (None, None) => None,
-                (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
+                // Saturating: absurd counts from a server must not overflow (a panic in debug
+                // builds, a wrapped total in release ones).
+                (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
             },
             text: candidates,
             reasoning: thoughts,
@@ -761,6 +635,17 @@ pub(crate) fn stream_error(error: &Value) -> ModelError {
         model_error = model_error.with_retry_after(delay);
     }
     model_error
+}
+
+#[cfg(test)]
+impl GeminiStreamDecoder {
+    /// A decoder whose generated ids are fixed, so two decoders' parts can be compared.
+    pub(super) fn with_id_prefix(prefix: &str) -> Self {
+        GeminiStreamDecoder {
+            id_prefix: prefix.to_owned(),
+            ..Self::new()
+        }
+    }
 }
 
 impl StreamDecoder for GeminiStreamDecoder {

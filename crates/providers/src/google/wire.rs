@@ -4,6 +4,10 @@
 //! Strings borrow from the payload ([`Str`]): a chunk is parsed once per event and dropped, so
 //! only what the decoder keeps is copied (`modelVersion` and `responseId`, repeated on every
 //! chunk, cost nothing after the first). The rare JSON-valued fields stay [`Value`]s.
+//!
+//! The decoder's fast path (`fast.rs`) builds these same types by hand for the hot chunks: a
+//! field added to a type it reads must be read there too (it names every field of those types,
+//! so it will not compile until it does).
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -12,6 +16,7 @@ use crate::borrowed::Str;
 
 /// One `GenerateContentResponse`: a streamed chunk, or a whole non-streamed body.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Chunk<'a> {
     #[serde(borrow)]
@@ -28,6 +33,7 @@ pub(crate) struct Chunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Candidate<'a> {
     pub index: Option<u64>,
@@ -43,6 +49,7 @@ pub(crate) struct Candidate<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Content<'a> {
     #[serde(borrow)]
@@ -50,6 +57,7 @@ pub(crate) struct Content<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct WirePart<'a> {
     #[serde(borrow)]
@@ -70,13 +78,15 @@ pub(crate) struct WirePart<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct FunctionCall<'a> {
     #[serde(borrow)]
     pub id: Option<Str<'a>>,
     #[serde(borrow)]
     pub name: Option<Str<'a>>,
-    pub args: Option<Value>,
+    /// Boxed, like the rare values of [`PartialArg`]: most calls stream their arguments.
+    pub args: Option<Box<Value>>,
     #[serde(borrow)]
     pub partial_args: Option<Vec<PartialArg<'a>>>,
     pub will_continue: Option<bool>,
@@ -95,20 +105,23 @@ impl FunctionCall<'_> {
 
 /// One streamed argument: a value at a JSON path (`$.location`, `$.items[1].price`).
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PartialArg<'a> {
     #[serde(borrow)]
     pub json_path: Option<Str<'a>>,
     #[serde(borrow)]
     pub string_value: Option<Str<'a>>,
-    /// A number, or a string for `NaN` / `Infinity` (proto JSON).
-    pub number_value: Option<Value>,
+    /// A number, or a string for `NaN` / `Infinity` (proto JSON). Boxed, as are the other
+    /// JSON values: most arguments are strings, and inline these made every argument 272 bytes
+    /// to build and move instead of 80.
+    pub number_value: Option<Box<Value>>,
     pub bool_value: Option<bool>,
     /// Present (whatever its value, `null` or `"NULL_VALUE"`) means a JSON `null`.
     #[serde(deserialize_with = "present")]
     pub null_value: bool,
-    pub struct_value: Option<Value>,
-    pub list_value: Option<Value>,
+    pub struct_value: Option<Box<Value>>,
+    pub list_value: Option<Box<Value>>,
     pub will_continue: Option<bool>,
 }
 
@@ -117,6 +130,7 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error>
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct InlineData<'a> {
     #[serde(borrow)]
@@ -126,6 +140,7 @@ pub(crate) struct InlineData<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PromptFeedback<'a> {
     #[serde(borrow)]
@@ -133,6 +148,7 @@ pub(crate) struct PromptFeedback<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct UsageMetadata {
     pub prompt_token_count: Option<u64>,
@@ -142,6 +158,7 @@ pub(crate) struct UsageMetadata {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct GroundingMetadata<'a> {
     #[serde(borrow)]
@@ -150,6 +167,7 @@ pub(crate) struct GroundingMetadata<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct GroundingChunk<'a> {
     #[serde(borrow)]
@@ -157,6 +175,7 @@ pub(crate) struct GroundingChunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct WebChunk<'a> {
     #[serde(borrow)]
@@ -166,6 +185,7 @@ pub(crate) struct WebChunk<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct CitationMetadata<'a> {
     #[serde(borrow)]
@@ -173,6 +193,7 @@ pub(crate) struct CitationMetadata<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct CitationSource<'a> {
     #[serde(borrow)]

@@ -1,0 +1,644 @@
+//! The fast path against serde: on generated chunks in and around the hot shapes, the fast path
+//! declines or reads exactly the chunk serde reads, and a decoder yields the same parts and
+//! errors with it as without it. On the real fixtures, it reads most chunks.
+
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use proptest::sample::{Index, select};
+
+use super::*;
+use crate::google::stream::GeminiStreamDecoder;
+
+/// The hot chunk as the [`Chunk`] serde would build.
+fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
+    let candidates = hot.candidate.into_iter().map(|candidate| Candidate {
+        index: candidate.index,
+        content: candidate.content.map(|part| Content {
+            parts: part.into_iter().collect(),
+        }),
+        finish_reason: candidate.finish_reason,
+        grounding_metadata: None,
+        citation_metadata: None,
+    });
+    Chunk {
+        candidates: candidates.collect(),
+        prompt_feedback: None,
+        usage_metadata: hot.usage_metadata,
+        model_version: hot.model_version,
+        response_id: hot.response_id,
+        error: None,
+    }
+}
+
+/// Fails when the fast path reads `data` and serde rejects it or reads something else.
+/// Returns whether the fast path read it.
+fn agrees_with_serde(data: &str) -> Result<bool, String> {
+    let data = data.trim();
+    let mut hot = HotChunk::default();
+    if read_hot_chunk(data, &mut hot).is_none() {
+        return Ok(false);
+    }
+    let serde: Chunk<'_> = serde_json::from_str(data)
+        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
+    let hot = as_chunk(hot);
+    if hot != serde {
+        return Err(format!("fast {hot:?}\n!= serde {serde:?}\nfor {data}"));
+    }
+    Ok(true)
+}
+
+/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
+/// only, comparing every push's parts and result, then `finish`.
+fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
+    let mut fast = GeminiStreamDecoder::with_id_prefix("p");
+    let mut slow = GeminiStreamDecoder::with_id_prefix("p");
+    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
+    for payload in payloads {
+        let fast_result = fast.push_with(payload, &mut fast_out, true);
+        let slow_result = slow.push_with(payload, &mut slow_out, false);
+        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
+        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
+    }
+    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
+    prop_assert_eq!(fast_out, slow_out);
+    Ok(())
+}
+
+#[test]
+fn reads_the_hot_shapes() {
+    let hot = [
+        r#"{"candidates":[{"content":{"parts":[{"text":"There are **3**"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":199,"promptTokensDetails":[{"modality":"TEXT","tokenCount":9}],"thoughtsTokenCount":185},"modelVersion":"gemini-3-pro-preview","responseId":"bH6LaZW8Fp_3nsEPqtaSwQ4"}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"a\nb \u00e9 \"q\"","thought":true}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"Eq+/="}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"cachedContentTokenCount":4,"candidatesTokenCount":23}}"#,
+        r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"cook","willContinue":true},"thoughtSignature":"Cm"}]}}],"usageMetadata":{"trafficType":"ON_DEMAND"},"modelVersion":"m","createTime":"2026-04-07T16:49:58.333958Z","responseId":"r"}"#,
+        r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a[0].b","stringValue":"16 oz","willContinue":true}],"willContinue":true}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.f","boolValue":false},{"jsonPath":"$.z","nullValue":"NULL_VALUE"},{"jsonPath":"$.n","nullValue":null,"numberValue":null}]}}]}}]}"#,
+        r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{}}]},"finishReason":"STOP"}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"id":"fc_1","name":"now","args":null}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[]}}],"x":1}"#,
+        r#"{"candidates":[{"content":{}}]}"#,
+        r#"{"candidates":[],"usageMetadata":null,"promptFeedback":null,"error":null}"#,
+        r#"{"candidates":[{"content":null,"groundingMetadata":null,"citationMetadata":null}]}"#,
+        r#"{"candidates":[{"index":1,"content":{"parts":[{"text":"x","inlineData":null,"executableCode":null,"codeExecutionResult":null,"functionCall":null}]}}]}"#,
+        r#" { "candidates" : [ { "content" : { "parts" : [ { "text" : "x" } ] } } ] } "#,
+        // Unknown members of any shape are skipped.
+        r#"{"x":{"a":[1,{"b":null}]},"candidates":[{"safetyRatings":[{"category":"HARM","probability":"NEGLIGIBLE"}],"content":{"parts":[{"text":"x","videoMetadata":{}}]}}]}"#,
+    ];
+    for data in hot {
+        assert_eq!(agrees_with_serde(data), Ok(true), "{data}");
+    }
+}
+
+#[test]
+fn declines_the_rest() {
+    let cold = [
+        // Shapes that go through serde.
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"x":1}}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.n","numberValue":0.5}]}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.o","structValue":{}}]}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.l","listValue":[]}]}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"}]}}]}"#,
+        r#"{"candidates":[{"index":0},{"index":1}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"executableCode":{"language":"PYTHON","code":"1"}}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"codeExecutionResult":{"outcome":"OUTCOME_OK"}}]}}]}"#,
+        r#"{"candidates":[{"groundingMetadata":{"webSearchQueries":["q"]}}]}"#,
+        r#"{"candidates":[{"citationMetadata":{"citationSources":[]}}]}"#,
+        r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#,
+        r#"{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED"}}"#,
+        // What serde rejects.
+        r#"{"candidates":null}"#,
+        r#"{"candidates":[{"content":{"parts":null}}]}"#,
+        r#"{"modelVersion":"a","modelVersion":"b"}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"a","text":"b"}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"nullValue":1,"nullValue":2}]}}]}}]}"#,
+        r#"{"candidates":[{"index":-1}]}"#,
+        r#"{"candidates":[{"index":1.0}]}"#,
+        r#"{"usageMetadata":{"promptTokenCount":1e2}}"#,
+        r#"{"usageMetadata":{"promptTokenCount":"1"}}"#,
+        r#"{"candidates":[{"content":{"parts":[{"thought":"true"}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":1}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"\ud83d"}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"x"}]}}]"#,
+        r#"{"candidates":[{"content":{"parts":[{"text":"x"}]}}]},"#,
+        r#"{"candidates":[],}"#,
+        r#"[{"error":{"code":503,"message":"overloaded"}}]"#,
+        // Valid, but declined: an escaped key, a part written as a sequence.
+        r#"{"candidates":[{"content":{"parts":[{"t\u0065xt":"x"}]}}]}"#,
+        r#"{"candidates":[{"content":{"parts":[["x"]]}}]}"#,
+    ];
+    for data in cold {
+        assert_eq!(agrees_with_serde(data), Ok(false), "{data}");
+    }
+}
+
+/// Every payload of the recorded Gemini streams.
+fn fixture_payloads() -> Vec<(String, Vec<String>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let mut streams = Vec::new();
+    for entry in std::fs::read_dir(dir.join("google")).expect("the fixtures") {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".chunks.txt") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let payloads = text.lines().filter(|l| !l.trim().is_empty());
+        streams.push((name, payloads.map(str::to_owned).collect()));
+    }
+    assert!(streams.len() >= 5, "the fixtures are missing");
+    streams
+}
+
+#[test]
+fn fixtures_decode_the_same_and_mostly_fast() {
+    let (mut total, mut fast) = (0, 0);
+    for (name, payloads) in fixture_payloads() {
+        for payload in &payloads {
+            total += 1;
+            fast +=
+                usize::from(agrees_with_serde(payload).unwrap_or_else(|e| panic!("{name}: {e}")));
+        }
+        decoders_agree(&payloads).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Only the chunks with whole `args` or a `numberValue` go through serde (4 of 125).
+    assert!(
+        fast * 100 >= total * 90,
+        "{fast} of {total} chunks read fast"
+    );
+}
+
+/// Each fixture cut short at every tenth byte of one of its payloads: the truncated chunk ends
+/// the stream with the same error (and the same parts before it) on both paths.
+#[test]
+fn truncated_fixtures_fail_the_same() {
+    for (name, payloads) in fixture_payloads() {
+        for (at, payload) in payloads.iter().enumerate() {
+            for cut in (1..payload.len()).step_by(10) {
+                if !payload.is_char_boundary(cut) {
+                    continue;
+                }
+                let mut cut_short = payloads[..at].to_vec();
+                cut_short.push(payload[..cut].to_owned());
+                decoders_agree(&cut_short).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+}
+
+// --- Generated chunks: the hot shapes, varied, and their near misses. ---
+//
+// Every generator takes `noisy`: without it, it makes only what the API sends (valid JSON,
+// the right types, the rare fields absent or `null`) in any order and spacing, so that most
+// such chunks are read fast and their reading is compared; with it, also the near misses
+// (wrong types, invalid tokens, repeated keys, the rare fields set), which must decline.
+
+/// A JSON string token: plain text, unicode, escapes, and when `noisy` sometimes what is not
+/// allowed in one.
+fn string_token(noisy: bool) -> BoxedStrategy<String> {
+    let valid = prop_oneof![
+        16 => "[a-zA-Z0-9 ,.!?$\\[\\]]{0,6}",
+        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
+        3 => select(vec![
+            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
+            "\\uD83D\\uDE00",
+        ])
+        .prop_map(str::to_owned),
+    ];
+    let piece = if noisy {
+        let invalid = select(vec![
+            "\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\",
+        ]);
+        prop_oneof![20 => valid, 1 => invalid.prop_map(str::to_owned)].boxed()
+    } else {
+        valid.boxed()
+    };
+    prop::collection::vec(piece, 0..4)
+        .prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+        .boxed()
+}
+
+/// Numbers in and out of JSON's grammar and a `u64`'s range.
+fn number_token() -> impl Strategy<Value = String> {
+    select(vec![
+        "0",
+        "1",
+        "2",
+        "185",
+        "-0",
+        "-1",
+        "01",
+        "1.0",
+        "1.5",
+        "1e2",
+        "1E+2",
+        "-2.5e-3",
+        "1e999",
+        "1.",
+        "-",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999999",
+    ])
+    .prop_map(str::to_owned)
+}
+
+/// A scalar for an unknown member: valid JSON (which the fast path skips), and when `noisy`
+/// sometimes not.
+fn scalar(noisy: bool) -> BoxedStrategy<String> {
+    let valid = prop_oneof![
+        6 => string_token(noisy),
+        3 => select(vec!["0", "-1", "2.5", "1e999", "18446744073709551616"]).prop_map(str::to_owned),
+        2 => select(vec!["null", "true", "false"]).prop_map(str::to_owned),
+    ];
+    if noisy {
+        let invalid = prop_oneof![
+            number_token(),
+            select(vec!["nul", "True"]).prop_map(str::to_owned)
+        ];
+        prop_oneof![11 => valid, 1 => invalid].boxed()
+    } else {
+        valid.boxed()
+    }
+}
+
+/// Any value, nested a few levels, with keys that are sometimes the hot ones.
+fn any_value(noisy: bool) -> BoxedStrategy<String> {
+    scalar(noisy)
+        .prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
+                    let members: Vec<String> = members
+                        .into_iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+        .boxed()
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[a-zA-Z_]{1,8}",
+        1 => select(vec![
+            "text", "thought", "parts", "content", "index", "candidates", "functionCall",
+            "partialArgs", "stringValue", "nullValue", "role", "createTime", "t\\u0065xt",
+        ])
+        .prop_map(str::to_owned),
+    ]
+}
+
+/// `valid` values and, when `noisy`, sometimes any value instead (often of the wrong type).
+fn or_any(noisy: bool, valid: impl Strategy<Value = String> + 'static) -> BoxedStrategy<String> {
+    if noisy {
+        prop_oneof![10 => valid, 1 => any_value(true)].boxed()
+    } else {
+        valid.boxed()
+    }
+}
+
+/// A value for an `Option<Str>` field: a string or null.
+fn optional_string(noisy: bool) -> BoxedStrategy<String> {
+    or_any(
+        noisy,
+        prop_oneof![4 => string_token(noisy), 1 => Just("null".to_owned())],
+    )
+}
+
+/// A value for an `Option<bool>` field.
+fn optional_bool(noisy: bool) -> BoxedStrategy<String> {
+    let valid = select(vec!["true", "false", "null"]).prop_map(str::to_owned);
+    if noisy {
+        let near = select(vec!["1", "\"true\"", "tru", "falsey"]).prop_map(str::to_owned);
+        or_any(true, prop_oneof![10 => valid, 1 => near])
+    } else {
+        valid.boxed()
+    }
+}
+
+/// A value for an `Option<u64>` field.
+fn optional_count(noisy: bool) -> BoxedStrategy<String> {
+    let valid =
+        select(vec!["0", "9", "185", "18446744073709551615", "null"]).prop_map(str::to_owned);
+    if noisy {
+        or_any(true, prop_oneof![4 => valid, 1 => number_token()])
+    } else {
+        valid.boxed()
+    }
+}
+
+/// The fields the fast path reads only as `null` (see [`rare`]).
+const RARE: &[&str] = &[
+    "args",
+    "numberValue",
+    "structValue",
+    "listValue",
+    "inlineData",
+    "executableCode",
+    "codeExecutionResult",
+    "groundingMetadata",
+    "citationMetadata",
+    "promptFeedback",
+    "error",
+];
+
+/// A value for a rare, JSON-valued field, which the fast path reads only as `null`: `null` or,
+/// when `noisy`, sometimes a value of the kind the API sends or anything.
+fn rare(noisy: bool, real: &'static str) -> BoxedStrategy<String> {
+    if noisy {
+        prop_oneof![
+            4 => Just("null".to_owned()),
+            1 => Just(real.to_owned()),
+            1 => any_value(true),
+        ]
+        .boxed()
+    } else {
+        Just("null".to_owned()).boxed()
+    }
+}
+
+/// Members `(key, value)` from the optional known ones (each present or not: the rare ones less
+/// often) and a few unknown ones, shuffled; when `noisy`, sometimes with one repeated.
+fn members(
+    noisy: bool,
+    known: Vec<(&'static str, BoxedStrategy<String>)>,
+    unknown: usize,
+) -> impl Strategy<Value = Vec<(String, String)>> {
+    let known: Vec<_> = known
+        .into_iter()
+        .map(|(k, v)| {
+            let present = match k {
+                _ if RARE.contains(&k) => 0.2,
+                // The way to the parts.
+                "candidates" | "content" | "parts" => 0.9,
+                _ => 0.6,
+            };
+            prop::option::weighted(present, v.prop_map(move |v| (k.to_owned(), v)))
+        })
+        .collect();
+    let repeat = if noisy {
+        prop::option::weighted(0.1, any::<Index>()).boxed()
+    } else {
+        Just(None).boxed()
+    };
+    (
+        known,
+        prop::collection::vec((key(), any_value(noisy)), 0..=unknown),
+        repeat,
+    )
+        .prop_flat_map(|(known, unknown, repeat)| {
+            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
+            if let Some(at) = repeat
+                && !all.is_empty()
+            {
+                all.push(all[at.index(all.len())].clone());
+            }
+            Just(all).prop_shuffle()
+        })
+}
+
+/// An object of `members`, with one of JSON's whitespaces around its tokens.
+fn object(
+    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
+) -> BoxedStrategy<String> {
+    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
+        .prop_map(|(members, ws)| {
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        })
+        .boxed()
+}
+
+/// A list of mostly one `element`, sometimes none or two; when `noisy`, sometimes not a list.
+fn list(noisy: bool, element: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    let elements = prop_oneof![
+        8 => prop::collection::vec(element.clone(), 1..=1),
+        1 => prop::collection::vec(element, 0..=2),
+    ]
+    .prop_map(|elements| format!("[{}]", elements.join(",")));
+    if noisy {
+        or_any(
+            true,
+            prop_oneof![12 => elements, 1 => Just("null".to_owned())],
+        )
+    } else {
+        elements.boxed()
+    }
+}
+
+/// Paths the decoder places, and a few it rejects (valid strings all the same).
+fn json_path(noisy: bool) -> BoxedStrategy<String> {
+    let paths = select(vec![
+        "\"$.a\"",
+        "\"$.a[0].b\"",
+        "\"$.l[1]\"",
+        "\"$['odd key']\"",
+        "\"$\"",
+    ]);
+    prop_oneof![
+        12 => paths.prop_map(str::to_owned),
+        1 => select(vec!["\"a.b\"", "\"$..\"", "\"$[x]\""]).prop_map(str::to_owned),
+        1 => optional_string(noisy),
+    ]
+    .boxed()
+}
+
+fn partial_arg(noisy: bool) -> BoxedStrategy<String> {
+    object(members(
+        noisy,
+        vec![
+            ("jsonPath", json_path(noisy)),
+            ("stringValue", optional_string(noisy)),
+            ("boolValue", optional_bool(noisy)),
+            (
+                "nullValue",
+                or_any(noisy, Just("\"NULL_VALUE\"".to_owned())),
+            ),
+            ("willContinue", optional_bool(noisy)),
+            ("numberValue", rare(noisy, "0.3")),
+            ("structValue", rare(noisy, r#"{"k":[1]}"#)),
+            ("listValue", rare(noisy, "[1,\"a\"]")),
+        ],
+        1,
+    ))
+}
+
+fn function_call(noisy: bool) -> BoxedStrategy<String> {
+    let name = prop_oneof![
+        3 => select(vec!["\"a\"", "\"b\""]).prop_map(str::to_owned),
+        1 => optional_string(noisy),
+    ];
+    object(members(
+        noisy,
+        vec![
+            ("id", optional_string(noisy)),
+            ("name", name.boxed()),
+            ("args", rare(noisy, r#"{"x":1}"#)),
+            ("partialArgs", list(noisy, partial_arg(noisy))),
+            ("willContinue", optional_bool(noisy)),
+        ],
+        1,
+    ))
+}
+
+fn part(noisy: bool) -> BoxedStrategy<String> {
+    let call = or_any(
+        noisy,
+        prop_oneof![8 => function_call(noisy), 1 => Just("null".to_owned())],
+    );
+    object(members(
+        noisy,
+        vec![
+            ("text", optional_string(noisy)),
+            ("thought", optional_bool(noisy)),
+            ("thoughtSignature", optional_string(noisy)),
+            ("functionCall", call),
+            (
+                "inlineData",
+                rare(noisy, r#"{"mimeType":"image/png","data":"AA=="}"#),
+            ),
+            (
+                "executableCode",
+                rare(noisy, r#"{"language":"PYTHON","code":"1"}"#),
+            ),
+            (
+                "codeExecutionResult",
+                rare(noisy, r#"{"outcome":"OUTCOME_OK","output":"1"}"#),
+            ),
+        ],
+        1,
+    ))
+}
+
+fn candidate(noisy: bool) -> BoxedStrategy<String> {
+    let content = object(members(
+        noisy,
+        vec![
+            ("parts", list(noisy, part(noisy))),
+            ("role", Just("\"model\"".to_owned()).boxed()),
+        ],
+        1,
+    ));
+    let content = or_any(
+        noisy,
+        prop_oneof![12 => content, 1 => Just("null".to_owned())],
+    );
+    let finish = prop_oneof![
+        4 => Just("null".to_owned()),
+        2 => select(vec!["\"STOP\"", "\"MAX_TOKENS\"", "\"\"", "\"SAFETY\""]).prop_map(str::to_owned),
+        1 => optional_string(noisy),
+    ];
+    let index = prop_oneof![
+        8 => select(vec!["0", "1", "null"]).prop_map(str::to_owned),
+        1 => optional_count(noisy),
+    ];
+    let grounding = r#"{"webSearchQueries":["q"],"groundingChunks":[{"web":{"uri":"https://a"}}]}"#;
+    object(members(
+        noisy,
+        vec![
+            ("content", content),
+            ("index", index.boxed()),
+            ("finishReason", finish.boxed()),
+            ("groundingMetadata", rare(noisy, grounding)),
+            (
+                "citationMetadata",
+                rare(noisy, r#"{"citationSources":[{"uri":"https://b"}]}"#),
+            ),
+        ],
+        1,
+    ))
+}
+
+fn usage(noisy: bool) -> BoxedStrategy<String> {
+    let details = r#"[{"modality":"TEXT","tokenCount":9}]"#;
+    let usage = object(members(
+        noisy,
+        vec![
+            ("promptTokenCount", optional_count(noisy)),
+            ("cachedContentTokenCount", optional_count(noisy)),
+            ("candidatesTokenCount", optional_count(noisy)),
+            ("thoughtsTokenCount", optional_count(noisy)),
+            ("totalTokenCount", optional_count(noisy)),
+            ("promptTokensDetails", Just(details.to_owned()).boxed()),
+            ("trafficType", Just("\"ON_DEMAND\"".to_owned()).boxed()),
+        ],
+        1,
+    ));
+    or_any(noisy, prop_oneof![8 => usage, 1 => Just("null".to_owned())])
+}
+
+fn chunk(noisy: bool) -> BoxedStrategy<String> {
+    let error = r#"{"code":503,"message":"boom","status":"UNAVAILABLE"}"#;
+    object(members(
+        noisy,
+        vec![
+            ("candidates", list(noisy, candidate(noisy))),
+            ("usageMetadata", usage(noisy)),
+            ("modelVersion", optional_string(noisy)),
+            ("responseId", optional_string(noisy)),
+            (
+                "createTime",
+                Just("\"2026-04-07T16:49:58.333958Z\"".to_owned()).boxed(),
+            ),
+            ("promptFeedback", rare(noisy, r#"{"blockReason":"SAFETY"}"#)),
+            ("error", rare(noisy, error)),
+        ],
+        2,
+    ))
+}
+
+/// A chunk, clean or noisy, sometimes damaged: cut short, a character dropped, or one inserted.
+fn payload() -> impl Strategy<Value = String> {
+    let damage = prop::option::weighted(
+        0.1,
+        (
+            0..3u8,
+            any::<Index>(),
+            select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0']),
+        ),
+    );
+    let chunk = prop_oneof![chunk(false), chunk(true)];
+    (chunk, damage).prop_map(|(mut text, damage)| {
+        if let Some((how, at, ch)) = damage {
+            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+            let at = boundaries[at.index(boundaries.len())];
+            match how {
+                0 => text.truncate(at),
+                1 => {
+                    text.remove(at);
+                }
+                _ => text.insert(at, ch),
+            }
+        }
+        text
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// What the fast path reads, serde reads the same.
+    #[test]
+    fn fast_path_reads_what_serde_reads(data in payload()) {
+        agrees_with_serde(&data).map_err(TestCaseError::fail)?;
+    }
+
+    /// A decoder yields the same parts and errors with the fast path as without it.
+    #[test]
+    fn decoder_output_does_not_depend_on_the_path(
+        payloads in prop::collection::vec(
+            prop_oneof![12 => payload(), 1 => Just("[DONE]".to_owned())],
+            1..8,
+        )
+    ) {
+        decoders_agree(&payloads)?;
+    }
+}
