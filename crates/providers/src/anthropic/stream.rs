@@ -8,6 +8,7 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
+use super::fast::read_hot_event;
 use super::wire::{Delta, Event, WireMessage, WireUsage};
 use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
@@ -163,6 +164,17 @@ impl MessagesStreamDecoder {
     /// `Server`, `rate_limit_error` → `RateLimited`…). Open blocks are closed first (no tool
     /// call for incomplete input) and nothing later is decoded.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         if self.done || data.is_empty() {
             return Ok(());
@@ -170,23 +182,28 @@ impl MessagesStreamDecoder {
         if data == "[DONE]" {
             return self.finish(out);
         }
-        let mut event: Event<'_> = match serde_json::from_str(data) {
-            Ok(event) => event,
-            Err(error) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed event in the Anthropic stream ({error}): {}",
-                        excerpt(data, 200)
-                    ),
-                ));
-            }
-        };
+        // Token deltas and the small events around them, nearly every event, are read by hand;
+        // anything else, and anything malformed, through serde (see `fast`).
+        let mut event = Event::default();
+        if !fast || read_hot_event(data, &mut event).is_none() {
+            event = match serde_json::from_str(data) {
+                Ok(event) => event,
+                Err(error) => {
+                    self.abort(out);
+                    return Err(ModelError::new(
+                        ModelErrorKind::InvalidResponse,
+                        format!(
+                            "Malformed event in the Anthropic stream ({error}): {}",
+                            excerpt(data, 200)
+                        ),
+                    ));
+                }
+            };
+        }
         self.apply(&mut event, out)
     }
 
-    /// The parts of one event. The event is taken apart in place (its
+    /// The parts of one event, however it was read. The event is taken apart in place (its
     /// fields moved out): moving a whole event or delta cost a memcpy of some 200 bytes on
     /// every token.
     fn apply(&mut self, event: &mut Event<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
