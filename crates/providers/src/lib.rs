@@ -19,7 +19,8 @@
 //! any byte stream), [`retry`] (bounded backoff honouring `retry-after`), [`errors`] (status and
 //! body → [`ModelError`](toolsmith_core::ModelError), key redaction), [`keys`] (API keys and
 //! base URLs from options or the environment). `scan` (internal) is a zero-copy JSON cursor for
-//! the decoders' hand-written fast paths (Chat Completions text deltas), serde behind them.
+//! the decoders' hand-written fast paths (the hot event shapes of every wire: text, reasoning
+//! and tool-argument deltas), serde behind them.
 
 pub mod anthropic;
 mod borrowed;

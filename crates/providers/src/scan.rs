@@ -462,6 +462,8 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests;
 
+// Reads for particular fast paths: `raw_value` for the Responses decoder's, `tokens` and
+// `small_u64` for the Anthropic decoder's.
 impl<'a> Cursor<'a> {
     /// Skips one value as [`Cursor::skip_value`] does and returns its text, without the
     /// whitespace around it: a member a fast path does not build itself (a `serde_json::Value`
@@ -473,7 +475,49 @@ impl<'a> Cursor<'a> {
         self.skip_value()?;
         Some(&self.src[start..self.pos])
     }
+
+    /// Consumes `tokens` if the text continues with exactly these bytes: no whitespace is
+    /// skipped before or inside them. One comparison for a run of tokens a server always sends
+    /// the same way (`{"type":"content_block_delta","index":`), where reading them one by one
+    /// cost more than the rest of the payload. `tokens` must be JSON that the cursor's own
+    /// reads would accept (keys without escapes, no unfinished string), which keeps the
+    /// contract: what it consumes is read as serde reads it.
+    #[inline(always)]
+    pub(crate) fn tokens(&mut self, tokens: &[u8]) -> Option<()> {
+        self.literal(tokens)
+    }
+
+    /// Reads a `u64` of one or two digits, inline; declines on anything else (whitespace
+    /// first, a third digit, a fraction, an exponent, a leading zero), which [`Cursor::u64`]
+    /// then reads or declines. For a block index, on every event: the out-of-line `u64` cost
+    /// more than the rest of the index's reading.
+    #[inline(always)]
+    pub(crate) fn small_u64(&mut self) -> Option<u64> {
+        let bytes = self.src.as_bytes();
+        let digit = |at: usize| {
+            let byte = *bytes.get(at)?;
+            byte.is_ascii_digit().then(|| u64::from(byte - b'0'))
+        };
+        let first = digit(self.pos)?;
+        let (value, len) = match digit(self.pos + 1) {
+            None => (first, 1),
+            // `0` followed by a digit is not JSON: declined.
+            Some(second) if first != 0 => (first * 10 + second, 2),
+            Some(_) => return None,
+        };
+        if matches!(
+            bytes.get(self.pos + len),
+            Some(b'0'..=b'9' | b'.' | b'e' | b'E')
+        ) {
+            return None;
+        }
+        self.pos += len;
+        Some(value)
+    }
 }
 
 #[cfg(test)]
 mod responses_tests;
+
+#[cfg(test)]
+mod anthropic_tests;

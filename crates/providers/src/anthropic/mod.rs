@@ -8,6 +8,7 @@
 //!   ([`decode_response`]): the same parts, with usage, finish reasons, server tool results and
 //!   their sources (seed 002).
 
+mod fast;
 mod request;
 mod response;
 mod stream;

@@ -8,6 +8,7 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
+use super::fast::read_hot_event;
 use super::wire::{Delta, Event, WireMessage, WireUsage};
 use crate::decode::StreamDecoder;
 use crate::errors::excerpt;
@@ -163,6 +164,17 @@ impl MessagesStreamDecoder {
     /// `Server`, `rate_limit_error` → `RateLimited`…). Open blocks are closed first (no tool
     /// call for incomplete input) and nothing later is decoded.
     pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        self.push_with(data, out, true)
+    }
+
+    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
+    /// `fast` (always, outside the tests that compare the two paths).
+    pub(super) fn push_with(
+        &mut self,
+        data: &str,
+        out: &mut Vec<ModelPart>,
+        fast: bool,
+    ) -> Result<(), ModelError> {
         let data = data.trim();
         if self.done || data.is_empty() {
             return Ok(());
@@ -170,40 +182,52 @@ impl MessagesStreamDecoder {
         if data == "[DONE]" {
             return self.finish(out);
         }
-        let event: Event<'_> = match serde_json::from_str(data) {
-            Ok(event) => event,
-            Err(error) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed event in the Anthropic stream ({error}): {}",
-                        excerpt(data, 200)
-                    ),
-                ));
-            }
-        };
+        // Token deltas and the small events around them, nearly every event, are read by hand;
+        // anything else, and anything malformed, through serde (see `fast`).
+        let mut event = Event::default();
+        if !fast || read_hot_event(data, &mut event).is_none() {
+            event = match serde_json::from_str(data) {
+                Ok(event) => event,
+                Err(error) => {
+                    self.abort(out);
+                    return Err(ModelError::new(
+                        ModelErrorKind::InvalidResponse,
+                        format!(
+                            "Malformed event in the Anthropic stream ({error}): {}",
+                            excerpt(data, 200)
+                        ),
+                    ));
+                }
+            };
+        }
+        self.apply(&mut event, out)
+    }
+
+    /// The parts of one event, however it was read. The event is taken apart in place (its
+    /// fields moved out): moving a whole event or delta cost a memcpy of some 200 bytes on
+    /// every token.
+    fn apply(&mut self, event: &mut Event<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
         match event.kind.as_deref().unwrap_or_default() {
             "message_start" => {
-                self.message_start(event.message.map(|m| *m).unwrap_or_default(), out)?
+                self.message_start(event.message.take().map(|m| *m).unwrap_or_default(), out)?
             }
             "content_block_start" => {
                 let index = event.index.unwrap_or(0);
                 self.block_start(
                     index,
-                    event.content_block.map(|b| *b).unwrap_or_default(),
+                    event.content_block.take().map(|b| *b).unwrap_or_default(),
                     out,
                 );
             }
             "content_block_delta" => {
-                if let Some(delta) = event.delta {
+                if let Some(delta) = &mut event.delta {
                     self.block_delta(event.index.unwrap_or(0), delta, out);
                 }
             }
             "content_block_stop" => self.block_stop(event.index.unwrap_or(0), out),
             "message_delta" => {
                 self.open_message();
-                if let Some(delta) = event.delta {
+                if let Some(delta) = event.delta.take() {
                     if let Some(reason) = delta.stop_reason {
                         self.stop_reason = Some(reason.into_owned());
                     }
@@ -214,7 +238,7 @@ impl MessagesStreamDecoder {
                     self.keep("stop_details", delta.stop_details.map(|v| *v));
                     self.keep("container", delta.container.map(|v| *v));
                 }
-                if let Some(usage) = event.usage.map(|u| *u) {
+                if let Some(usage) = event.usage.take().map(|u| *u) {
                     self.usage.merge(usage);
                 }
             }
@@ -508,13 +532,13 @@ impl MessagesStreamDecoder {
         out.extend(sources.into_iter().map(ModelPart::Source));
     }
 
-    fn block_delta(&mut self, index: u64, delta: Delta<'_>, out: &mut Vec<ModelPart>) {
+    fn block_delta(&mut self, index: u64, delta: &mut Delta<'_>, out: &mut Vec<ModelPart>) {
         let Some((_, block)) = self.blocks.iter_mut().find(|(i, _)| *i == index) else {
             return;
         };
         match (block, delta.kind.as_deref()) {
             (Block::Text { id, .. }, Some("text_delta")) => {
-                if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                if let Some(text) = delta.text.take().filter(|t| !t.is_empty()) {
                     out.push(ModelPart::TextDelta {
                         id: id.clone(),
                         delta: text.into_owned(),
@@ -522,10 +546,10 @@ impl MessagesStreamDecoder {
                 }
             }
             (Block::Text { citations, .. }, Some("citations_delta")) => {
-                citations.extend(delta.citation.map(|c| *c));
+                citations.extend(delta.citation.take().map(|c| *c));
             }
             (Block::Reasoning { id, .. }, Some("thinking_delta")) => {
-                if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                if let Some(text) = delta.thinking.take().filter(|t| !t.is_empty()) {
                     out.push(ModelPart::ReasoningDelta {
                         id: id.clone(),
                         delta: text.into_owned(),
@@ -533,12 +557,12 @@ impl MessagesStreamDecoder {
                 }
             }
             (Block::Reasoning { signature, .. }, Some("signature_delta")) => {
-                if let Some(more) = delta.signature {
+                if let Some(more) = delta.signature.take() {
                     signature.get_or_insert_with(String::new).push_str(&more);
                 }
             }
             (Block::Tool { id, input, .. }, Some("input_json_delta")) => {
-                if let Some(json) = delta.partial_json.filter(|j| !j.is_empty()) {
+                if let Some(json) = delta.partial_json.take().filter(|j| !j.is_empty()) {
                     input.push_str(&json);
                     out.push(ModelPart::ToolInputDelta {
                         id: id.clone(),

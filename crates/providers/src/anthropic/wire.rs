@@ -3,6 +3,10 @@
 //! The event and its `delta`, parsed for every streamed token, borrow from the payload
 //! ([`Str`]): only the strings the decoder keeps are copied. The rare payloads (a message's
 //! start, a block's start) are owned.
+//!
+//! The decoder's fast path (`fast.rs`) builds [`Event`] and [`Delta`] by hand for token deltas:
+//! a field added to either must be read there too (it names every field, so it will not compile
+//! until it does).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -11,6 +15,7 @@ use crate::borrowed::Str;
 
 /// One stream event (the `data:` of an SSE event); `type` says which.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Event<'a> {
     #[serde(rename = "type", borrow)]
@@ -28,6 +33,7 @@ pub(crate) struct Event<'a> {
 
 /// A message: the payload of `message_start`, or a whole non-streamed response body.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct WireMessage {
     pub id: Option<String>,
@@ -45,6 +51,7 @@ pub(crate) struct WireMessage {
 /// The `delta` of `content_block_delta` (text, JSON, thinking, signature, citation) and of
 /// `message_delta` (stop reason and friends).
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct Delta<'a> {
     #[serde(rename = "type", borrow)]
@@ -68,6 +75,7 @@ pub(crate) struct Delta<'a> {
 
 /// Token counts; `message_delta` repeats or completes those of `message_start`.
 #[derive(Debug, Default, Clone, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(default)]
 pub(crate) struct WireUsage {
     pub input_tokens: Option<u64>,

@@ -18,7 +18,7 @@ use crate::scan::{Cursor, Seen};
 
 use super::wire::{Choice, Chunk, Delta};
 
-/// The parts of a [`Chunk`](super::wire::Chunk) a hot chunk can have: no usage, no error, at
+/// The parts of a [`Chunk`] a hot chunk can have: no usage, no error, at
 /// most one choice (so no vector to allocate).
 #[derive(Debug, Default)]
 pub(super) struct HotChunk<'a> {
