@@ -45,6 +45,17 @@ impl<'a> Cursor<'a> {
         Cursor { src, pos: 0 }
     }
 
+    /// A cursor at byte `pos` of `src`: for resuming a read whose start another text shares,
+    /// byte for byte, with one read before (read the same way, it needs no second reading).
+    pub(crate) fn at(src: &'a str, pos: usize) -> Self {
+        Cursor { src, pos }
+    }
+
+    /// Where the cursor is, as a byte offset in its text.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
     /// Reads an object, calling `member` with each key (its raw bytes: a key with an escape
     /// declines) after the `:`. `member` must read or skip the value, or decline.
     #[inline(always)]
@@ -56,6 +67,29 @@ impl<'a> Cursor<'a> {
         if self.eat(b'}') {
             return Some(());
         }
+        self.members(&mut member)
+    }
+
+    /// The rest of an object whose member's value was just read: its further members, as
+    /// [`Cursor::object`] reads them, and its end. For a reader that resumes an object in its
+    /// middle (see [`Cursor::at`]).
+    #[inline(always)]
+    pub(crate) fn object_rest(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        if !self.eat(b',') {
+            return self.expect(b'}');
+        }
+        self.members(&mut member)
+    }
+
+    /// Members from a key on, and the object's end.
+    #[inline(always)]
+    fn members(
+        &mut self,
+        member: &mut impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
         loop {
             self.expect(b'"')?;
             let key = self.plain_key_rest()?;
@@ -354,7 +388,7 @@ impl<'a> Cursor<'a> {
 
 /// Tracks which of up to eight fields an object has had, for declining on a repeated one
 /// (serde's derived visitors reject a repeated field: the fallback then reports it).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Seen(u8);
 
 impl Seen {
@@ -367,6 +401,11 @@ impl Seen {
         }
         self.0 |= bit;
         Some(())
+    }
+
+    /// Whether field number `field` (below 8) was seen.
+    pub(crate) fn has(self, field: u8) -> bool {
+        self.0 & (1 << field) != 0
     }
 }
 

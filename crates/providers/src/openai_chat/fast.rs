@@ -27,49 +27,102 @@ pub(super) struct HotChunk<'a> {
     pub choice: Option<Choice<'a>>,
 }
 
+/// What the chunks of one stream repeat before their choices: the same id, object, creation
+/// time, model and fingerprint, byte for byte, in front of every delta. Once one chunk's start
+/// has been read, the next chunk that starts with the same bytes resumes after them: reading
+/// them again would find the same thing, and it was half of a text delta's reading.
+///
+/// Only what the start yields is not read again: the id and the model, which the decoder
+/// keeps from its first chunk only (it has them by then: the start was read from a chunk it
+/// applied), and which keys were seen, which is kept here.
+#[derive(Debug, Default)]
+pub(super) struct Head {
+    /// The start of the last chunk read, through `"choices":`; empty when there is none.
+    text: String,
+    /// The top-level keys seen in it (`choices` included).
+    seen: Seen,
+}
+
 /// Reads a chunk of the hot shapes into `chunk` (a default one), or declines (leaving it
 /// partly filled, to be dropped): see the module's documentation. `data` is the trimmed
-/// payload, as serde sees it.
+/// payload, as serde sees it. A chunk that starts as the last one read did (`head`) is read
+/// from its choices on, with no id or model; one that does not becomes the new `head` once it
+/// has been read whole.
 ///
 /// The choice and its delta are built in place: as return values they were moved several
 /// times, a measurable cost at a few hundred bytes each.
-pub(super) fn read_hot_chunk<'a>(data: &'a str, chunk: &mut HotChunk<'a>) -> Option<()> {
+pub(super) fn read_hot_chunk<'a>(
+    data: &'a str,
+    chunk: &mut HotChunk<'a>,
+    head: &mut Head,
+) -> Option<()> {
+    if !head.text.is_empty() && data.as_bytes().starts_with(head.text.as_bytes()) {
+        let mut cursor = Cursor::at(data, head.text.len());
+        let mut seen = head.seen;
+        read_choices(&mut cursor, chunk)?;
+        cursor.object_rest(|cursor, key| member(cursor, key, chunk, &mut seen, &mut None))?;
+        return cursor.end();
+    }
     let mut cursor = Cursor::new(data);
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
-        match key {
-            b"id" => {
-                seen.first(0)?;
-                chunk.id = cursor.optional_string()?.map(Str);
-            }
-            b"model" => {
-                seen.first(1)?;
-                chunk.model = cursor.optional_string()?.map(Str);
-            }
-            b"choices" => {
-                seen.first(2)?;
-                cursor.array(|cursor| {
-                    // More than one choice (n > 1) goes through serde, which keeps a vector.
-                    if chunk.choice.is_some() {
-                        return None;
-                    }
-                    read_choice(cursor, chunk.choice.insert(Choice::default()))
-                })?;
-            }
-            // Only their absence is hot: the usage chunk comes once per stream, errors never.
-            b"usage" => {
-                seen.first(3)?;
-                cursor.null()?;
-            }
-            b"error" => {
-                seen.first(4)?;
-                cursor.null()?;
-            }
-            _ => cursor.skip_value()?,
+    let mut choices_at = None;
+    cursor.object(|cursor, key| member(cursor, key, chunk, &mut seen, &mut choices_at))?;
+    cursor.end()?;
+    if let Some((at, seen)) = choices_at {
+        head.text.clear();
+        head.text.push_str(&data[..at]);
+        head.seen = seen;
+    }
+    Some(())
+}
+
+/// One top-level member of a chunk. At `choices`, `choices_at` gets where its value starts
+/// and the keys seen so far (for [`Head`]).
+#[inline(always)]
+fn member<'a>(
+    cursor: &mut Cursor<'a>,
+    key: &'a [u8],
+    chunk: &mut HotChunk<'a>,
+    seen: &mut Seen,
+    choices_at: &mut Option<(usize, Seen)>,
+) -> Option<()> {
+    match key {
+        b"id" => {
+            seen.first(0)?;
+            chunk.id = cursor.optional_string()?.map(Str);
         }
-        Some(())
-    })?;
-    cursor.end()
+        b"model" => {
+            seen.first(1)?;
+            chunk.model = cursor.optional_string()?.map(Str);
+        }
+        b"choices" => {
+            seen.first(2)?;
+            *choices_at = Some((cursor.pos(), *seen));
+            read_choices(cursor, chunk)?;
+        }
+        // Only their absence is hot: the usage chunk comes once per stream, errors never.
+        b"usage" => {
+            seen.first(3)?;
+            cursor.null()?;
+        }
+        b"error" => {
+            seen.first(4)?;
+            cursor.null()?;
+        }
+        _ => cursor.skip_value()?,
+    }
+    Some(())
+}
+
+/// The `choices` array: one choice at most (n > 1 goes through serde, which keeps a vector).
+#[inline(always)]
+fn read_choices<'a>(cursor: &mut Cursor<'a>, chunk: &mut HotChunk<'a>) -> Option<()> {
+    cursor.array(|cursor| {
+        if chunk.choice.is_some() {
+            return None;
+        }
+        read_choice(cursor, chunk.choice.insert(Choice::default()))
+    })
 }
 
 fn read_choice<'a>(cursor: &mut Cursor<'a>, choice: &mut Choice<'a>) -> Option<()> {

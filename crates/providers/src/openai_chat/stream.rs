@@ -6,7 +6,7 @@ use toolsmith_core::{
     OutputTokens, ProviderMetadata, Source, UnifiedFinishReason, Usage,
 };
 
-use super::fast::{HotChunk, read_hot_chunk};
+use super::fast::{Head, HotChunk, read_hot_chunk};
 use super::wire::{Choice, Chunk, ToolCallDelta, WireUsage};
 use crate::borrowed::{Str, StrOrValue};
 use crate::decode::StreamDecoder;
@@ -52,6 +52,8 @@ pub struct ChatStreamDecoder {
     sources: usize,
     usage: Option<Usage>,
     done: bool,
+    /// The start the stream's chunks repeat, for the fast path.
+    head: Head,
 }
 
 #[derive(Debug)]
@@ -86,6 +88,7 @@ impl ChatStreamDecoder {
             sources: 0,
             usage: None,
             done: false,
+            head: Head::default(),
         }
     }
 
@@ -124,7 +127,7 @@ impl ChatStreamDecoder {
         // anything malformed, through serde (see `fast`).
         if fast {
             let mut chunk = HotChunk::default();
-            if read_hot_chunk(data, &mut chunk).is_some() {
+            if read_hot_chunk(data, &mut chunk, &mut self.head).is_some() {
                 self.apply(chunk.id, chunk.model, None, chunk.choice, out);
                 return Ok(());
             }

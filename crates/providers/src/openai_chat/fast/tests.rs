@@ -27,7 +27,7 @@ fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
 fn agrees_with_serde(data: &str) -> Result<bool, String> {
     let data = data.trim();
     let mut hot = HotChunk::default();
-    if read_hot_chunk(data, &mut hot).is_none() {
+    if read_hot_chunk(data, &mut hot, &mut Head::default()).is_none() {
         return Ok(false);
     }
     let serde: Chunk<'_> = serde_json::from_str(data)
@@ -396,6 +396,64 @@ fn payload() -> impl Strategy<Value = String> {
     })
 }
 
+/// `payloads` with the start of the first (through `"choices":`) in place of every other
+/// one's, where both have one.
+fn with_one_start(payloads: &[String]) -> Vec<String> {
+    const KEY: &str = "\"choices\":";
+    let start = |p: &str| p.find(KEY).map(|at| at + KEY.len());
+    let Some(first) = start(&payloads[0]) else {
+        return payloads.to_vec();
+    };
+    let head = &payloads[0][..first];
+    payloads
+        .iter()
+        .map(|p| match start(p) {
+            Some(at) => format!("{head}{}", &p[at..]),
+            None => p.clone(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_chunk_that_repeats_the_last_start_is_read_from_its_choices() {
+    let start = r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":"#;
+    let mut head = Head::default();
+    let mut first = HotChunk::default();
+    let data = format!(r#"{start}[{{"index":0,"delta":{{"content":"a"}}}}],"usage":null}}"#);
+    read_hot_chunk(&data, &mut first, &mut head).expect("read");
+    assert_eq!(first.id.as_ref().map(Str::as_str), Some("c"));
+    assert_eq!(head.text, start);
+
+    // Resumed after the start: the id and model are not read again (the decoder has them).
+    let data = format!(r#"{start}[{{"index":0,"delta":{{"content":"b"}}}}]}}"#);
+    let mut second = HotChunk::default();
+    read_hot_chunk(&data, &mut second, &mut head).expect("read");
+    assert_eq!((second.id, second.model), (None, None));
+    let delta = second.choice.and_then(|c| c.delta).expect("a delta");
+    assert_eq!(delta.content.as_ref().map(Str::as_str), Some("b"));
+
+    // What the start saw still counts: a second `id` after it is a repeated key, declined
+    // (serde rejects it), and so is a damaged rest.
+    for rest in [r#"[],"id":"d"}"#, r#"[]"#, r#"[],}"#, r#"[] x"#] {
+        let data = format!("{start}{rest}");
+        let mut chunk = HotChunk::default();
+        assert!(
+            read_hot_chunk(&data, &mut chunk, &mut head).is_none(),
+            "{data}"
+        );
+        assert!(serde_json::from_str::<Chunk<'_>>(&data).is_err(), "{data}");
+    }
+    assert_eq!(head.text, start);
+
+    // Another start is read whole, and becomes the one to repeat.
+    let other = r#"{"id":"c","created":2,"choices":"#;
+    let data = format!("{other}[]}}");
+    let mut chunk = HotChunk::default();
+    read_hot_chunk(&data, &mut chunk, &mut head).expect("read");
+    assert_eq!(chunk.id.as_ref().map(Str::as_str), Some("c"));
+    assert_eq!(head.text, other);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -403,6 +461,16 @@ proptest! {
     #[test]
     fn fast_path_reads_what_serde_reads(data in payload()) {
         agrees_with_serde(&data).map_err(TestCaseError::fail)?;
+    }
+
+    /// The same when the chunks repeat one start (as a real stream's do) before tails that
+    /// vary, damaged ones included: what is resumed after a known start is read as a whole
+    /// chunk is.
+    #[test]
+    fn decoder_output_does_not_depend_on_a_repeated_start(
+        payloads in prop::collection::vec(payload(), 2..8)
+    ) {
+        decoders_agree(&with_one_start(&payloads))?;
     }
 
     /// A decoder yields the same parts and errors with the fast path as without it.
