@@ -9,7 +9,7 @@ use toolsmith_core::{
 };
 
 use super::args::ArgsWriter;
-use super::fast::{HotChunk, read_hot_chunk};
+use super::fast::{HotChunk, Tail, read_hot_chunk};
 use super::wire::{Chunk, CitationMetadata, GroundingMetadata, UsageMetadata, WirePart};
 use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
@@ -102,6 +102,8 @@ pub struct GeminiStreamDecoder {
     source_urls: HashSet<String>,
     complete_body: bool,
     done: bool,
+    /// What the stream's chunks repeat after their candidate, for the fast path.
+    tail: Tail,
 }
 
 #[derive(Debug)]
@@ -166,6 +168,7 @@ impl GeminiStreamDecoder {
             source_urls: HashSet::new(),
             complete_body: false,
             done: false,
+            tail: Tail::default(),
         }
     }
 
@@ -212,7 +215,7 @@ impl GeminiStreamDecoder {
         // anything else, and anything malformed, through serde (see `fast`).
         if fast {
             let mut chunk = HotChunk::default();
-            if read_hot_chunk(data, &mut chunk).is_some() {
+            if read_hot_chunk(data, &mut chunk, &mut self.tail).is_some() {
                 let head = Head {
                     response_id: chunk.response_id,
                     model_version: chunk.model_version,

@@ -147,7 +147,7 @@ pub(crate) struct PromptFeedback<'a> {
     pub block_reason: Option<Str<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
 #[cfg_attr(test, derive(PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct UsageMetadata {
