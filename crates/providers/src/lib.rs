@@ -28,6 +28,9 @@ pub mod call;
 pub mod decode;
 pub mod dialect;
 pub mod errors;
+/// Property-test strategies and checks shared by the decoders' fast-path tests.
+#[cfg(test)]
+mod fast_tests;
 pub mod google;
 pub mod http;
 pub mod keys;

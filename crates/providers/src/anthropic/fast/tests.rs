@@ -3,28 +3,21 @@
 //! yields the same parts and errors with it as without it. On the real fixtures, it reads
 //! nearly every delta.
 
-use std::path::PathBuf;
-
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 
 use super::*;
 use crate::anthropic::stream::MessagesStreamDecoder;
+use crate::fast_tests::{self, Json, damaged, each_present, number_token, object};
 
 /// Fails when the fast path reads `data` and serde rejects it or reads something else.
 /// Returns whether the fast path read it.
 fn agrees_with_serde(data: &str) -> Result<bool, String> {
-    let data = data.trim();
-    let mut hot = Event::default();
-    if read_hot_event(data, &mut hot).is_none() {
-        return Ok(false);
-    }
-    let serde: Event<'_> = serde_json::from_str(data)
-        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
-    if hot != serde {
-        return Err(format!("fast {hot:?}\n!= serde {serde:?}\nfor {data}"));
-    }
-    Ok(true)
+    fast_tests::agrees_with_serde(data, |data| {
+        let mut hot = Event::default();
+        read_hot_event(data, &mut hot)?;
+        Some(hot)
+    })
 }
 
 /// What the compact reader alone makes of `data`.
@@ -36,21 +29,11 @@ fn compact(data: &str) -> &'static str {
     }
 }
 
-/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
-/// only, comparing every push's parts and result, then `finish`.
+/// Runs `payloads` through a decoder with the fast path and one without (see
+/// [`fast_tests::decoders_agree`]).
 fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
-    let mut fast = MessagesStreamDecoder::new();
-    let mut slow = MessagesStreamDecoder::new();
-    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
-    for payload in payloads {
-        let fast_result = fast.push_with(payload, &mut fast_out, true);
-        let slow_result = slow.push_with(payload, &mut slow_out, false);
-        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
-        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
-    }
-    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
-    prop_assert_eq!(fast_out, slow_out);
-    Ok(())
+    let new = MessagesStreamDecoder::new;
+    fast_tests::decoders_agree(new(), new(), MessagesStreamDecoder::push_with, payloads)
 }
 
 #[test]
@@ -155,22 +138,7 @@ fn declines_the_rest() {
 
 /// Every anthropic fixture's payloads, in order, by file name.
 fn fixture_payloads() -> Vec<(String, Vec<String>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/anthropic");
-    let mut streams = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("the fixtures") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(".chunks.txt") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let payloads = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(str::to_owned)
-            .collect();
-        streams.push((name, payloads));
-    }
+    let streams = fast_tests::chunks_fixtures(&["anthropic"]);
     assert!(streams.len() >= 10, "the fixtures are missing");
     streams
 }
@@ -204,135 +172,27 @@ fn fixtures_decode_the_same_and_mostly_fast() {
 
 // --- Generated events: the hot shapes, varied, and their near misses. ---
 
-/// A JSON string token: plain text, unicode, escapes, and sometimes what is not allowed in one.
-fn string_token() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        8 => "[a-zA-Z0-9 ,.!?{}:]{0,6}",
-        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
-        3 => select(vec![
-            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
-            "\\uD83D\\uDE00",
-        ])
-        .prop_map(str::to_owned),
-        1 => select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\"])
-            .prop_map(str::to_owned),
-    ];
-    prop::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
-}
+/// The generators' JSON: noisy, with the keys of an event.
+const JSON: Json = Json {
+    noisy: true,
+    keys: &[
+        "type",
+        "index",
+        "delta",
+        "text",
+        "partial_json",
+        "citation",
+        "usage",
+        "t\\u0079pe",
+    ],
+};
 
-fn number_token() -> impl Strategy<Value = String> {
-    select(vec![
-        "0",
-        "1",
-        "2",
-        "-0",
-        "-1",
-        "00",
-        "01",
-        "1.0",
-        "1.5",
-        "1e2",
-        "1E+2",
-        "-2.5e-3",
-        "1e999",
-        "1.",
-        "-",
-        "99",
-        "100",
-        "18446744073709551615",
-        "18446744073709551616",
-        "99999999999999999999999",
-    ])
-    .prop_map(str::to_owned)
-}
-
-fn scalar() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => string_token(),
-        2 => number_token(),
-        1 => select(vec!["null", "true", "false", "nul", "True"]).prop_map(str::to_owned),
-    ]
-}
-
-/// Any value, nested a few levels, with keys that are sometimes the hot ones.
-fn any_value() -> impl Strategy<Value = String> {
-    scalar().prop_recursive(3, 12, 3, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
-                let members: Vec<String> = members
-                    .into_iter()
-                    .map(|(k, v)| format!("\"{k}\":{v}"))
-                    .collect();
-                format!("{{{}}}", members.join(","))
-            }),
-        ]
-    })
-}
-
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-z_]{1,8}",
-        1 => select(vec![
-            "type", "index", "delta", "text", "partial_json", "citation", "usage", "t\\u0079pe",
-        ])
-        .prop_map(str::to_owned),
-    ]
-}
-
-/// A value for an `Option<Str>` field: mostly a string or null, sometimes the wrong type.
-fn optional_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        8 => string_token(),
-        3 => Just("null".to_owned()),
-        1 => any_value(),
-    ]
-}
-
-/// A value for a field the fast path reads only as `null`: mostly null, sometimes not.
-fn rare(other: &'static str) -> BoxedStrategy<String> {
-    prop_oneof![6 => Just("null".to_owned()), 1 => Just(other.to_owned()), 1 => any_value()].boxed()
-}
-
-/// Members `(key, value)` from the optional known ones (each present or not) and a few unknown
-/// ones, shuffled, sometimes with one repeated.
+/// Members from the known ones (each there or not) and up to `unknown` unknown ones.
 fn members(
     known: Vec<(&'static str, BoxedStrategy<String>)>,
     unknown: usize,
 ) -> impl Strategy<Value = Vec<(String, String)>> {
-    let known: Vec<_> = known
-        .into_iter()
-        .map(|(k, v)| prop::option::weighted(0.6, v.prop_map(move |v| (k.to_owned(), v))))
-        .collect();
-    (
-        known,
-        prop::collection::vec((key(), any_value()), 0..=unknown),
-        prop::option::weighted(0.08, any::<Index>()),
-    )
-        .prop_flat_map(|(known, unknown, repeat)| {
-            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
-            if let Some(at) = repeat
-                && !all.is_empty()
-            {
-                all.push(all[at.index(all.len())].clone());
-            }
-            Just(all).prop_shuffle()
-        })
-}
-
-/// An object of `members`, with one of JSON's whitespaces around its tokens.
-fn object(
-    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
-) -> BoxedStrategy<String> {
-    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
-        .prop_map(|(members, ws)| {
-            let members: Vec<String> = members
-                .into_iter()
-                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
-                .collect();
-            format!("{{{}}}", members.join(","))
-        })
-        .boxed()
+    JSON.members(each_present(0.6, known), unknown)
 }
 
 /// A block index: mostly a small one (so that generated deltas reach the blocks a decoder
@@ -342,7 +202,7 @@ fn index() -> BoxedStrategy<String> {
         8 => select(vec!["0", "1", "2"]).prop_map(str::to_owned),
         2 => number_token(),
         1 => Just("null".to_owned()),
-        1 => any_value(),
+        1 => JSON.any_value(),
     ]
     .boxed()
 }
@@ -359,7 +219,7 @@ fn delta_kind() -> BoxedStrategy<String> {
     prop_oneof![
         6 => select(DELTA_KINDS.map(|(kind, _)| kind).to_vec()).prop_map(|k| format!("\"{k}\"")),
         1 => select(vec!["\"citations_delta\"", "\"\"", "\"text\""]).prop_map(str::to_owned),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ]
     .boxed()
 }
@@ -368,18 +228,18 @@ fn delta() -> BoxedStrategy<String> {
     object(members(
         vec![
             ("type", delta_kind()),
-            ("text", optional_string().boxed()),
-            ("partial_json", optional_string().boxed()),
-            ("thinking", optional_string().boxed()),
-            ("signature", optional_string().boxed()),
+            ("text", JSON.optional_string()),
+            ("partial_json", JSON.optional_string()),
+            ("thinking", JSON.optional_string()),
+            ("signature", JSON.optional_string()),
             (
                 "citation",
-                rare(r#"{"type":"web_search_result_location","url":"u"}"#),
+                JSON.rare(r#"{"type":"web_search_result_location","url":"u"}"#),
             ),
-            ("stop_reason", optional_string().boxed()),
-            ("stop_sequence", optional_string().boxed()),
-            ("stop_details", rare(r#"{"type":"refusal"}"#)),
-            ("container", rare(r#"{"id":"c"}"#)),
+            ("stop_reason", JSON.optional_string()),
+            ("stop_sequence", JSON.optional_string()),
+            ("stop_details", JSON.rare(r#"{"type":"refusal"}"#)),
+            ("container", JSON.rare(r#"{"id":"c"}"#)),
         ],
         1,
     ))
@@ -397,7 +257,7 @@ fn event_kind() -> BoxedStrategy<String> {
             "unknown_event",
         ])
         .prop_map(|k| format!("\"{k}\"")),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ]
     .boxed()
 }
@@ -407,17 +267,20 @@ fn event() -> BoxedStrategy<String> {
     let delta_value = prop_oneof![
         8 => delta(),
         1 => Just("null".to_owned()),
-        1 => any_value(),
+        1 => JSON.any_value(),
     ];
     object(members(
         vec![
             ("type", event_kind()),
             ("index", index()),
             ("delta", delta_value.boxed()),
-            ("message", rare(r#"{"id":"m2","content":[]}"#)),
-            ("content_block", rare(r#"{"type":"text","text":"t"}"#)),
-            ("usage", rare(r#"{"output_tokens":2}"#)),
-            ("error", rare(r#"{"type":"api_error","message":"boom"}"#)),
+            ("message", JSON.rare(r#"{"id":"m2","content":[]}"#)),
+            ("content_block", JSON.rare(r#"{"type":"text","text":"t"}"#)),
+            ("usage", JSON.rare(r#"{"output_tokens":2}"#)),
+            (
+                "error",
+                JSON.rare(r#"{"type":"api_error","message":"boom"}"#),
+            ),
         ],
         2,
     ))
@@ -430,7 +293,7 @@ fn compact_event() -> BoxedStrategy<String> {
         6 => select(DELTA_KINDS.map(|(_, field)| field).to_vec()),
         1 => select(vec!["citation", "stop_reason", "x"]),
     ];
-    let delta = (index(), delta_kind(), field, optional_string()).prop_map(
+    let delta = (index(), delta_kind(), field, JSON.optional_string()).prop_map(
         |(index, kind, field, value)| {
             format!(
                 r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":{kind},"{field}":{value}}}}}"#
@@ -438,7 +301,7 @@ fn compact_event() -> BoxedStrategy<String> {
         },
     );
     // The kind and its own field, as the API pairs them.
-    let paired = (index(), select(DELTA_KINDS.to_vec()), string_token()).prop_map(
+    let paired = (index(), select(DELTA_KINDS.to_vec()), JSON.string_token()).prop_map(
         |(index, (kind, field), value)| {
             format!(
                 r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}","{field}":{value}}}}}"#
@@ -459,31 +322,7 @@ fn compact_event() -> BoxedStrategy<String> {
 
 /// An event, sometimes damaged: cut short, a character dropped, or one inserted.
 fn payload() -> impl Strategy<Value = String> {
-    let damage = prop::option::weighted(
-        0.2,
-        (
-            0..3u8,
-            any::<Index>(),
-            select(vec![
-                '{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0', '1', '.',
-            ]),
-        ),
-    );
-    let event = prop_oneof![event(), compact_event()];
-    (event, damage).prop_map(|(mut text, damage)| {
-        if let Some((how, at, ch)) = damage {
-            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-            let at = boundaries[at.index(boundaries.len())];
-            match how {
-                0 => text.truncate(at),
-                1 => {
-                    text.remove(at);
-                }
-                _ => text.insert(at, ch),
-            }
-        }
-        text
-    })
+    damaged(prop_oneof![event(), compact_event()], 0.2)
 }
 
 /// The events around the deltas, so that the generated ones reach open blocks of each kind.

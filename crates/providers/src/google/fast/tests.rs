@@ -2,12 +2,11 @@
 //! declines or reads exactly the chunk serde reads, and a decoder yields the same parts and
 //! errors with it as without it. On the real fixtures, it reads most chunks.
 
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
 
 use super::*;
+use crate::fast_tests::{self, Json, cut_short, damaged, number_token, object};
 use crate::google::stream::GeminiStreamDecoder;
 
 /// The hot chunk as the [`Chunk`] serde would build.
@@ -34,35 +33,18 @@ fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
 /// Fails when the fast path reads `data` and serde rejects it or reads something else.
 /// Returns whether the fast path read it.
 fn agrees_with_serde(data: &str) -> Result<bool, String> {
-    let data = data.trim();
-    let mut hot = HotChunk::default();
-    if read_hot_chunk(data, &mut hot, &mut Tail::default()).is_none() {
-        return Ok(false);
-    }
-    let serde: Chunk<'_> = serde_json::from_str(data)
-        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
-    let hot = as_chunk(hot);
-    if hot != serde {
-        return Err(format!("fast {hot:?}\n!= serde {serde:?}\nfor {data}"));
-    }
-    Ok(true)
+    fast_tests::agrees_with_serde(data, |data| {
+        let mut hot = HotChunk::default();
+        read_hot_chunk(data, &mut hot, &mut Tail::default())?;
+        Some(as_chunk(hot))
+    })
 }
 
-/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
-/// only, comparing every push's parts and result, then `finish`.
+/// Runs `payloads` through a decoder with the fast path and one without (see
+/// [`fast_tests::decoders_agree`]).
 fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
-    let mut fast = GeminiStreamDecoder::with_id_prefix("p");
-    let mut slow = GeminiStreamDecoder::with_id_prefix("p");
-    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
-    for payload in payloads {
-        let fast_result = fast.push_with(payload, &mut fast_out, true);
-        let slow_result = slow.push_with(payload, &mut slow_out, false);
-        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
-        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
-    }
-    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
-    prop_assert_eq!(fast_out, slow_out);
-    Ok(())
+    let new = || GeminiStreamDecoder::with_id_prefix("p");
+    fast_tests::decoders_agree(new(), new(), GeminiStreamDecoder::push_with, payloads)
 }
 
 #[test]
@@ -135,18 +117,7 @@ fn declines_the_rest() {
 
 /// Every payload of the recorded Gemini streams.
 fn fixture_payloads() -> Vec<(String, Vec<String>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    let mut streams = Vec::new();
-    for entry in std::fs::read_dir(dir.join("google")).expect("the fixtures") {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(".chunks.txt") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let payloads = text.lines().filter(|l| !l.trim().is_empty());
-        streams.push((name, payloads.map(str::to_owned).collect()));
-    }
+    let streams = fast_tests::chunks_fixtures(&["google"]);
     assert!(streams.len() >= 5, "the fixtures are missing");
     streams
 }
@@ -189,125 +160,40 @@ fn truncated_fixtures_fail_the_same() {
 
 // --- Generated chunks: the hot shapes, varied, and their near misses. ---
 //
-// Every generator takes `noisy`: without it, it makes only what the API sends (valid JSON,
-// the right types, the rare fields absent or `null`) in any order and spacing, so that most
-// such chunks are read fast and their reading is compared; with it, also the near misses
-// (wrong types, invalid tokens, repeated keys, the rare fields set), which must decline.
+// Every generator takes `noisy` (see [`fast_tests`]): without it, it makes only what the API
+// sends (valid JSON, the right types, the rare fields absent or `null`) in any order and
+// spacing, so that most such chunks are read fast and their reading is compared; with it, also
+// the near misses (wrong types, invalid tokens, repeated keys, the rare fields set), which must
+// decline.
 
-/// A JSON string token: plain text, unicode, escapes, and when `noisy` sometimes what is not
-/// allowed in one.
-fn string_token(noisy: bool) -> BoxedStrategy<String> {
-    let valid = prop_oneof![
-        16 => "[a-zA-Z0-9 ,.!?$\\[\\]]{0,6}",
-        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
-        3 => select(vec![
-            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
-            "\\uD83D\\uDE00",
-        ])
-        .prop_map(str::to_owned),
-    ];
-    let piece = if noisy {
-        let invalid = select(vec![
-            "\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\",
-        ]);
-        prop_oneof![20 => valid, 1 => invalid.prop_map(str::to_owned)].boxed()
-    } else {
-        valid.boxed()
-    };
-    prop::collection::vec(piece, 0..4)
-        .prop_map(|pieces| format!("\"{}\"", pieces.concat()))
-        .boxed()
-}
-
-/// Numbers in and out of JSON's grammar and a `u64`'s range.
-fn number_token() -> impl Strategy<Value = String> {
-    select(vec![
-        "0",
-        "1",
-        "2",
-        "185",
-        "-0",
-        "-1",
-        "01",
-        "1.0",
-        "1.5",
-        "1e2",
-        "1E+2",
-        "-2.5e-3",
-        "1e999",
-        "1.",
-        "-",
-        "18446744073709551615",
-        "18446744073709551616",
-        "99999999999999999999999",
-    ])
-    .prop_map(str::to_owned)
-}
-
-/// A scalar for an unknown member: valid JSON (which the fast path skips), and when `noisy`
-/// sometimes not.
-fn scalar(noisy: bool) -> BoxedStrategy<String> {
-    let valid = prop_oneof![
-        6 => string_token(noisy),
-        3 => select(vec!["0", "-1", "2.5", "1e999", "18446744073709551616"]).prop_map(str::to_owned),
-        2 => select(vec!["null", "true", "false"]).prop_map(str::to_owned),
-    ];
-    if noisy {
-        let invalid = prop_oneof![
-            number_token(),
-            select(vec!["nul", "True"]).prop_map(str::to_owned)
-        ];
-        prop_oneof![11 => valid, 1 => invalid].boxed()
-    } else {
-        valid.boxed()
-    }
-}
-
-/// Any value, nested a few levels, with keys that are sometimes the hot ones.
-fn any_value(noisy: bool) -> BoxedStrategy<String> {
-    scalar(noisy)
-        .prop_recursive(3, 12, 3, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3)
-                    .prop_map(|v| format!("[{}]", v.join(","))),
-                prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
-                    let members: Vec<String> = members
-                        .into_iter()
-                        .map(|(k, v)| format!("\"{k}\":{v}"))
-                        .collect();
-                    format!("{{{}}}", members.join(","))
-                }),
-            ]
-        })
-        .boxed()
-}
-
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-zA-Z_]{1,8}",
-        1 => select(vec![
-            "text", "thought", "parts", "content", "index", "candidates", "functionCall",
-            "partialArgs", "stringValue", "nullValue", "role", "createTime", "t\\u0065xt",
-        ])
-        .prop_map(str::to_owned),
-    ]
-}
-
-/// `valid` values and, when `noisy`, sometimes any value instead (often of the wrong type).
-fn or_any(noisy: bool, valid: impl Strategy<Value = String> + 'static) -> BoxedStrategy<String> {
-    if noisy {
-        prop_oneof![10 => valid, 1 => any_value(true)].boxed()
-    } else {
-        valid.boxed()
-    }
-}
-
-/// A value for an `Option<Str>` field: a string or null.
-fn optional_string(noisy: bool) -> BoxedStrategy<String> {
-    or_any(
+/// The generators' JSON, with the keys of a chunk.
+fn json(noisy: bool) -> Json {
+    Json {
         noisy,
-        prop_oneof![4 => string_token(noisy), 1 => Just("null".to_owned())],
-    )
+        keys: &[
+            "text",
+            "thought",
+            "parts",
+            "content",
+            "index",
+            "candidates",
+            "functionCall",
+            "partialArgs",
+            "stringValue",
+            "nullValue",
+            "role",
+            "createTime",
+            "t\\u0065xt",
+        ],
+    }
+}
+
+fn or_any(noisy: bool, valid: impl Strategy<Value = String> + 'static) -> BoxedStrategy<String> {
+    json(noisy).or_any(valid)
+}
+
+fn optional_string(noisy: bool) -> BoxedStrategy<String> {
+    json(noisy).optional_string()
 }
 
 /// A value for an `Option<bool>` field.
@@ -347,19 +233,9 @@ const RARE: &[&str] = &[
     "error",
 ];
 
-/// A value for a rare, JSON-valued field, which the fast path reads only as `null`: `null` or,
-/// when `noisy`, sometimes a value of the kind the API sends or anything.
+/// A value for a rare, JSON-valued field (see [`Json::rare`]).
 fn rare(noisy: bool, real: &'static str) -> BoxedStrategy<String> {
-    if noisy {
-        prop_oneof![
-            4 => Just("null".to_owned()),
-            1 => Just(real.to_owned()),
-            1 => any_value(true),
-        ]
-        .boxed()
-    } else {
-        Just("null".to_owned()).boxed()
-    }
+    json(noisy).rare(real)
 }
 
 /// Members `(key, value)` from the optional known ones (each present or not: the rare ones less
@@ -369,7 +245,7 @@ fn members(
     known: Vec<(&'static str, BoxedStrategy<String>)>,
     unknown: usize,
 ) -> impl Strategy<Value = Vec<(String, String)>> {
-    let known: Vec<_> = known
+    let known = known
         .into_iter()
         .map(|(k, v)| {
             let present = match k {
@@ -378,43 +254,10 @@ fn members(
                 "candidates" | "content" | "parts" => 0.9,
                 _ => 0.6,
             };
-            prop::option::weighted(present, v.prop_map(move |v| (k.to_owned(), v)))
+            (k, present, v)
         })
         .collect();
-    let repeat = if noisy {
-        prop::option::weighted(0.1, any::<Index>()).boxed()
-    } else {
-        Just(None).boxed()
-    };
-    (
-        known,
-        prop::collection::vec((key(), any_value(noisy)), 0..=unknown),
-        repeat,
-    )
-        .prop_flat_map(|(known, unknown, repeat)| {
-            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
-            if let Some(at) = repeat
-                && !all.is_empty()
-            {
-                all.push(all[at.index(all.len())].clone());
-            }
-            Just(all).prop_shuffle()
-        })
-}
-
-/// An object of `members`, with one of JSON's whitespaces around its tokens.
-fn object(
-    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
-) -> BoxedStrategy<String> {
-    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
-        .prop_map(|(members, ws)| {
-            let members: Vec<String> = members
-                .into_iter()
-                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
-                .collect();
-            format!("{{{}}}", members.join(","))
-        })
-        .boxed()
+    json(noisy).members(known, unknown)
 }
 
 /// A list of mostly one `element`, sometimes none or two; when `noisy`, sometimes not a list.
@@ -597,29 +440,7 @@ fn chunk(noisy: bool) -> BoxedStrategy<String> {
 
 /// A chunk, clean or noisy, sometimes damaged: cut short, a character dropped, or one inserted.
 fn payload() -> impl Strategy<Value = String> {
-    let damage = prop::option::weighted(
-        0.1,
-        (
-            0..3u8,
-            any::<Index>(),
-            select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0']),
-        ),
-    );
-    let chunk = prop_oneof![chunk(false), chunk(true)];
-    (chunk, damage).prop_map(|(mut text, damage)| {
-        if let Some((how, at, ch)) = damage {
-            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-            let at = boundaries[at.index(boundaries.len())];
-            match how {
-                0 => text.truncate(at),
-                1 => {
-                    text.remove(at);
-                }
-                _ => text.insert(at, ch),
-            }
-        }
-        text
-    })
+    damaged(prop_oneof![chunk(false), chunk(true)], 0.1)
 }
 
 /// Chunks that go on after their candidates with one tail, as a real stream's do: the
@@ -665,8 +486,7 @@ fn with_one_tail() -> impl Strategy<Value = Vec<String>> {
                     before.unwrap_or("")
                 );
                 if let Some(cut) = cut {
-                    let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-                    text.truncate(boundaries[cut.index(boundaries.len())]);
+                    cut_short(&mut text, cut);
                 }
                 text
             })

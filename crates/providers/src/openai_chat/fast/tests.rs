@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 
 use super::*;
+use crate::fast_tests::{self, Json, damaged, each_present, number_token, object};
 use crate::openai_chat::stream::ChatStreamDecoder;
 use crate::openai_chat::wire::Chunk;
 
@@ -25,35 +26,18 @@ fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
 /// Fails when the fast path reads `data` and serde rejects it or reads something else.
 /// Returns whether the fast path read it.
 fn agrees_with_serde(data: &str) -> Result<bool, String> {
-    let data = data.trim();
-    let mut hot = HotChunk::default();
-    if read_hot_chunk(data, &mut hot, &mut Head::default()).is_none() {
-        return Ok(false);
-    }
-    let serde: Chunk<'_> = serde_json::from_str(data)
-        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
-    let hot = as_chunk(hot);
-    if hot != serde {
-        return Err(format!("fast {hot:?}\n!= serde {serde:?}\nfor {data}"));
-    }
-    Ok(true)
+    fast_tests::agrees_with_serde(data, |data| {
+        let mut hot = HotChunk::default();
+        read_hot_chunk(data, &mut hot, &mut Head::default())?;
+        Some(as_chunk(hot))
+    })
 }
 
-/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
-/// only, comparing every push's parts and result, then `finish`.
+/// Runs `payloads` through a decoder with the fast path and one without (see
+/// [`fast_tests::decoders_agree`]).
 fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
-    let mut fast = ChatStreamDecoder::with_id_prefix("p");
-    let mut slow = ChatStreamDecoder::with_id_prefix("p");
-    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
-    for payload in payloads {
-        let fast_result = fast.push_with(payload, &mut fast_out, true);
-        let slow_result = slow.push_with(payload, &mut slow_out, false);
-        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
-        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
-    }
-    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
-    prop_assert_eq!(fast_out, slow_out);
-    Ok(())
+    let new = || ChatStreamDecoder::with_id_prefix("p");
+    fast_tests::decoders_agree(new(), new(), ChatStreamDecoder::push_with, payloads)
 }
 
 #[test]
@@ -155,125 +139,26 @@ fn fixtures_decode_the_same_and_mostly_fast() {
 
 // --- Generated chunks: the hot shapes, varied, and their near misses. ---
 
-/// A JSON string token: plain text, unicode, escapes, and sometimes what is not allowed in one.
-fn string_token() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        8 => "[a-zA-Z0-9 ,.!?]{0,6}",
-        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
-        3 => select(vec![
-            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
-            "\\uD83D\\uDE00",
-        ])
-        .prop_map(str::to_owned),
-        1 => select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\"])
-            .prop_map(str::to_owned),
-    ];
-    prop::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
-}
+/// The generators' JSON: noisy, with the keys of a chunk.
+const JSON: Json = Json {
+    noisy: true,
+    keys: &[
+        "content",
+        "index",
+        "delta",
+        "id",
+        "choices",
+        "x_groq",
+        "c\\u006fntent",
+    ],
+};
 
-fn number_token() -> impl Strategy<Value = String> {
-    select(vec![
-        "0",
-        "1",
-        "2",
-        "-0",
-        "-1",
-        "01",
-        "1.0",
-        "1.5",
-        "1e2",
-        "1E+2",
-        "-2.5e-3",
-        "1e999",
-        "1.",
-        "-",
-        "18446744073709551615",
-        "18446744073709551616",
-        "99999999999999999999999",
-    ])
-    .prop_map(str::to_owned)
-}
-
-fn scalar() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => string_token(),
-        2 => number_token(),
-        1 => select(vec!["null", "true", "false", "nul", "True"]).prop_map(str::to_owned),
-    ]
-}
-
-/// Any value, nested a few levels, with keys that are sometimes the hot ones.
-fn any_value() -> impl Strategy<Value = String> {
-    scalar().prop_recursive(3, 12, 3, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
-                let members: Vec<String> = members
-                    .into_iter()
-                    .map(|(k, v)| format!("\"{k}\":{v}"))
-                    .collect();
-                format!("{{{}}}", members.join(","))
-            }),
-        ]
-    })
-}
-
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-z_]{1,8}",
-        1 => select(vec!["content", "index", "delta", "id", "choices", "x_groq", "c\\u006fntent"])
-            .prop_map(str::to_owned),
-    ]
-}
-
-/// A value for an `Option<Str>` field: mostly a string or null, sometimes the wrong type.
-fn optional_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        8 => string_token(),
-        3 => Just("null".to_owned()),
-        1 => any_value(),
-    ]
-}
-
-/// Members `(key, value)` from the optional known ones (each present or not) and a few unknown
-/// ones, shuffled, sometimes with one repeated.
+/// Members from the known ones (each there or not) and up to `unknown` unknown ones.
 fn members(
     known: Vec<(&'static str, BoxedStrategy<String>)>,
     unknown: usize,
 ) -> impl Strategy<Value = Vec<(String, String)>> {
-    let known: Vec<_> = known
-        .into_iter()
-        .map(|(k, v)| prop::option::weighted(0.6, v.prop_map(move |v| (k.to_owned(), v))))
-        .collect();
-    (
-        known,
-        prop::collection::vec((key(), any_value()), 0..=unknown),
-        prop::option::weighted(0.08, any::<Index>()),
-    )
-        .prop_flat_map(|(known, unknown, repeat)| {
-            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
-            if let Some(at) = repeat
-                && !all.is_empty()
-            {
-                all.push(all[at.index(all.len())].clone());
-            }
-            Just(all).prop_shuffle()
-        })
-}
-
-/// An object of `members`, with one of JSON's whitespaces around its tokens.
-fn object(
-    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
-) -> BoxedStrategy<String> {
-    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
-        .prop_map(|(members, ws)| {
-            let members: Vec<String> = members
-                .into_iter()
-                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
-                .collect();
-            format!("{{{}}}", members.join(","))
-        })
-        .boxed()
+    JSON.members(each_present(0.6, known), unknown)
 }
 
 fn delta() -> BoxedStrategy<String> {
@@ -282,17 +167,17 @@ fn delta() -> BoxedStrategy<String> {
             3 => Just("null".to_owned()),
             2 => Just("[]".to_owned()),
             1 => Just(r#"[{"index":0,"function":{"arguments":"{}"}}]"#.to_owned()),
-            1 => any_value(),
+            1 => JSON.any_value(),
         ]
         .boxed()
     };
     object(members(
         vec![
-            ("content", optional_string().boxed()),
-            ("reasoning_content", optional_string().boxed()),
-            ("reasoning", optional_string().boxed()),
-            ("role", optional_string().boxed()),
-            ("refusal", optional_string().boxed()),
+            ("content", JSON.optional_string()),
+            ("reasoning_content", JSON.optional_string()),
+            ("reasoning", JSON.optional_string()),
+            ("role", JSON.optional_string()),
+            ("refusal", JSON.optional_string()),
             ("tool_calls", list()),
             ("annotations", list()),
         ],
@@ -304,17 +189,17 @@ fn choice() -> BoxedStrategy<String> {
     let index = prop_oneof![
         6 => select(vec!["0", "1", "null"]).prop_map(str::to_owned),
         1 => number_token(),
-        1 => any_value(),
+        1 => JSON.any_value(),
     ];
     let delta_value = prop_oneof![
         8 => delta(),
         1 => Just("null".to_owned()),
-        1 => any_value(),
+        1 => JSON.any_value(),
     ];
     let finish = prop_oneof![
         4 => Just("null".to_owned()),
         2 => select(vec!["\"stop\"", "\"length\"", "\"\"", "\"tool_calls\""]).prop_map(str::to_owned),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ];
     let message = prop_oneof![
         4 => Just("null".to_owned()),
@@ -326,7 +211,7 @@ fn choice() -> BoxedStrategy<String> {
             ("delta", delta_value.boxed()),
             (
                 "logprobs",
-                prop_oneof![Just("null".to_owned()), any_value()].boxed(),
+                prop_oneof![Just("null".to_owned()), JSON.any_value()].boxed(),
             ),
             ("finish_reason", finish.boxed()),
             ("message", message.boxed()),
@@ -341,29 +226,25 @@ fn chunk() -> BoxedStrategy<String> {
         2 => prop::collection::vec(choice(), 0..=2),
     ]
     .prop_map(|choices| format!("[{}]", choices.join(",")));
-    let choices = prop_oneof![8 => choices, 1 => Just("null".to_owned()), 1 => any_value()];
-    let rare = |common: &'static str, other: &'static str| {
-        prop_oneof![6 => Just(common.to_owned()), 1 => Just(other.to_owned()), 1 => any_value()]
-            .boxed()
-    };
+    let choices = prop_oneof![8 => choices, 1 => Just("null".to_owned()), 1 => JSON.any_value()];
     object(members(
         vec![
-            ("id", optional_string().boxed()),
+            ("id", JSON.optional_string()),
             (
                 "object",
                 Just("\"chat.completion.chunk\"".to_owned()).boxed(),
             ),
-            ("created", number_token().boxed()),
-            ("model", optional_string().boxed()),
-            ("system_fingerprint", optional_string().boxed()),
+            ("created", number_token()),
+            ("model", JSON.optional_string()),
+            ("system_fingerprint", JSON.optional_string()),
             ("choices", choices.boxed()),
             (
                 "usage",
-                rare("null", r#"{"prompt_tokens":3,"completion_tokens":2}"#),
+                JSON.rare(r#"{"prompt_tokens":3,"completion_tokens":2}"#),
             ),
             (
                 "error",
-                rare("null", r#"{"message":"boom","type":"server_error"}"#),
+                JSON.rare(r#"{"message":"boom","type":"server_error"}"#),
             ),
         ],
         2,
@@ -372,28 +253,7 @@ fn chunk() -> BoxedStrategy<String> {
 
 /// A chunk, sometimes damaged: cut short, a character dropped, or one inserted.
 fn payload() -> impl Strategy<Value = String> {
-    let damage = prop::option::weighted(
-        0.15,
-        (
-            0..3u8,
-            any::<Index>(),
-            select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0']),
-        ),
-    );
-    (chunk(), damage).prop_map(|(mut text, damage)| {
-        if let Some((how, at, ch)) = damage {
-            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-            let at = boundaries[at.index(boundaries.len())];
-            match how {
-                0 => text.truncate(at),
-                1 => {
-                    text.remove(at);
-                }
-                _ => text.insert(at, ch),
-            }
-        }
-        text
-    })
+    damaged(chunk(), 0.15)
 }
 
 /// `payloads` with the start of the first (through `"choices":`) in place of every other

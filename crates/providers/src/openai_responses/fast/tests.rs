@@ -2,45 +2,28 @@
 //! declines or reads exactly the event serde reads, and a decoder yields the same parts and
 //! errors with it as without it. On the real fixtures, it reads nearly every delta.
 
-use std::path::PathBuf;
-
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 
 use super::*;
+use crate::fast_tests::{self, Json, Known, damaged, number_token, object};
 use crate::openai_responses::stream::ResponsesStreamDecoder;
 
 /// Fails when the fast path reads `data` and serde rejects it or reads something else.
 /// Returns whether the fast path read it.
 fn agrees_with_serde(data: &str) -> Result<bool, String> {
-    let data = data.trim();
-    let mut fast = Event::default();
-    if read_event(data, &mut fast).is_none() {
-        return Ok(false);
-    }
-    let serde: Event<'_> = serde_json::from_str(data)
-        .map_err(|e| format!("the fast path read what serde rejects ({e}): {data}"))?;
-    if fast != serde {
-        return Err(format!("fast {fast:?}\n!= serde {serde:?}\nfor {data}"));
-    }
-    Ok(true)
+    fast_tests::agrees_with_serde(data, |data| {
+        let mut fast = Event::default();
+        read_event(data, &mut fast)?;
+        Some(fast)
+    })
 }
 
-/// Runs `payloads` through a decoder reading with the fast path and one reading with serde
-/// only, comparing every push's parts and result, then `finish`.
+/// Runs `payloads` through a decoder with the fast path and one without (see
+/// [`fast_tests::decoders_agree`]).
 fn decoders_agree(payloads: &[String]) -> Result<(), TestCaseError> {
-    let mut fast = ResponsesStreamDecoder::with_id_prefix("p");
-    let mut slow = ResponsesStreamDecoder::with_id_prefix("p");
-    let (mut fast_out, mut slow_out) = (Vec::new(), Vec::new());
-    for payload in payloads {
-        let fast_result = fast.push_with(payload, &mut fast_out, true);
-        let slow_result = slow.push_with(payload, &mut slow_out, false);
-        prop_assert_eq!(&fast_result, &slow_result, "result of {}", payload);
-        prop_assert_eq!(&fast_out, &slow_out, "parts after {}", payload);
-    }
-    prop_assert_eq!(fast.finish(&mut fast_out), slow.finish(&mut slow_out));
-    prop_assert_eq!(fast_out, slow_out);
-    Ok(())
+    let new = || ResponsesStreamDecoder::with_id_prefix("p");
+    fast_tests::decoders_agree(new(), new(), ResponsesStreamDecoder::push_with, payloads)
 }
 
 #[test]
@@ -147,24 +130,7 @@ fn malformed_payloads_fail_the_same_way() {
 
 /// Every payload of the recorded Responses streams (OpenAI's, and LM Studio's).
 fn fixture_payloads() -> Vec<(String, Vec<String>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    let mut streams = Vec::new();
-    for dir in ["openai-responses", "openai-compatible-local"] {
-        for entry in std::fs::read_dir(root.join(dir)).expect("the fixtures") {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !name.ends_with(".chunks.txt") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let payloads = text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(str::to_owned)
-                .collect();
-            streams.push((name, payloads));
-        }
-    }
+    let streams = fast_tests::chunks_fixtures(&["openai-responses", "openai-compatible-local"]);
     assert!(streams.len() >= 10, "the fixtures are missing");
     streams
 }
@@ -199,84 +165,24 @@ fn fixtures_decode_the_same_and_mostly_fast() {
 
 // --- Generated events: the hot shapes, varied, and their near misses. ---
 
-/// A JSON string token: plain text, unicode, escapes, and sometimes what is not allowed in one.
-fn string_token() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        16 => "[a-zA-Z0-9 ,.!?{}:]{0,6}",
-        2 => select(vec!["é", "日本", "😀", "\u{7f}", "\u{a0}"]).prop_map(str::to_owned),
-        3 => select(vec![
-            "\\n", "\\\"", "\\\\", "\\/", "\\t", "\\b", "\\f", "\\r", "\\u00e9", "\\u0000", "\\ud83d\\ude00",
-            "\\uD83D\\uDE00",
-        ])
-        .prop_map(str::to_owned),
-        1 => select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\u{1}", "\n", "\"", "\\"])
-            .prop_map(str::to_owned),
-    ];
-    prop::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
-}
+/// The generators' JSON: noisy, with the keys of an event.
+const JSON: Json = Json {
+    noisy: true,
+    keys: &[
+        "type",
+        "delta",
+        "item_id",
+        "output_index",
+        "item",
+        "error",
+        "d\\u0065lta",
+    ],
+};
 
-fn number_token() -> impl Strategy<Value = String> {
-    select(vec![
-        "0",
-        "1",
-        "2",
-        "-0",
-        "-1",
-        "01",
-        "1.0",
-        "1.5",
-        "1e2",
-        "1E+2",
-        "-2.5e-3",
-        "1e999",
-        "1.",
-        "-",
-        "18446744073709551615",
-        "18446744073709551616",
-        "99999999999999999999999",
-    ])
-    .prop_map(str::to_owned)
-}
-
-fn scalar() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => string_token(),
-        2 => number_token(),
-        1 => select(vec!["null", "true", "false", "nul", "True"]).prop_map(str::to_owned),
-    ]
-}
-
-/// Any value, nested a few levels, with keys that are sometimes the known ones.
-fn any_value() -> impl Strategy<Value = String> {
-    scalar().prop_recursive(3, 12, 3, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((key(), inner), 0..3).prop_map(|members| {
-                let members: Vec<String> = members
-                    .into_iter()
-                    .map(|(k, v)| format!("\"{k}\":{v}"))
-                    .collect();
-                format!("{{{}}}", members.join(","))
-            }),
-        ]
-    })
-}
-
-fn key() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => "[a-z_]{1,8}",
-        1 => select(vec!["type", "delta", "item_id", "output_index", "item", "error", "d\\u0065lta"])
-            .prop_map(str::to_owned),
-    ]
-}
-
-/// A value for an `Option<Str>` field: mostly a string or null, sometimes the wrong type.
-fn optional_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        12 => string_token(),
-        3 => Just("null".to_owned()),
-        1 => any_value(),
-    ]
+/// Members from the known ones (each there with its probability) and up to `unknown` unknown
+/// ones.
+fn members(known: Vec<Known>, unknown: usize) -> impl Strategy<Value = Vec<(String, String)>> {
+    JSON.members(known, unknown)
 }
 
 /// An unknown member's number: usually a plain one, sometimes any.
@@ -289,18 +195,7 @@ fn index() -> BoxedStrategy<String> {
     prop_oneof![
         10 => select(vec!["0", "1", "2", "null"]).prop_map(str::to_owned),
         1 => number_token(),
-        1 => any_value(),
-    ]
-    .boxed()
-}
-
-/// A value for an `Option<Value>` field: mostly `null` (the hot shape), sometimes an object as
-/// the server sends it, sometimes anything.
-fn object_field(object: &'static str) -> BoxedStrategy<String> {
-    prop_oneof![
-        6 => Just("null".to_owned()),
-        1 => Just(object.to_owned()),
-        1 => any_value(),
+        1 => JSON.any_value(),
     ]
     .boxed()
 }
@@ -331,57 +226,16 @@ fn event_type() -> BoxedStrategy<String> {
     prop_oneof![
         12 => known,
         1 => Just(r#""response.output_text\u002edelta""#.to_owned()),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ]
     .boxed()
-}
-
-/// Members `(key, value)` from the optional known ones (each present with its probability) and
-/// a few unknown ones, shuffled, sometimes with one repeated.
-fn members(
-    known: Vec<(&'static str, f64, BoxedStrategy<String>)>,
-    unknown: usize,
-) -> impl Strategy<Value = Vec<(String, String)>> {
-    let known: Vec<_> = known
-        .into_iter()
-        .map(|(k, p, v)| prop::option::weighted(p, v.prop_map(move |v| (k.to_owned(), v))))
-        .collect();
-    (
-        known,
-        prop::collection::vec((key(), any_value()), 0..=unknown),
-        prop::option::weighted(0.08, any::<Index>()),
-    )
-        .prop_flat_map(|(known, unknown, repeat)| {
-            let mut all: Vec<_> = known.into_iter().flatten().chain(unknown).collect();
-            if let Some(at) = repeat
-                && !all.is_empty()
-            {
-                all.push(all[at.index(all.len())].clone());
-            }
-            Just(all).prop_shuffle()
-        })
-}
-
-/// An object of `members`, with one of JSON's whitespaces around its tokens.
-fn object(
-    members: impl Strategy<Value = Vec<(String, String)>> + 'static,
-) -> BoxedStrategy<String> {
-    (members, select(vec!["", "", " ", "\n ", "\t", "\r\n"]))
-        .prop_map(|(members, ws)| {
-            let members: Vec<String> = members
-                .into_iter()
-                .map(|(k, v)| format!("{ws}\"{k}\"{ws}:{ws}{v}{ws}"))
-                .collect();
-            format!("{{{}}}", members.join(","))
-        })
-        .boxed()
 }
 
 fn event() -> BoxedStrategy<String> {
     // Item ids of the items `stream_start` opens, mostly, so deltas land on them.
     let item_id = prop_oneof![
         6 => select(vec!["\"msg_1\"", "\"rs_1\"", "\"fc_1\"", "\"ct_1\""]).prop_map(str::to_owned),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ];
     // The members of a delta are usually there; the others, rarely.
     let (usual, rare) = (0.7, 0.2);
@@ -393,38 +247,38 @@ fn event() -> BoxedStrategy<String> {
             ("output_index", usual, index()),
             ("content_index", rare, index()),
             ("summary_index", rare, index()),
-            ("delta", usual, optional_string().boxed()),
-            ("arguments", rare, optional_string().boxed()),
-            ("input", rare, optional_string().boxed()),
+            ("delta", usual, JSON.optional_string()),
+            ("arguments", rare, JSON.optional_string()),
+            ("input", rare, JSON.optional_string()),
             (
                 "logprobs",
                 rare,
-                prop_oneof![3 => Just("[]".to_owned()), 1 => any_value()].boxed(),
+                prop_oneof![3 => Just("[]".to_owned()), 1 => JSON.any_value()].boxed(),
             ),
-            ("obfuscation", usual, string_token().boxed()),
+            ("obfuscation", usual, JSON.string_token()),
             (
                 "item",
                 rare,
-                object_field(r#"{"type":"message","id":"msg_2","content":[]}"#),
+                JSON.rare(r#"{"type":"message","id":"msg_2","content":[]}"#),
             ),
             (
                 "annotation",
                 rare,
-                object_field(r#"{"type":"url_citation","url":"https://a.example","title":"A"}"#),
+                JSON.rare(r#"{"type":"url_citation","url":"https://a.example","title":"A"}"#),
             ),
             (
                 "response",
                 rare,
-                prop_oneof![4 => Just("null".to_owned()), 4 => response(), 1 => any_value()]
+                prop_oneof![4 => Just("null".to_owned()), 4 => response(), 1 => JSON.any_value()]
                     .boxed(),
             ),
             (
                 "error",
                 rare,
-                object_field(r#"{"code":"server_error","message":"boom"}"#),
+                JSON.rare(r#"{"code":"server_error","message":"boom"}"#),
             ),
-            ("code", rare, object_field(r#""rate_limit_exceeded""#)),
-            ("message", rare, object_field(r#""slow down""#)),
+            ("code", rare, JSON.rare(r#""rate_limit_exceeded""#)),
+            ("message", rare, JSON.rare(r#""slow down""#)),
         ],
         2,
     ))
@@ -444,27 +298,27 @@ fn response() -> BoxedStrategy<String> {
                 r#"{"input_tokens":1e999}"#,
             ])
             .prop_map(str::to_owned),
-            1 => any_value(),
+            1 => JSON.any_value(),
         ]
         .boxed()
     };
     let status = prop_oneof![
         3 => select(vec!["\"in_progress\"", "\"completed\"", "\"incomplete\"", "\"failed\""])
             .prop_map(str::to_owned),
-        1 => optional_string(),
+        1 => JSON.optional_string(),
     ];
     let (usual, rare) = (0.7, 0.3);
     object(members(
         vec![
-            ("id", usual, optional_string().boxed()),
+            ("id", usual, JSON.optional_string()),
             ("object", rare, Just("\"response\"".to_owned()).boxed()),
-            ("model", usual, optional_string().boxed()),
+            ("model", usual, JSON.optional_string()),
             ("status", usual, status.boxed()),
             ("usage", usual, value()),
             ("error", rare, value()),
             ("incomplete_details", rare, value()),
-            ("output", rare, any_value().boxed()),
-            ("top_p", rare, number_token().boxed()),
+            ("output", rare, JSON.any_value()),
+            ("top_p", rare, number_token()),
         ],
         2,
     ))
@@ -472,28 +326,7 @@ fn response() -> BoxedStrategy<String> {
 
 /// An event, sometimes damaged: cut short, a character dropped, or one inserted.
 fn payload() -> impl Strategy<Value = String> {
-    let damage = prop::option::weighted(
-        0.15,
-        (
-            0..3u8,
-            any::<Index>(),
-            select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '0']),
-        ),
-    );
-    (event(), damage).prop_map(|(mut text, damage)| {
-        if let Some((how, at, ch)) = damage {
-            let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-            let at = boundaries[at.index(boundaries.len())];
-            match how {
-                0 => text.truncate(at),
-                1 => {
-                    text.remove(at);
-                }
-                _ => text.insert(at, ch),
-            }
-        }
-        text
-    })
+    damaged(event(), 0.15)
 }
 
 /// The start of a response with one item of each kind the deltas go to, as serde reads it.
