@@ -63,6 +63,30 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// The CPU's name, its logical cores, and which of the vector extensions that decide llama.cpp's
+/// speed it has: machines of one kind differ (an AMD EPYC one day, an Intel Xeon with AMX the
+/// next), so every result says which it came from.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix(':'))
+            .map_or("", str::trim)
+    };
+    let flags: Vec<&str> = field("flags").split_whitespace().collect();
+    let extensions: Vec<&str> = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8"]
+        .into_iter()
+        .filter(|f| flags.contains(f))
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    format!(
+        "{}, {cores} cores, {}",
+        field("model name"),
+        extensions.join(" ")
+    )
+}
+
 async fn bench(format: PromptFormat) {
     // An empty prompt cache of the run's own, so that the first call evaluates its prompt cold.
     let prompt_cache = tempfile::tempdir().unwrap();
@@ -181,6 +205,7 @@ async fn bench(format: PromptFormat) {
         println!("{row}");
     }
     println!();
+    println!("- machine: {}", machine());
     println!("- load: {load_ms:.0} ms");
     println!(
         "- prompt processing: {:.0} tok/s cold ({cold_tokens:.0} tokens in {cold_prompt_ms:.0} ms), \
