@@ -246,3 +246,55 @@ fn the_key_stays_out_of_debug_output() {
     assert!(!debug.contains("sk-secret-123"), "{debug}");
     assert!(debug.contains("gpt-x"));
 }
+
+/// A loopback server that reads each request and then answers with `reply` (possibly nothing)
+/// and holds the connection open, silent: a provider that hangs.
+async fn hanging_server(reply: &'static [u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0; 64 * 1024];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket.write_all(reply).await;
+            open.push(socket);
+        }
+    });
+    url
+}
+
+fn hanging_model(url: String) -> OpenAiChat {
+    OpenAiChat::openai("gpt-test", Some(KEY), Some(&url))
+        .unwrap()
+        .with_http_settings(HttpSettings {
+            response_timeout: Duration::from_millis(200),
+            retry: RetryPolicy::none(),
+            ..HttpSettings::default()
+        })
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_a_timeout_naming_the_wait() {
+    let model = hanging_model(hanging_server(b"").await);
+    let started = Instant::now();
+    let error = model.stream(&request()).await.err().unwrap();
+    assert_eq!(error.kind, ModelErrorKind::Timeout);
+    assert_eq!(error.message, "openai did not answer within 200ms");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_whole_body_that_never_ends_is_a_timeout_naming_the_wait() {
+    // Headers promise 100 bytes; none follow.
+    let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n";
+    let model = hanging_model(hanging_server(reply).await).with_streaming(false);
+    let error = model.stream(&request()).await.err().unwrap();
+    assert_eq!(error.kind, ModelErrorKind::Timeout);
+    assert_eq!(
+        error.message,
+        "openai did not send its response body within 200ms"
+    );
+    assert!(!error.message.contains(KEY));
+}

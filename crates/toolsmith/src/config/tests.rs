@@ -88,6 +88,41 @@ fn google_search_needs_a_google_model() {
 }
 
 #[test]
+fn openai_web_search_takes_its_options_and_needs_a_responses_model() {
+    let config = parse(json!({
+        "model": "openai-responses:gpt-5",
+        "tools": {
+            "openaiWebSearch": {
+                "search_context_size": "low",
+                "filters": {"allowed_domains": ["example.com"]},
+                "future": true
+            }
+        }
+    }))
+    .unwrap();
+    assert_eq!(
+        config
+            .toolset(&builtins(), "anthropic")
+            .unwrap_err()
+            .to_string(),
+        "config.tools.openaiWebSearch requires config.model.provider to be openai-responses"
+    );
+    let tools = config.toolset(&builtins(), "openai-responses").unwrap();
+    let ToolKind::Provider(tool) = tools.get("web_search").unwrap().kind() else {
+        panic!("not a provider tool")
+    };
+    assert_eq!(
+        tool.args,
+        json!({
+            "type": "web_search",
+            "search_context_size": "low",
+            "filters": {"allowed_domains": ["example.com"]},
+            "future": true
+        })
+    );
+}
+
+#[test]
 fn enabled_rules_control_keys_and_pass_through() {
     let config = parse(json!({
         "model": {"provider": "anthropic", "name": "claude-sonnet-4-5", "baseUrl": "http://x"},
