@@ -319,7 +319,10 @@ impl AgentBuilder {
     }
 
     /// Which tools need approval agent-wide (default [`ApprovalPolicy::None`]: only those that
-    /// ask themselves). It adds to the tools' own settings and never lowers them.
+    /// ask themselves). It decides for the tools that set nothing ([`Approval::Policy`]); a
+    /// tool's own setting overrides it either way.
+    ///
+    /// [`Approval::Policy`]: toolsmith_core::Approval::Policy
     pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
         self.inner.approval.policy = policy;
         self

@@ -157,10 +157,11 @@ impl Default for ApprovalSettings {
 }
 
 impl ApprovalSettings {
-    /// Whether this call needs approval: the tool asks (its predicate failing counts as asking)
-    /// or the policy names it.
+    /// Whether this call needs approval: the tool's own setting (its predicate failing counts as
+    /// asking), else whether the policy names it.
     pub(crate) fn required(&self, tool: &SharedTool, input: &Value, cx: &ToolContext) -> bool {
-        tool.meta().approval.required(input, cx) || self.policy.names(tool.spec().name())
+        let names = self.policy.names(tool.spec().name());
+        tool.meta().approval.required(input, cx, names)
     }
 }
 

@@ -375,6 +375,41 @@ async fn the_agent_policy_adds_approval_and_never_lowers_a_tools_own() {
 }
 
 #[tokio::test]
+async fn a_tools_own_setting_overrides_the_agent_policy() {
+    let calls = || {
+        recording([
+            Turn::tool_calls([ScriptedCall::new("other", json!({})).with_id("o")]),
+            Turn::text("done"),
+        ])
+    };
+    let small = || Approval::when(|_, _| Ok(false));
+    for policy in [
+        ApprovalPolicy::All,
+        ApprovalPolicy::Tools(vec!["other".into()]),
+    ] {
+        for (approval, waits) in [
+            (Approval::Never, false),
+            (small(), false),
+            (Approval::when(|_, _| Err(ToolError::msg("unclear"))), true),
+            (Approval::Policy, true),
+        ] {
+            let label = format!("{policy:?} {approval:?}");
+            let tool = from_fn("other", "The other tool.", |_: Value, _cx| async {
+                Ok::<_, ToolError>("other ok")
+            })
+            .with_meta(ToolMeta::new().approval(approval));
+            let agent = builder(&calls())
+                .tool(tool)
+                .approval_policy(policy.clone())
+                .build();
+            let out = agent.run("go").await.unwrap();
+            assert_eq!(!out.pending.is_empty(), waits, "{label}");
+            assert_eq!(out.text, if waits { "" } else { "done" }, "{label}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn an_unanswered_approval_past_its_timeout_follows_the_timeout_action() {
     for (action, expected) in [
         (TimeoutAction::Deny, denied("Approval timed out")),

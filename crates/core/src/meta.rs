@@ -63,7 +63,7 @@ static DEFAULT_META: ToolMeta = ToolMeta {
     side_effect: false,
     idempotent: None,
     concurrency: Concurrency::Shared,
-    approval: Approval::Never,
+    approval: Approval::Policy,
     timeout: None,
     cache_ttl: None,
     result_limit: None,
@@ -77,7 +77,7 @@ static DEFAULT_META: ToolMeta = ToolMeta {
 };
 
 impl ToolMeta {
-    /// The defaults: no side effect, shared, never needs approval.
+    /// The defaults: no side effect, shared, approval left to the agent's policy.
     pub fn new() -> Self {
         Self::default()
     }
@@ -244,14 +244,20 @@ pub type ApprovalPredicate =
     Arc<dyn Fn(&Value, &ToolContext) -> Result<bool, ToolError> + Send + Sync>;
 
 /// Whether a call needs a human's approval before it runs.
+///
+/// A tool's own setting overrides the agent's approval policy (seed 003's `requiresApproval`);
+/// a tool that sets nothing ([`Approval::Policy`], the default) leaves it to the policy.
 #[derive(Clone, Default)]
 pub enum Approval {
-    /// Never asks (unless the agent's policy names the tool).
+    /// Not set on the tool: asks when the agent's policy names the tool (`all`, or a list with
+    /// its name), else not.
     #[default]
+    Policy,
+    /// Never asks, whatever the agent's policy.
     Never,
-    /// Always asks.
+    /// Always asks, whatever the agent's policy (even `none`: approval fails closed).
     Always,
-    /// Asks when the predicate says so, or fails.
+    /// Asks when the predicate says so, or fails, whatever the agent's policy.
     When(ApprovalPredicate),
 }
 
@@ -263,19 +269,28 @@ impl Approval {
         Approval::When(Arc::new(predicate))
     }
 
-    /// Whether this call needs approval. A predicate that errors requires approval.
-    pub fn required(&self, input: &Value, cx: &ToolContext) -> bool {
+    /// Whether this call needs approval by the tool's own setting, `None` when the tool leaves
+    /// it to the agent's policy. A predicate that errors requires approval.
+    pub fn decide(&self, input: &Value, cx: &ToolContext) -> Option<bool> {
         match self {
-            Approval::Never => false,
-            Approval::Always => true,
-            Approval::When(predicate) => predicate(input, cx).unwrap_or(true),
+            Approval::Policy => None,
+            Approval::Never => Some(false),
+            Approval::Always => Some(true),
+            Approval::When(predicate) => Some(predicate(input, cx).unwrap_or(true)),
         }
+    }
+
+    /// Whether this call needs approval when the agent's policy names the tool
+    /// (`policy_names`): the tool's own setting, else the policy.
+    pub fn required(&self, input: &Value, cx: &ToolContext, policy_names: bool) -> bool {
+        self.decide(input, cx).unwrap_or(policy_names)
     }
 }
 
 impl fmt::Debug for Approval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Approval::Policy => f.write_str("Policy"),
             Approval::Never => f.write_str("Never"),
             Approval::Always => f.write_str("Always"),
             Approval::When(_) => f.write_str("When(<predicate>)"),

@@ -159,10 +159,18 @@ fn approval_predicates_fail_closed() {
             .map(|a| a > 100.0)
             .ok_or_else(|| ToolError::msg("no amount"))
     });
-    assert!(!approval.required(&json!({"amount": 5}), &cx));
-    assert!(approval.required(&json!({"amount": 500}), &cx));
-    assert!(
-        approval.required(&json!({}), &cx),
-        "a failing predicate requires approval"
-    );
+    // The tool's predicate decides whatever the agent's policy says.
+    for policy_names in [false, true] {
+        assert!(!approval.required(&json!({"amount": 5}), &cx, policy_names));
+        assert!(approval.required(&json!({"amount": 500}), &cx, policy_names));
+        assert!(
+            approval.required(&json!({}), &cx, policy_names),
+            "a failing predicate requires approval"
+        );
+    }
+    // A tool that sets nothing leaves it to the policy.
+    let unset = toolsmith_core::Approval::default();
+    assert_eq!(unset.decide(&json!({}), &cx), None);
+    assert!(unset.required(&json!({}), &cx, true));
+    assert!(!unset.required(&json!({}), &cx, false));
 }

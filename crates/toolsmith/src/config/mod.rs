@@ -21,8 +21,8 @@
 //!   call pauses the run until the caller appends its result (`docs/approvals.md`).
 //! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of tool names;
 //!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
-//!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's own
-//!   `needsApproval` adds to the policy; the policy never lowers it.
+//!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's
+//!   `needsApproval: true` makes it ask whatever the policy.
 //! - `tools`: an object; each entry an object. A tool is enabled iff its entry exists and
 //!   `enabled` is not `false` (`{}` enables it). `enabled`, `needsApproval` and `async` are
 //!   optional booleans, `execution` is `same-invocation` | `external-dispatch`; they are removed
