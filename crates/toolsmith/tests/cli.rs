@@ -527,3 +527,29 @@ fn a_config_with_provider_tools_for_another_provider_is_rejected() {
         assert!(stderr(&out).contains(message), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn an_approval_policy_naming_an_unknown_tool_is_rejected_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.json");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo.json");
+    let write = |policy: Value| {
+        let agent = json!({
+            "model": format!("scripted:{}", demo.display()),
+            "tools": {"write": {}, "read": {}},
+            "approval": {"policy": policy}
+        });
+        std::fs::write(&config, agent.to_string()).unwrap();
+    };
+    write(json!(["write", "wirte", "bash"]));
+    let out = toolsmith(&["run", "--config", config.to_str().unwrap(), "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: config.approval.policy names tools this agent does not have: wirte, bash"
+    );
+    // Its own tools and the runtime's sub-agent tools are accepted.
+    write(json!(["write", "subagent_create"]));
+    let out = toolsmith(&["run", "--config", config.to_str().unwrap(), "hi"]);
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+}

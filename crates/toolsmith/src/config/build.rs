@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use toolsmith_agent::{Agent, AgentBuilder, PromptTool, SubagentTool};
+use toolsmith_agent::{
+    Agent, AgentBuilder, ApprovalPolicy, PromptTool, SUBAGENT_CREATE, SUBAGENT_MESSAGE,
+    SubagentTool,
+};
 use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
 use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, error};
@@ -111,7 +114,36 @@ impl AgentConfig {
             }
             tools.add(tool.clone());
         }
+        self.check_policy_names(&tools)?;
         Ok(tools)
+    }
+
+    /// Fails on a name in this config's own `approval.policy` list that is not one of `tools`
+    /// (the agent's whole toolset) nor a tool the runtime adds (`subagent_create`,
+    /// `subagent_message`): a misspelt name would silently ask for nothing. A policy inherited
+    /// from a parent names the parent's tools and is not checked against a sub-agent's.
+    fn check_policy_names(&self, tools: &Toolset) -> Result<(), ConfigError> {
+        let Some(ApprovalConfig {
+            policy: ApprovalPolicy::Tools(names),
+            ..
+        }) = &self.approval
+        else {
+            return Ok(());
+        };
+        let unknown: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|name| {
+                !tools.contains(name) && ![SUBAGENT_CREATE, SUBAGENT_MESSAGE].contains(name)
+            })
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(error(format!(
+            "config.approval.policy names tools this agent does not have: {}",
+            unknown.join(", ")
+        )))
     }
 }
 

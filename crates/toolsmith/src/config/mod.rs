@@ -19,7 +19,8 @@
 //!   most 5 at once) or `{"mode": "parallel", "max": N}`.
 //! - `clientTools`: `[{"name", "description"?, "inputSchema"?}]`, tools the caller answers: a
 //!   call pauses the run until the caller appends its result (`docs/approvals.md`).
-//! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of tool names;
+//! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of the agent's tool
+//!   names (another name is rejected, naming it, when the agent is built);
 //!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
 //!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's
 //!   `needsApproval: true` makes it ask whatever the policy.
