@@ -145,3 +145,55 @@ async fn a_provider_tool_called_locally_with_malformed_arguments_still_has_no_ex
     );
     assert_eq!(out.steps[0].tool_calls[0].input, json!({}));
 }
+
+/// Validation runs before approval: a call whose arguments break the schema gets its error
+/// result and is never offered for approval; a valid call of the same tool in the same step is.
+#[tokio::test]
+async fn a_call_with_invalid_arguments_is_never_offered_for_approval() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Amount {
+        #[allow(dead_code)]
+        amount: u64,
+    }
+    let runs = Counter::default();
+    let counted = runs.clone();
+    let tool = from_fn("transfer", "Move money.", move |_: Amount, _cx| {
+        let runs = counted.clone();
+        async move {
+            runs.hit();
+            Ok::<_, ToolError>("moved")
+        }
+    })
+    .with_meta(ToolMeta::new().side_effect(true).approval(Approval::Always));
+    let model = recording([
+        Turn::tool_calls([
+            ScriptedCall::new("transfer", json!({"amount": "lots"})).with_id("bad"),
+            ScriptedCall::new("transfer", json!({"amount": 5})).with_id("good"),
+        ]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model)
+        .tool(tool)
+        .approval_key(ApprovalKey::new([9u8; 32]))
+        .build();
+    let (parts, result) = stream_run(&agent, "pay").await;
+    let out = result.unwrap();
+    assert_eq!(runs.get(), 0);
+    let waiting: Vec<&str> = out
+        .pending
+        .iter()
+        .map(|p| p.tool_call_id.as_str())
+        .collect();
+    assert_eq!(waiting, ["good"], "only the valid call waits for approval");
+    let requests: Vec<&RunPart> = parts
+        .iter()
+        .filter(|p| matches!(p, RunPart::ToolApprovalRequest { .. }))
+        .collect();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        parts
+            .iter()
+            .any(|p| matches!(p, RunPart::ToolError { tool_call_id, .. } if tool_call_id == "bad")),
+        "the invalid call gets its error: {parts:?}"
+    );
+}
