@@ -4,7 +4,8 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 
 use common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
@@ -358,4 +359,72 @@ fn a_client_tool_call_ends_the_run_paused_without_a_terminal() {
             .to_string()
             .contains("The user computes.")
     );
+}
+
+/// `toolsmith run --approve ask` on a real terminal (a pseudo-terminal from util-linux's
+/// `script`), answering `input` at its prompt: the parts printed.
+fn ask_on_a_terminal(input: &str) -> (Vec<Value>, String) {
+    let (base, _received) = serve(chat_turns());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.json");
+    std::fs::write(
+        &config,
+        json!({"approval": {"policy": ["calculator"]}, "tools": {"calculator": {}}}).to_string(),
+    )
+    .unwrap();
+    let command = format!(
+        "{} run --model openai:gpt-x --base-url {base} --api-key sk-test-key --json \
+         --approve ask --config {} 'What is 6 * 7?'",
+        env!("CARGO_BIN_EXE_toolsmith"),
+        config.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("TOOLSMITH_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let parts = screen
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    (parts, screen)
+}
+
+#[test]
+fn ask_on_a_terminal_takes_yes_no_and_always_and_asks_again_otherwise() {
+    for (input, approved, reason) in [
+        ("y\n", true, None),
+        ("maybe\nyes\n", true, None),
+        ("a\n", true, None),
+        ("n\n", false, Some("Denied at the terminal.")),
+    ] {
+        let (parts, screen) = ask_on_a_terminal(input);
+        assert!(
+            screen.contains("approve calculator {\"expression\":\"6 * 7\"}? [y]es, [n]o, [a]lways for this tool: "),
+            "{input:?}: {screen}"
+        );
+        let results = of_type(&parts, "tool-result");
+        let denied = of_type(&parts, "tool-output-denied");
+        if approved {
+            assert_eq!(results.len(), 1, "{input:?}: {screen}");
+            assert_eq!(results[0]["output"]["result"], 42);
+            assert!(denied.is_empty());
+        } else {
+            assert!(results.is_empty(), "{input:?}: {screen}");
+            assert_eq!(denied[0]["reason"], reason.unwrap());
+        }
+        // An answer it does not know asks again.
+        let asked = screen.matches("[a]lways for this tool").count();
+        assert_eq!(asked, input.lines().count(), "{input:?}: {screen}");
+    }
 }
