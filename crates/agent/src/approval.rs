@@ -171,3 +171,16 @@ pub(crate) fn now_millis() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_003_defaults_no_policy_five_minutes_then_deny() {
+        let settings = ApprovalSettings::default();
+        assert_eq!(settings.policy, ApprovalPolicy::None);
+        assert_eq!(settings.timeout, Duration::from_secs(300));
+        assert_eq!(settings.timeout_action, TimeoutAction::Deny);
+    }
+}
