@@ -27,6 +27,49 @@ fn resumable(extra: Value) -> SubagentConfig {
     serde_json::from_value(json!({ "resumable": resumable })).unwrap()
 }
 
+/// `receives_messages: side_b`: the parent's messages reach the instance as the assistant's
+/// (seed 004), the first and every later one.
+#[tokio::test]
+async fn side_b_instances_receive_the_parents_messages_as_the_assistants() {
+    let child_model = recording([Turn::text("first"), Turn::text("second")]);
+    let child = builder(&child_model).build();
+    let parent_model = recording([
+        call(
+            "a",
+            SUBAGENT_CREATE,
+            json!({"name": "b", "message": "opening"}),
+        ),
+        call(
+            "b",
+            SUBAGENT_MESSAGE,
+            json!({"name": "b", "message": "again"}),
+        ),
+        Turn::text("done"),
+    ]);
+    let config: SubagentConfig =
+        serde_json::from_value(json!({"resumable": {"receives_messages": "side_b"}})).unwrap();
+    let parent = builder(&parent_model)
+        .tool(SubagentTool::with_config(
+            "other_side",
+            "The other side.",
+            child,
+            config,
+        ))
+        .build();
+    let out = parent.run("go").await.unwrap();
+    assert_eq!(result_of(&out.messages, "b"), ModelOutput::text("second"));
+    let requests = child_model.requests();
+    assert_eq!(requests[0].messages, [Message::assistant("opening")]);
+    assert_eq!(
+        requests[1].messages,
+        [
+            Message::assistant("opening"),
+            Message::assistant("first"),
+            Message::assistant("again")
+        ]
+    );
+}
+
 #[tokio::test]
 async fn an_instance_remembers_earlier_messages_and_lifecycle_tools_replace_the_agent() {
     let child_model = recording([Turn::text("noted: blue"), Turn::text("you said blue")]);
