@@ -389,6 +389,41 @@ async fn client_tool_pauses_the_run_and_resuming_with_its_result_finishes() {
     assert_thread_valid(&resumed.messages, &[]);
 }
 
+/// The caller may answer a client tool with an error: the model gets it as the call's error
+/// result (through `RunInput::with_tool_result`, the other way in).
+#[tokio::test]
+async fn a_client_tool_answered_with_an_error_gives_the_model_that_error() {
+    let ask = from_fn("ask_user", "Ask the user.", |_: Args, _cx| async {
+        Ok::<_, ToolError>("must not run here")
+    })
+    .with_kind(ToolKind::Client);
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("ask_user", json!({})).with_id("c1")]),
+        Turn::text("Understood."),
+    ]);
+    let agent = builder(&model).tool(ask).build();
+    let paused = agent.run("Pick a colour").await.unwrap();
+    assert_eq!(paused.pending.len(), 1);
+
+    let answer = ToolResultPart {
+        tool_call_id: "c1".into(),
+        tool_name: "ask_user".into(),
+        output: ModelOutput::error_text("The user closed the dialog."),
+        provider_executed: false,
+        provider_metadata: Default::default(),
+    };
+    let resumed = agent
+        .run(RunInput::from(paused.messages).with_tool_result(answer))
+        .await
+        .unwrap();
+    assert_eq!(resumed.text, "Understood.");
+    let sent = request_results(&model.requests()[1]);
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].1.is_error());
+    assert_eq!(sent[0].1.to_text(), "The user closed the dialog.");
+    assert_thread_valid(&resumed.messages, &[]);
+}
+
 #[tokio::test]
 async fn panicking_tool_becomes_tool_panicked_and_the_run_goes_on() {
     let tool = from_fn("boom", "Panics.", |args: Args, _cx| async move {
