@@ -295,6 +295,34 @@ async fn an_explicit_instance_reaches_the_parent_only_through_notify_parent() {
     );
 }
 
+/// `immediate: true`: started before the first step with the thread's last user message as its
+/// task; its result is in the parent's first request.
+#[tokio::test]
+async fn an_immediate_true_sub_agent_starts_with_the_users_message() {
+    let child_model = recording([Turn::text("indexed")]);
+    let child = builder(&child_model).build();
+    let config: SubagentConfig = serde_json::from_value(json!({"immediate": true})).unwrap();
+    let parent_model = recording([Turn::text("ready")]);
+    let parent = builder(&parent_model)
+        .tool(SubagentTool::with_config(
+            "indexer", "Indexes.", child, config,
+        ))
+        .build();
+    let out = parent.run("index the repo").await.unwrap();
+    assert_eq!(
+        child_model.requests()[0].messages,
+        [Message::user("index the repo")]
+    );
+    assert_eq!(
+        request_results(&parent_model.requests()[0]),
+        [(
+            "immediate_indexer".to_string(),
+            ModelOutput::text("indexed")
+        )]
+    );
+    assert_eq!(out.text, "ready");
+}
+
 #[tokio::test]
 async fn an_immediate_sub_agent_runs_before_the_first_step_and_scoped_env_stays_runtime_only() {
     let seen = Log::default();
