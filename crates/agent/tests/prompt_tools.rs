@@ -117,3 +117,74 @@ fn unknown_keys_are_rejected() {
         "{error}"
     );
 }
+
+/// `initAttachmentsProperty` on a prompt tool: the files are checked in the parent, copied into
+/// the prompt's folder and listed in its first message; a missing one stops the call first.
+#[tokio::test]
+async fn a_prompt_tool_takes_attachments_like_a_sub_agent() {
+    use toolsmith_agent::{Attachments, RunInput};
+    use toolsmith_core::Dependencies;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Attachments::new(dir.path());
+    let parent_folder = store.folder("thread-3");
+    std::fs::create_dir_all(&parent_folder).unwrap();
+    std::fs::write(parent_folder.join("words.txt"), "cat, dog").unwrap();
+
+    let prompt_model = recording([Turn::text("Two animals.")]);
+    let prompt = builder(&prompt_model).build();
+    let config: SubpromptConfig =
+        serde_json::from_value(json!({"initAttachmentsProperty": "files"})).unwrap();
+    let parent_model = recording([
+        Turn::tool_calls([ScriptedCall::new(
+            "summarise",
+            json!({"prompt": "summarise", "files": ["/attachments/words.txt"]}),
+        )
+        .with_id("s1")]),
+        Turn::tool_calls([ScriptedCall::new(
+            "summarise",
+            json!({"prompt": "again", "files": ["/attachments/gone.txt"]}),
+        )
+        .with_id("s2")]),
+        Turn::text("done"),
+    ]);
+    let parent = builder(&parent_model)
+        .tool(PromptTool::new("summarise", "Summarises.", prompt, config))
+        .build();
+    let mut deps = Dependencies::new();
+    deps.insert(store.clone());
+    let out = parent
+        .run(
+            RunInput::from("go")
+                .with_thread_id("thread-3")
+                .with_run_id("run-3")
+                .with_deps(deps),
+        )
+        .await
+        .unwrap();
+
+    let first = &prompt_model.requests()[0].messages[0];
+    assert!(
+        first.text().contains("Attachments: /attachments/words.txt"),
+        "{first:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(store.folder("run-3/s1").join("words.txt")).unwrap(),
+        "cat, dog"
+    );
+    assert_eq!(result_of(&out.messages, "s1").to_text(), "Two animals.");
+    let missing = result_of(&out.messages, "s2");
+    assert!(missing.is_error());
+    assert!(
+        missing
+            .to_text()
+            .contains("/attachments/gone.txt does not exist"),
+        "{}",
+        missing.to_text()
+    );
+    assert_eq!(
+        prompt_model.call_count(),
+        1,
+        "the prompt never ran for the missing file"
+    );
+}
