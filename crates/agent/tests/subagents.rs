@@ -540,6 +540,14 @@ async fn an_optional_sub_agent_is_offered_only_when_its_flag_is_on() {
             "RESEARCH={value}"
         );
     }
+    // A flag the agent sets (as a config's declared variable does) counts like the run's own.
+    let model = recording([Turn::text("ok")]);
+    let parent = builder(&model)
+        .tool(make())
+        .variable("RESEARCH", "yes")
+        .build();
+    parent.run("go").await.unwrap();
+    assert!(declared(&model.requests()[0]).contains(&"researcher".to_string()));
 }
 
 #[tokio::test]

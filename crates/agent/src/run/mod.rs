@@ -143,12 +143,15 @@ impl Run {
                 }
             }
         }
+        // A flag resolves like any variable (the run's own, the agent's, inherited, defaults):
+        // reading only the run's own values ignored a flag the agent or a config set.
         if tools.iter().any(|t| t.meta().optional.is_some()) {
+            let resolved = scope.variables.current();
             tools = tools.filter(|t| {
                 t.meta()
                     .optional
                     .as_deref()
-                    .is_none_or(|flag| variables.get(flag).is_some_and(|v| flag_is_on(v)))
+                    .is_none_or(|flag| resolved.get(flag).is_some_and(flag_is_on))
             });
         }
 
