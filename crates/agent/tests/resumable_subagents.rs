@@ -295,6 +295,38 @@ async fn an_explicit_instance_reaches_the_parent_only_through_notify_parent() {
     );
 }
 
+/// An immediate resumable sub-agent, the only resumable one, is started through
+/// `subagent_create` with the input that tool's schema has for a single agent (no `agent`).
+#[tokio::test]
+async fn an_immediate_resumable_sub_agent_alone_starts_its_instance() {
+    let child_model = recording([Turn::text("watching")]);
+    let child = builder(&child_model).build();
+    let config: SubagentConfig = serde_json::from_value(json!({
+        "immediate": true,
+        "resumable": {"receives_messages": "side_a"}
+    }))
+    .unwrap();
+    let parent_model = recording([Turn::text("ready")]);
+    let parent = builder(&parent_model)
+        .tool(SubagentTool::with_config(
+            "watcher", "Watches.", child, config,
+        ))
+        .build();
+    let out = parent.run("watch the deploys").await.unwrap();
+    assert_eq!(
+        request_results(&parent_model.requests()[0]),
+        [(
+            "immediate_watcher".to_string(),
+            ModelOutput::text("watching")
+        )]
+    );
+    assert_eq!(
+        child_model.requests()[0].messages,
+        [Message::user("watch the deploys")]
+    );
+    assert_eq!(out.text, "ready");
+}
+
 /// `immediate: true`: started before the first step with the thread's last user message as its
 /// task; its result is in the parent's first request.
 #[tokio::test]

@@ -269,3 +269,82 @@ fn attachments_are_handed_to_a_sub_agent_from_the_attachments_folder() {
         "{last}"
     );
 }
+
+/// `immediate`, `optional` and `resumable` sub-agents through `toolsmith run --config`: the
+/// immediate one runs before the parent's first request, the optional one is offered only when
+/// its flag is on, and the resumable one is reached through `subagent_create`.
+#[test]
+fn immediate_optional_and_resumable_sub_agents_from_a_config() {
+    // The flag is a declared variable, given with --var.
+    let flag = json!([{"name": "SCOUT_ON", "type": "text"}]);
+    let config = json!({
+        "tools": {},
+        "variables": flag,
+        "subagents": [
+            {"name": "indexer", "description": "Indexes.", "immediate": true,
+             "config": {"instructions": "Index.", "tools": {}}},
+            {"name": "scout", "description": "Scouts.", "optional": "SCOUT_ON",
+             "config": {"tools": {}}},
+            {"name": "memo", "description": "Keeps notes.",
+             "resumable": {"receives_messages": "side_a"},
+             "config": {"instructions": "Keep notes.", "tools": {}}}
+        ]
+    });
+    let replies = vec![
+        text("indexed"),
+        call(
+            "p1",
+            "subagent_create",
+            json!({"name": "m1", "message": "remember blue"}),
+        ),
+        text("noted: blue"),
+        text("done"),
+    ];
+    let (out, requests) = run(config, &[], &["--var", "SCOUT_ON=no"], replies);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The immediate sub-agent ran first, on the user's message.
+    assert_eq!(requests[0].body["messages"][0]["content"], "Index.");
+    assert_eq!(requests[0].body["messages"][1]["content"], "What is 6 * 7?");
+    // The parent's first request already holds its result; the scout is not offered.
+    let first = &requests[1];
+    assert!(
+        first.body["messages"].to_string().contains("indexed"),
+        "{}",
+        first.body["messages"]
+    );
+    let declared: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(declared.contains(&"subagent_create"), "{declared:?}");
+    assert!(declared.contains(&"subagent_message"), "{declared:?}");
+    assert!(!declared.contains(&"scout"), "{declared:?}");
+    // The instance got its first message as the user's.
+    for r in &requests {
+        eprintln!("REQ {}", r.body["messages"]);
+    }
+    assert_eq!(requests[2].body["messages"][0]["content"], "Keep notes.");
+    assert_eq!(requests[2].body["messages"][1]["content"], "remember blue");
+    assert!(
+        requests[3].body["messages"]
+            .to_string()
+            .contains("noted: blue")
+    );
+
+    // With the flag on, the scout is offered.
+    let config = json!({
+        "tools": {},
+        "variables": flag,
+        "subagents": [{"name": "scout", "description": "Scouts.", "optional": "SCOUT_ON",
+                       "config": {"tools": {}}}]
+    });
+    let (out, requests) = run(config, &[], &["--var", "SCOUT_ON=Yes"], vec![text("ok")]);
+    assert!(out.status.success());
+    assert!(requests[0].body["tools"].to_string().contains("\"scout\""));
+}
