@@ -348,3 +348,66 @@ fn immediate_optional_and_resumable_sub_agents_from_a_config() {
     assert!(out.status.success());
     assert!(requests[0].body["tools"].to_string().contains("\"scout\""));
 }
+
+/// `blocking: false` through `toolsmith run --config`: the call is acknowledged at once, and
+/// the sub-agent's answer reaches the parent's model later as an injected message.
+#[test]
+fn a_non_blocking_sub_agent_from_a_config_answers_later() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let log = seen.clone();
+    // Who asks is told by the messages: the sub-agent's start with its instructions; the
+    // parent's first request has no tool result, its second the acknowledgement, its third
+    // the injected answer.
+    let base = common::serve_with(move |request| {
+        let messages = request.body["messages"].to_string();
+        log.lock().unwrap().push(request.body.clone());
+        if messages.contains("Audit quietly.") {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            text("report: all green")
+        } else if messages.contains("Async tool result injected") {
+            text("The audit says all green.")
+        } else if messages.contains("\"tool_call_id\":\"p1\"") {
+            text("Started the audit.")
+        } else {
+            call("p1", "auditor", json!({"prompt": "audit"}))
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.json");
+    let config = json!({
+        "tools": {},
+        "subagents": [{"name": "auditor", "description": "Audits.", "blocking": false,
+                       "config": {"instructions": "Audit quietly.", "tools": {}}}]
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = run_config(&base, &path, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let parts = parts(&out);
+    let results: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p["type"] == "tool-result")
+        .collect();
+    assert!(
+        results[0]["output"]
+            .to_string()
+            .contains("started in the background"),
+        "{}",
+        results[0]
+    );
+    let last_text = parts
+        .iter()
+        .rev()
+        .find(|p| p["type"] == "text-delta")
+        .unwrap();
+    assert_eq!(last_text["text"], "The audit says all green.");
+    let injected = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|body| body["messages"].to_string().contains("report: all green"));
+    assert!(injected, "the parent's model got the sub-agent's answer");
+}
