@@ -229,6 +229,16 @@ mod tests {
             serde_json::to_string(args(&old)).unwrap(),
             r#"{"type":"web_search_20250305","name":"web_search","blocked_domains":["a.com"],"user_location":{"type":"approximate","city":"Paris"},"future_knob":{"x":1}}"#
         );
+        // Each version the seed names, by name.
+        for version in [
+            "web_search_20250305",
+            "web_search_20260209",
+            "web_search_20260318",
+        ] {
+            let tool = anthropic_web_search(json!({ "type": version }));
+            assert_eq!(tool.provider_tool().id, format!("anthropic.{version}"));
+            assert_eq!(args(&tool), &json!({"type": version, "name": "web_search"}));
+        }
         let default = anthropic_web_search(json!({"response_inclusion": "excluded"}));
         assert_eq!(
             args(&default),

@@ -61,6 +61,23 @@ fn body(request: &ModelRequest) -> (Value, Vec<String>) {
 }
 
 #[test]
+fn tools_render_once_per_toolset() {
+    let tools = tools();
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools.clone(),
+        ..Default::default()
+    };
+    let first = body(&request).0["tools"].clone();
+    let cached = tools.rendered(
+        toolsmith_providers::openai_responses::DIALECT,
+        toolsmith_providers::openai_responses::render_tools,
+    );
+    assert_eq!(Value::Array(cached.tools.clone()), first);
+    assert_eq!(body(&request).0["tools"], first);
+}
+
+#[test]
 fn tools_hosted_and_foreign_with_settings() {
     let mut declarations = tools().entries().to_vec();
     declarations.push(provider_declaration(&anthropic_web_search(json!({}))));
