@@ -189,3 +189,15 @@ async fn a_two_step_tool_loop_over_the_messages_api() {
         ]})
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_run_mid_stream_closes_the_connection() {
+    let event = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-loop\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
+    cancelling_mid_stream_closes_the_connection(
+        |base_url| {
+            AnthropicMessages::new("claude-loop", Some("sk-ant-loop"), Some(&base_url)).unwrap()
+        },
+        event.to_string(),
+    )
+    .await;
+}

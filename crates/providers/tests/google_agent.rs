@@ -176,3 +176,15 @@ async fn a_two_step_tool_loop_over_gemini() {
         ]})
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_run_mid_stream_closes_the_connection() {
+    let event = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Thinking\"}],\"role\":\"model\"}}]}\n\n";
+    cancelling_mid_stream_closes_the_connection(
+        |base_url| {
+            GoogleGemini::new("gemini-loop", Some("AIza-loop-key"), Some(&base_url)).unwrap()
+        },
+        event.to_string(),
+    )
+    .await;
+}

@@ -202,3 +202,15 @@ async fn a_two_step_tool_loop_over_the_responses_api() {
         ]
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_run_mid_stream_closes_the_connection() {
+    let event = "data: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-loop\"}}\n\n";
+    cancelling_mid_stream_closes_the_connection(
+        |base_url| {
+            OpenAiResponses::openai("gpt-loop", Some("sk-loop-key"), Some(&base_url)).unwrap()
+        },
+        event.to_string(),
+    )
+    .await;
+}

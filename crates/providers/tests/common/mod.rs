@@ -450,3 +450,59 @@ async fn write_reply(socket: &mut tokio::net::TcpStream, reply: Reply) -> std::i
     socket.flush().await?;
     socket.shutdown().await
 }
+
+/// A run on `model` (built for the loopback base URL it is given) whose stream sends `event`
+/// (one whole SSE event) and stalls: cancelling the run ends it promptly as cancelled, and the
+/// client hangs up the connection.
+pub async fn cancelling_mid_stream_closes_the_connection<M>(
+    model: impl FnOnce(String) -> M,
+    event: String,
+) where
+    M: toolsmith_core::LanguageModel + 'static,
+{
+    use std::time::{Duration, Instant};
+    use toolsmith_agent::{Agent, RunErrorKind, RunInput};
+    use toolsmith_core::CancellationToken;
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0; 65536];
+        let _ = socket.read(&mut buf).await.unwrap();
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let piece = format!("{:x}\r\n{event}\r\n", event.len());
+        socket.write_all(piece.as_bytes()).await.unwrap();
+        // The stream stalls here; the client must hang up when the run is cancelled.
+        let eof = loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break Instant::now(),
+                Ok(_) => {}
+            }
+        };
+        let _ = closed_tx.send(eof);
+    });
+    let agent = Agent::builder(model(base_url)).build();
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let input = RunInput::from("hi").with_cancellation(cancel.clone());
+        async move { agent.run(input).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+
+    let error = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("the run ends promptly")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(error.kind, RunErrorKind::Cancelled), "{error:?}");
+    let closed = tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .expect("the connection is closed")
+        .unwrap();
+    assert!(closed.duration_since(cancelled_at) < Duration::from_secs(5));
+}
