@@ -94,11 +94,13 @@ impl AgentConfig {
         builder
     }
 
-    /// Adds the composite tools to `tools`.
+    /// Adds the composite tools to `tools`, the agent's whole toolset then, against which the
+    /// config's own approval policy is checked.
     ///
     /// # Errors
     ///
-    /// A sub-agent or prompt named like a tool already there.
+    /// A sub-agent or prompt named like a tool already there; an approval policy naming a tool
+    /// the agent does not have.
     pub fn with_composite_tools(
         &self,
         mut tools: Toolset,
