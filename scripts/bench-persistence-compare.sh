@@ -26,7 +26,7 @@ cargo bench -p toolsmith-store --bench persistence --no-run --quiet 2>/dev/null
 
 # Criterion's mean of a benchmark, in microseconds.
 ours() {
-  cargo bench -p toolsmith-store --bench persistence --quiet -- "sqlite/$1" 2>/dev/null |
+  cargo bench -p toolsmith-store --bench persistence --quiet -- "sqlite/$1\$" 2>/dev/null |
     awk '/time:/ { v = $4; u = $5; if (u == "ns") v /= 1000; if (u == "ms") v *= 1000; print v; exit }'
 }
 

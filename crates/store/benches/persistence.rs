@@ -6,7 +6,8 @@
 //! ledger claim of its key (one transaction), then the settlement of both with the thread
 //! saved with the result (one transaction; the loop's save after a call rewrites the step's
 //! assistant message and its tool message). `per_call_in_step`: the same for a further call
-//! of a step (the intent alone, then the settlement with the save). On SQLite (a file in a temporary
+//! of a step (the intent alone, then the settlement with the save). `per_tool_call_8k_result`:
+//! a call in a step of its own whose tool returns 8 KiB. On SQLite (a file in a temporary
 //! folder, WAL) and, when a PostgreSQL server is given in
 //! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
@@ -102,6 +103,16 @@ impl<'a, S: Store> Writer<'a, S> {
     /// `new_step`, the step's assistant message is saved with the intent, as a sequential run
     /// saves it.
     async fn call(&mut self, seq: u64, new_step: bool) {
+        self.call_returning(
+            seq,
+            new_step,
+            "a result of moderate length, as tools return",
+        )
+        .await
+    }
+
+    /// [`call`](Self::call), the tool returning `value`.
+    async fn call_returning(&mut self, seq: u64, new_step: bool, value: &str) {
         let id = format!("call_{seq}");
         let key = format!("{}:{id}", self.run);
         let entry = JournalEntry {
@@ -146,7 +157,7 @@ impl<'a, S: Store> Writer<'a, S> {
             self.store.intend_call(&entry).await.unwrap()
         };
         assert_eq!(claim, Claim::New);
-        let output = json!({"value": "a result of moderate length, as tools return"});
+        let output = json!({ "value": value });
         let result = Message::tool_results(vec![ToolResultPart {
             tool_call_id: id,
             tool_name: "lookup".into(),
@@ -204,6 +215,22 @@ fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtim
             rt.block_on(writer.call(seq, false))
         })
     });
+    // A tool returning 8 KiB (a file read, a page of search results): the result's bytes,
+    // rather than the number of rows, dominate.
+    let large = "x".repeat(8 * 1024);
+    let mut writer = rt.block_on(Writer::start(
+        &store,
+        format!("bench-{name}-large-{unique}"),
+    ));
+    c.bench_function(
+        &format!("persistence/{name}/per_tool_call_8k_result"),
+        |b| {
+            b.iter(|| {
+                let seq = calls.fetch_add(1, Ordering::SeqCst);
+                rt.block_on(writer.call_returning(seq, true, &large))
+            })
+        },
+    );
 }
 
 fn persistence(c: &mut Criterion) {

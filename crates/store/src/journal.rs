@@ -54,6 +54,23 @@ impl JournalEntry {
             .as_deref()
             .filter(|_| self.side_effect && !self.idempotent)
     }
+
+    /// Whether `other` records the same attempt of the same call: the journal's key (thread,
+    /// run, tool call id, attempt).
+    pub(crate) fn same_attempt(&self, other: &JournalEntry) -> bool {
+        self.thread_id == other.thread_id
+            && self.run_id == other.run_id
+            && self.tool_call_id == other.tool_call_id
+            && self.attempt == other.attempt
+    }
+
+    /// How errors name its record: `journal entry <run>/<call>/<attempt>`.
+    pub(crate) fn record_name(&self) -> String {
+        format!(
+            "journal entry {}/{}/{}",
+            self.run_id, self.tool_call_id, self.attempt
+        )
+    }
 }
 
 /// Seed 001's effect statuses. The phase follows: `started` while `intended`, `finished`

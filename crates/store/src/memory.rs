@@ -59,31 +59,22 @@ impl MemoryStore {
 impl State {
     /// Records `entry`; a second record of one attempt keeps the first.
     fn intend(&mut self, entry: &JournalEntry) {
-        let exists = self.journal.iter().any(|e| {
-            e.run_id == entry.run_id
-                && e.tool_call_id == entry.tool_call_id
-                && e.attempt == entry.attempt
-        });
+        let exists = self.journal.iter().any(|e| e.same_attempt(entry));
         if !exists {
             self.journal.push(entry.clone());
         }
     }
 
-    fn entry(
-        &mut self,
-        run: &str,
-        call: &str,
-        attempt: u32,
-    ) -> Result<&mut JournalEntry, StoreError> {
+    fn entry(&mut self, of: &JournalEntry) -> Result<&mut JournalEntry, StoreError> {
         self.journal
             .iter_mut()
-            .find(|e| e.run_id == run && e.tool_call_id == call && e.attempt == attempt)
-            .ok_or_else(|| StoreError::NotFound(format!("journal entry {run}/{call}/{attempt}")))
+            .find(|e| e.same_attempt(of))
+            .ok_or_else(|| StoreError::NotFound(of.record_name()))
     }
 
     /// Fails as [`State::settle`] would, changing nothing.
     fn check_settle(&mut self, entry: &JournalEntry) -> Result<(), StoreError> {
-        self.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        self.entry(entry)?;
         if let Some(key) = entry.key_to_claim() {
             self.ledger_entry(key)?;
         }
@@ -98,7 +89,7 @@ impl State {
         output: &Value,
     ) -> Result<(), StoreError> {
         self.check_settle(entry)?;
-        let settled = self.entry(&entry.run_id, &entry.tool_call_id, entry.attempt)?;
+        let settled = self.entry(entry)?;
         settled.status = status;
         settled.output = Some(output.clone());
         if let Some(key) = entry.key_to_claim() {
@@ -303,14 +294,12 @@ impl Store for MemoryStore {
 
     async fn journal_settle(
         &self,
-        run: &str,
-        tool_call_id: &str,
-        attempt: u32,
+        entry: &JournalEntry,
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError> {
         let mut state = self.state();
-        let entry = state.entry(run, tool_call_id, attempt)?;
+        let entry = state.entry(entry)?;
         entry.status = status;
         entry.output = Some(output.clone());
         Ok(())

@@ -76,20 +76,20 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::Conflict`]; [`StoreError::NotFound`].
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError>;
 
-    /// Records a call as `intended` before it executes. Recording the same (run, call,
-    /// attempt) twice keeps the first record.
+    /// Records a call as `intended` before it executes. A record is one attempt of one call,
+    /// named by its thread, run, tool call id and attempt; recording the same attempt twice
+    /// keeps the first record.
     async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError>;
 
-    /// Settles a call's record with its outcome.
+    /// Settles the record of `entry`'s attempt (found by its thread, run, tool call id and
+    /// attempt; its other fields are not read) with its outcome.
     ///
     /// # Errors
     ///
     /// [`StoreError::NotFound`] when no such record was intended.
     async fn journal_settle(
         &self,
-        run: &str,
-        tool_call_id: &str,
-        attempt: u32,
+        entry: &JournalEntry,
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError>;
@@ -117,9 +117,7 @@ pub trait Store: Send + Sync + 'static {
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError> {
-        let (run, call) = (&entry.run_id, &entry.tool_call_id);
-        self.journal_settle(run, call, entry.attempt, status, output)
-            .await?;
+        self.journal_settle(entry, status, output).await?;
         match entry.key_to_claim() {
             Some(key) => self.ledger_settle(key, status, output).await,
             None => Ok(()),

@@ -32,7 +32,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     store.claim("kept", 0, "run-1").await.unwrap();
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
-    assert_eq!(SqliteStore::schema_version(), 4);
+    assert_eq!(SqliteStore::schema_version(), 5);
 }
 
 #[tokio::test]
@@ -103,4 +103,53 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
             .unwrap();
         assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
     }
+    // Version 5: the journal clustered on its thread, and no index rewritten at every save
+    // beyond the tables' own keys.
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(indexes, ["threads_parent"]);
+}
+
+#[tokio::test]
+async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |path: &std::path::Path| -> u32 {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    let new = dir.path().join("new.db");
+    SqliteStore::open(&new).await.unwrap();
+    assert_eq!(page_size(&new), 2048);
+
+    // A database made with SQLite's default pages (as toolsmith made them before) is used as
+    // it is.
+    let old = dir.path().join("old.db");
+    rusqlite::Connection::open(&old)
+        .unwrap()
+        .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE other (x INTEGER);")
+        .unwrap();
+    assert_eq!(page_size(&old), 4096);
+    let store = SqliteStore::open(&old).await.unwrap();
+    store.create_thread(NewThread::new("t")).await.unwrap();
+    store
+        .write(
+            "t",
+            0,
+            0,
+            &[Message::user("Hi.")],
+            ThreadStatus::Running,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
+    drop(store);
+    assert_eq!(page_size(&old), 4096);
 }

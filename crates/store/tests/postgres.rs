@@ -40,6 +40,34 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
     assert_eq!(second.messages("t1").await.unwrap().len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_in_the_url_are_kept_with_the_stores_own() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    // The store starts its sessions with an option of its own (generic plans); a URL's
+    // options are passed on with it, not replaced.
+    let store =
+        PostgresStore::connect(&format!("{url}?options=-c%20application_name%3Dts-options"))
+            .await
+            .unwrap();
+    store.create_thread(NewThread::new("t")).await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let named: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ts-options'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(named >= 1, "the URL's application_name is the session's");
+}
+
 #[tokio::test]
 async fn a_bad_url_is_an_error_that_does_not_repeat_it() {
     let error = PostgresStore::connect("postgres://user:hunter2@[bad")

@@ -378,13 +378,7 @@ impl StoredRun {
         output: &Value,
     ) -> Result<(), RunLogError> {
         self.store
-            .journal_settle(
-                &entry.run_id,
-                &entry.tool_call_id,
-                entry.attempt,
-                status,
-                output,
-            )
+            .journal_settle(&entry, status, output)
             .await
             .map_err(failed)?;
         entry.status = status;

@@ -273,8 +273,9 @@ async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
     crashed(&*store, "t", "pay", true).await;
     // The call finished and was journaled; the process died before the tool message.
     let output = serde_json::to_value(ToolOutput::json(json!({"paid": "earlier"}))).unwrap();
+    let entry = store.journal("t").await.unwrap().remove(0);
     store
-        .journal_settle(RUN, "call_1", 1, EffectStatus::Succeeded, &output)
+        .journal_settle(&entry, EffectStatus::Succeeded, &output)
         .await
         .unwrap();
     let count = Arc::new(AtomicU32::new(0));

@@ -33,13 +33,7 @@ pub(super) async fn journal<S: Store>(store: &S) {
     again.input = json!("changed");
     store.journal_intend(&again).await.unwrap();
     store
-        .journal_settle(
-            "run-1",
-            "a",
-            1,
-            EffectStatus::Succeeded,
-            &json!({"charged": 5}),
-        )
+        .journal_settle(&again, EffectStatus::Succeeded, &json!({"charged": 5}))
         .await
         .unwrap();
     let entries = store.journal("j-thread").await.unwrap();
@@ -62,11 +56,39 @@ pub(super) async fn journal<S: Store>(store: &S) {
     assert!(
         matches!(
             store
-                .journal_settle("run-1", "zzz", 1, EffectStatus::Failed, &json!(null))
+                .journal_settle(&entry("zzz", 2, true), EffectStatus::Failed, &json!(null))
                 .await,
             Err(StoreError::NotFound(_))
         ),
         "settling a call never intended is NotFound"
+    );
+    // A record is named by its thread too: the same run and call id recorded for another
+    // thread is not that record.
+    let mut elsewhere = entry("b", 1, false);
+    elsewhere.thread_id = "j-other".into();
+    assert!(
+        matches!(
+            store
+                .journal_settle(&elsewhere, EffectStatus::Failed, &json!(null))
+                .await,
+            Err(StoreError::NotFound(_))
+        ),
+        "settling in another thread is NotFound"
+    );
+    store.journal_intend(&elsewhere).await.unwrap();
+    store
+        .journal_settle(&elsewhere, EffectStatus::Failed, &json!("no"))
+        .await
+        .unwrap();
+    let other = store.journal("j-other").await.unwrap();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0].status, EffectStatus::Failed);
+    let entries = store.journal("j-thread").await.unwrap();
+    assert_eq!(entries[1].tool_call_id, "b");
+    assert_eq!(
+        entries[1].status,
+        EffectStatus::Intended,
+        "the other thread's record is settled, not this one"
     );
 }
 

@@ -349,6 +349,16 @@ async fn queries<S: Store>(store: &S) {
         .unwrap();
     assert!(running.iter().any(|t| t.id == "q-child-2"));
     assert!(running.iter().all(|t| t.status == ThreadStatus::Running));
+    let running_children = store
+        .threads(&ThreadQuery {
+            parent_id: Some("q-parent".into()),
+            status: Some(ThreadStatus::Running),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = running_children.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["q-child-2"], "filters combine");
     let one = store
         .threads(&ThreadQuery {
             limit: Some(1),

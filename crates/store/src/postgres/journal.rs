@@ -22,7 +22,7 @@ pub(super) async fn execute(
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
      tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
-     ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING";
+     ON CONFLICT (thread_id, run_id, tool_call_id, attempt) DO NOTHING";
 
 /// Records `entry`; a second record of one attempt keeps the first.
 pub(super) async fn intend(
@@ -94,28 +94,54 @@ pub(super) async fn intend_and_claim(
     }
 }
 
-/// Settles an attempt with its outcome (JSON).
+/// Settles `entry`'s attempt with its outcome (JSON).
 pub(super) async fn settle(
     client: &impl GenericClient,
-    run: &str,
-    call: &str,
-    attempt: u32,
+    entry: &JournalEntry,
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
+    let attempt = entry.attempt as i32;
     let changed = execute(
         client,
-        "UPDATE journal SET status = $4, output = $5 \
-             WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
-        &[&run, &call, &(attempt as i32), &status.as_str(), &output],
+        "UPDATE journal SET status = $5, output = $6 \
+             WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4",
+        &[
+            &entry.thread_id,
+            &entry.run_id,
+            &entry.tool_call_id,
+            &attempt,
+            &status.as_str(),
+            &output,
+        ],
     )
     .await?;
     if changed == 0 {
-        return Err(StoreError::NotFound(format!(
-            "journal entry {run}/{call}/{attempt}"
-        )));
+        return Err(StoreError::NotFound(entry.record_name()));
     }
     Ok(())
+}
+
+/// Whether `entry`'s attempt is recorded.
+pub(super) async fn recorded(
+    client: &impl GenericClient,
+    entry: &JournalEntry,
+) -> Result<bool, StoreError> {
+    let attempt = entry.attempt as i32;
+    let found = client
+        .query_opt(
+            "SELECT 1 FROM journal \
+             WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4",
+            &[
+                &entry.thread_id,
+                &entry.run_id,
+                &entry.tool_call_id,
+                &attempt,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(found.is_some())
 }
 
 /// Claims an idempotency key: new, or what an earlier claim came to.
@@ -179,36 +205,30 @@ pub(super) async fn settle_with_key(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let (run, call, attempt) = (&entry.run_id, &entry.tool_call_id, entry.attempt as i32);
-    let sql = "WITH entry AS (UPDATE journal SET status = $4, output = $5 \
-             WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3 \
-             AND EXISTS (SELECT 1 FROM ledger WHERE key = $6) RETURNING 1), \
-         settled AS (UPDATE ledger SET status = $4, output = $5 \
-             WHERE key = $6 AND EXISTS (SELECT 1 FROM entry) RETURNING 1) \
+    let attempt = entry.attempt as i32;
+    let sql = "WITH entry AS (UPDATE journal SET status = $5, output = $6 \
+             WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4 \
+             AND EXISTS (SELECT 1 FROM ledger WHERE key = $7) RETURNING 1), \
+         settled AS (UPDATE ledger SET status = $5, output = $6 \
+             WHERE key = $7 AND EXISTS (SELECT 1 FROM entry) RETURNING 1) \
          SELECT (SELECT count(*) FROM entry), (SELECT count(*) FROM settled)";
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
+    #[rustfmt::skip]
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &entry.thread_id, &entry.run_id, &entry.tool_call_id, &attempt, &status.as_str(),
+        &output, &key,
+    ];
     let row = client
-        .query_one(
-            &statement,
-            &[run, call, &attempt, &status.as_str(), &output, &key],
-        )
+        .query_one(&statement, &params)
         .await
         .map_err(backend)?;
     if row.get::<_, i64>(1) == 1 {
         return Ok(());
     }
     // Nothing changed: name what is missing.
-    let entry_exists = client
-        .query_opt(
-            "SELECT 1 FROM journal WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
-            &[run, call, &attempt],
-        )
-        .await
-        .map_err(backend)?
-        .is_some();
-    Err(StoreError::NotFound(if entry_exists {
+    Err(StoreError::NotFound(if recorded(client, entry).await? {
         format!("idempotency key {key}")
     } else {
-        format!("journal entry {run}/{call}/{}", entry.attempt)
+        entry.record_name()
     }))
 }

@@ -64,6 +64,17 @@ const MIGRATIONS: &[(i32, &str)] = &[
     );",
     ),
     (3, "ALTER TABLE threads ADD COLUMN run_id TEXT;"),
+    // Fewer indexes written at every tool call, as SQLite's version 5: the journal keyed on
+    // its thread first (listing a thread's journal needs no index of its own), and no index
+    // on `updated_at`, which every save changes (without it a save of a thread's row can be a
+    // HOT update, which writes no index). Listing threads by recency sorts instead.
+    (
+        4,
+        "ALTER TABLE journal DROP CONSTRAINT journal_pkey;
+    ALTER TABLE journal ADD PRIMARY KEY (thread_id, run_id, tool_call_id, attempt);
+    DROP INDEX IF EXISTS journal_thread;
+    DROP INDEX IF EXISTS threads_updated;",
+    ),
 ];
 
 /// The newest schema version this build knows.

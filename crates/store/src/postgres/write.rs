@@ -19,7 +19,8 @@ use crate::{Claim, JournalEntry, Settlement, StoreError, ThreadWrite};
 
 /// The thread's write as CTEs over `$1`…`$7` (thread, expected version, keep, message bodies,
 /// status, pending, time), with `condition` added to the row's WHERE. The messages past `keep`
-/// are upserted and those past the new end deleted (disjoint rows).
+/// are upserted (a message saved again unchanged, as a step's assistant message is with its
+/// results, is not rewritten) and those past the new end deleted (disjoint rows).
 fn write_ctes(condition: &str) -> String {
     format!(
         "t AS (UPDATE threads SET version = version + 1, \
@@ -33,7 +34,8 @@ fn write_ctes(condition: &str) -> String {
              SELECT $1, $3 + m.n - 1, m.body \
              FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
              WHERE EXISTS (SELECT 1 FROM t) \
-             ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body)"
+             ON CONFLICT (thread_id, idx) DO UPDATE SET body = EXCLUDED.body \
+             WHERE messages.body IS DISTINCT FROM EXCLUDED.body)"
     )
 }
 
@@ -46,7 +48,7 @@ const INTEND: &str = "entry AS (INSERT INTO journal (run_id, tool_call_id, attem
      SELECT $8::TEXT, $9::TEXT, $10::INTEGER, $11::TEXT, $12::TEXT, $13::BIGINT, $14::TEXT, \
          $15::BOOLEAN, $16::BOOLEAN, $17::TEXT, $18::TEXT, NULL \
      WHERE EXISTS (SELECT 1 FROM t) \
-     ON CONFLICT (run_id, tool_call_id, attempt) DO NOTHING)";
+     ON CONFLICT (thread_id, run_id, tool_call_id, attempt) DO NOTHING)";
 
 static WRITE_AND_INTEND: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -69,13 +71,15 @@ static WRITE_AND_INTEND_CLAIM: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The thread's row changes only if the journal entry (`$10`…`$12`) exists.
+/// The thread's row changes only if the journal entry (`$10`…`$13`: run, call, attempt and
+/// the entry's thread) exists.
 const ENTRY_EXISTS: &str = " AND EXISTS (SELECT 1 FROM journal \
-     WHERE run_id = $10 AND tool_call_id = $11 AND attempt = $12)";
+     WHERE thread_id = $13 AND run_id = $10 AND tool_call_id = $11 AND attempt = $12)";
 
 /// The entry's settlement with status `$8` and output `$9`, when the thread's row changed.
 const SETTLE: &str = "entry AS (UPDATE journal SET status = $8, output = $9 \
-     WHERE run_id = $10 AND tool_call_id = $11 AND attempt = $12 AND EXISTS (SELECT 1 FROM t))";
+     WHERE thread_id = $13 AND run_id = $10 AND tool_call_id = $11 AND attempt = $12 \
+     AND EXISTS (SELECT 1 FROM t))";
 
 static SETTLE_AND_WRITE: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -84,13 +88,13 @@ static SETTLE_AND_WRITE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// With the settlement of key `$13`, which must exist too.
+/// With the settlement of key `$14`, which must exist too.
 static SETTLE_KEY_AND_WRITE: LazyLock<String> = LazyLock::new(|| {
-    let condition = format!("{ENTRY_EXISTS} AND EXISTS (SELECT 1 FROM ledger WHERE key = $13)");
+    let condition = format!("{ENTRY_EXISTS} AND EXISTS (SELECT 1 FROM ledger WHERE key = $14)");
     format!(
         "WITH {}, {SETTLE}, \
          settled AS (UPDATE ledger SET status = $8, output = $9 \
-             WHERE key = $13 AND EXISTS (SELECT 1 FROM t)) \
+             WHERE key = $14 AND EXISTS (SELECT 1 FROM t)) \
          SELECT version FROM t",
         write_ctes(&condition)
     )
@@ -208,12 +212,13 @@ pub(super) async fn settle_and_write(
     let (attempt, state) = (entry.attempt as i32, settled.status.as_str());
     let key = entry.key_to_claim();
     let mut params = owned.params();
-    params.extend::<[&(dyn ToSql + Sync); 5]>([
+    params.extend::<[&(dyn ToSql + Sync); 6]>([
         &state,
         &output,
         &entry.run_id,
         &entry.tool_call_id,
         &attempt,
+        &entry.thread_id,
     ]);
     let sql: &str = match &key {
         Some(key) => {
@@ -232,19 +237,8 @@ pub(super) async fn settled_exists(
     settled: &Settlement<'_>,
 ) -> Result<(), StoreError> {
     let entry = settled.entry;
-    let attempt = entry.attempt as i32;
-    let found = client
-        .query_opt(
-            "SELECT 1 FROM journal WHERE run_id = $1 AND tool_call_id = $2 AND attempt = $3",
-            &[&entry.run_id, &entry.tool_call_id, &attempt],
-        )
-        .await
-        .map_err(backend)?;
-    if found.is_none() {
-        return Err(StoreError::NotFound(format!(
-            "journal entry {}/{}/{}",
-            entry.run_id, entry.tool_call_id, entry.attempt
-        )));
+    if !journal::recorded(client, entry).await? {
+        return Err(StoreError::NotFound(entry.record_name()));
     }
     if let Some(key) = entry.key_to_claim() {
         let found = client

@@ -16,7 +16,7 @@ pub(super) fn intend(
         "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
          input, side_effect, idempotent, idempotency_key, status, output) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL) \
-         ON CONFLICT(run_id, tool_call_id, attempt) DO NOTHING",
+         ON CONFLICT(thread_id, run_id, tool_call_id, attempt) DO NOTHING",
     )
     .and_then(|mut insert| {
         insert.execute(params![
@@ -37,26 +37,31 @@ pub(super) fn intend(
     Ok(())
 }
 
-/// Settles an attempt with its outcome (JSON).
+/// Settles `entry`'s attempt with its outcome (JSON).
 pub(super) fn settle(
     conn: &Connection,
-    run: &str,
-    call: &str,
-    attempt: u32,
+    entry: &JournalEntry,
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
     let changed = conn
         .prepare_cached(
-            "UPDATE journal SET status = ?4, output = ?5 \
-             WHERE run_id = ?1 AND tool_call_id = ?2 AND attempt = ?3",
+            "UPDATE journal SET status = ?5, output = ?6 \
+             WHERE thread_id = ?1 AND run_id = ?2 AND tool_call_id = ?3 AND attempt = ?4",
         )
-        .and_then(|mut update| update.execute(params![run, call, attempt, status.as_str(), output]))
+        .and_then(|mut update| {
+            update.execute(params![
+                entry.thread_id,
+                entry.run_id,
+                entry.tool_call_id,
+                entry.attempt,
+                status.as_str(),
+                output
+            ])
+        })
         .map_err(backend)?;
     if changed == 0 {
-        return Err(StoreError::NotFound(format!(
-            "journal entry {run}/{call}/{attempt}"
-        )));
+        return Err(StoreError::NotFound(entry.record_name()));
     }
     Ok(())
 }
@@ -107,8 +112,7 @@ pub(super) fn settle_call(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let (run, call) = (&entry.run_id, &entry.tool_call_id);
-    settle(conn, run, call, entry.attempt, status, output)?;
+    settle(conn, entry, status, output)?;
     match entry.key_to_claim() {
         Some(key) => settle_key(conn, key, status, output),
         None => Ok(()),

@@ -27,6 +27,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many prepared statements a connection keeps.
 const STATEMENT_CACHE: usize = 64;
 
+/// The page size of a new database, in bytes (SQLite's default is 4 096). A commit writes
+/// each page it changed to the WAL whole, and a tool call's commits change a page or so in
+/// each of four tables: half-size pages halve those bytes (measured: a call in a step of its
+/// own 81–96 → 68–76 µs; a call returning 8 KiB, which spills into overflow pages either way,
+/// unchanged at about 205 µs). A database keeps the page size it was created with.
+const PAGE_SIZE: u32 = 2048;
+
 /// A store in one SQLite file (rusqlite with the bundled library): WAL journaling, versioned
 /// migrations applied on open, every call run off the async executor (in place on a
 /// multi-threaded runtime, `block_in_place`; on the blocking pool otherwise), WAL checkpoints
@@ -88,6 +95,9 @@ impl SqliteStore {
             conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
             // Room for every statement the store prepares (rusqlite keeps 16 by default).
             conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+            // Set before anything is written; a database that exists keeps its own.
+            conn.pragma_update(None, "page_size", PAGE_SIZE)
+                .map_err(backend)?;
             let mode: String = conn
                 .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
                 .map_err(backend)?;
@@ -492,15 +502,13 @@ impl Store for SqliteStore {
 
     async fn journal_settle(
         &self,
-        run: &str,
-        tool_call_id: &str,
-        attempt: u32,
+        entry: &JournalEntry,
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), StoreError> {
-        let (run, call) = (run.to_string(), tool_call_id.to_string());
+        let entry = entry.clone();
         let output = to_json(output)?;
-        self.with(move |conn| journal::settle(conn, &run, &call, attempt, status, &output))
+        self.with(move |conn| journal::settle(conn, &entry, status, &output))
             .await
     }
 

@@ -109,6 +109,34 @@ const MIGRATIONS: &[(u32, &str)] = &[
     DROP TABLE ledger;
     ALTER TABLE ledger_v4 RENAME TO ledger;",
     ),
+    // Fewer b-trees written at every tool call (measured: a call in a step of its own 98 ->
+    // 78 µs). The journal is clustered on its thread first, so listing a thread's journal
+    // needs no index of its own; the threads' `updated_at` index, rewritten at every save,
+    // goes: listing threads by recency scans and sorts instead, an operator's query.
+    (
+        5,
+        "CREATE TABLE journal_v5 (
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        tool_name TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        input TEXT NOT NULL,
+        side_effect INTEGER NOT NULL,
+        idempotent INTEGER NOT NULL,
+        idempotency_key TEXT,
+        status TEXT NOT NULL,
+        output TEXT,
+        PRIMARY KEY (thread_id, run_id, tool_call_id, attempt)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO journal_v5 SELECT thread_id, run_id, tool_call_id, attempt,
+        tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output
+        FROM journal;
+    DROP TABLE journal;
+    ALTER TABLE journal_v5 RENAME TO journal;
+    DROP INDEX IF EXISTS threads_updated;",
+    ),
 ];
 
 /// The newest schema version this build knows.
