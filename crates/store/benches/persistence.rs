@@ -7,7 +7,8 @@
 //! saved with the result (one transaction; the loop's save after a call rewrites the step's
 //! assistant message and its tool message). `per_call_in_step`: the same for a further call
 //! of a step (the intent alone, then the settlement with the save). `per_tool_call_8k_result`:
-//! a call in a step of its own whose tool returns 8 KiB. On SQLite (a file in a temporary
+//! a call in a step of its own whose tool returns 8 KiB. The calls are made inside a task on
+//! a two-worker runtime, as runs make them. On SQLite (a file in a temporary
 //! folder, WAL) and, when a PostgreSQL server is given in
 //! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
@@ -19,8 +20,9 @@
 //!
 //! Run: `cargo bench -p toolsmith-store --bench persistence`.
 
-use std::sync::Arc;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -34,9 +36,12 @@ use toolsmith_store::{
 /// Calls per run in `concurrent_runs`.
 const CALLS_PER_RUN: u64 = 5;
 
+/// What the tool of `per_tool_call_8k_result` returns: 8 KiB.
+static LARGE: LazyLock<String> = LazyLock::new(|| "x".repeat(8 * 1024));
+
 /// A thread being written as a run writes it.
-struct Writer<'a, S: Store> {
-    store: &'a S,
+struct Writer<S: Store> {
+    store: S,
     thread: String,
     run: String,
     version: u64,
@@ -45,8 +50,8 @@ struct Writer<'a, S: Store> {
     assistant: u64,
 }
 
-impl<'a, S: Store> Writer<'a, S> {
-    async fn start(store: &'a S, thread: String) -> Self {
+impl<S: Store + Clone + 'static> Writer<S> {
+    async fn start(store: S, thread: String) -> Self {
         store.create_thread(NewThread::new(&thread)).await.unwrap();
         let prompt = [Message::user("Look these up.")];
         let v = store
@@ -191,43 +196,76 @@ impl<'a, S: Store> Writer<'a, S> {
     }
 }
 
-fn per_call<S: Store>(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, store: S) {
-    let calls = AtomicU64::new(1);
+/// One call's writes by a writer, with its sequence number.
+type CallOf<S> = fn(&mut Writer<S>, u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+
+/// Times `iters` calls made by `writer` inside a task on the runtime, as a run makes them (a
+/// service's runs are tasks, and so is `toolsmith run`'s command); the writer goes back in
+/// `slot` for criterion's next batch.
+fn timed<S: Store + Clone + 'static>(
+    rt: &tokio::runtime::Runtime,
+    slot: &mut Option<Writer<S>>,
+    calls: &Arc<AtomicU64>,
+    iters: u64,
+    call: CallOf<S>,
+) -> Duration {
+    let mut writer = slot.take().expect("the writer is back");
+    let calls = calls.clone();
+    let task = rt.spawn(async move {
+        let start = Instant::now();
+        for _ in 0..iters {
+            let seq = calls.fetch_add(1, Ordering::SeqCst);
+            call(&mut writer, seq).await;
+        }
+        (writer, start.elapsed())
+    });
+    let (writer, took) = rt.block_on(task).unwrap();
+    *slot = Some(writer);
+    took
+}
+
+fn per_call<S: Store + Clone + 'static>(
+    c: &mut Criterion,
+    name: &str,
+    rt: &tokio::runtime::Runtime,
+    store: S,
+) {
+    let calls = Arc::new(AtomicU64::new(1));
     // Names of their own: a PostgreSQL database keeps the threads of earlier bench runs.
     let unique = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros());
-    let mut writer = rt.block_on(Writer::start(&store, format!("bench-{name}-{unique}")));
+    let start = |label: &str| {
+        let writer = Writer::start(store.clone(), format!("bench-{name}-{label}-{unique}"));
+        Some(rt.block_on(writer))
+    };
+    // Each call in a step of its own, as a model calling one tool per turn does.
+    let mut writer = start("own");
     c.bench_function(&format!("persistence/{name}/per_tool_call"), |b| {
-        b.iter(|| {
-            let seq = calls.fetch_add(1, Ordering::SeqCst);
-            // Each call in a step of its own, as a model calling one tool per turn does.
-            rt.block_on(writer.call(seq, true))
+        b.iter_custom(|iters| {
+            timed(rt, &mut writer, &calls, iters, |w, seq| {
+                Box::pin(w.call(seq, true))
+            })
         })
     });
-    let mut writer = rt.block_on(Writer::start(
-        &store,
-        format!("bench-{name}-steps-{unique}"),
-    ));
+    let mut writer = start("steps");
     c.bench_function(&format!("persistence/{name}/per_call_in_step"), |b| {
-        b.iter(|| {
-            let seq = calls.fetch_add(1, Ordering::SeqCst);
-            rt.block_on(writer.call(seq, false))
+        b.iter_custom(|iters| {
+            timed(rt, &mut writer, &calls, iters, |w, seq| {
+                Box::pin(w.call(seq, false))
+            })
         })
     });
     // A tool returning 8 KiB (a file read, a page of search results): the result's bytes,
     // rather than the number of rows, dominate.
-    let large = "x".repeat(8 * 1024);
-    let mut writer = rt.block_on(Writer::start(
-        &store,
-        format!("bench-{name}-large-{unique}"),
-    ));
+    let mut writer = start("large");
     c.bench_function(
         &format!("persistence/{name}/per_tool_call_8k_result"),
         |b| {
-            b.iter(|| {
-                let seq = calls.fetch_add(1, Ordering::SeqCst);
-                rt.block_on(writer.call_returning(seq, true, &large))
+            b.iter_custom(|iters| {
+                timed(rt, &mut writer, &calls, iters, |w, seq| {
+                    Box::pin(w.call_returning(seq, true, &LARGE))
+                })
             })
         },
     );
@@ -253,7 +291,7 @@ async fn concurrent(stores: &[Arc<SqliteStore>], runs: usize, round: u64) -> Dur
         .map(|i| {
             let store = stores[i % stores.len()].clone();
             tokio::spawn(async move {
-                let mut writer = Writer::start(&*store, format!("r{round}-{i}")).await;
+                let mut writer = Writer::start((*store).clone(), format!("r{round}-{i}")).await;
                 for seq in 1..=CALLS_PER_RUN {
                     writer.call(seq, false).await;
                 }

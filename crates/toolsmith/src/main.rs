@@ -14,9 +14,17 @@ fn main() -> ExitCode {
     {
         toolsmith_sandbox::exec::helper_main();
     }
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .expect("the async runtime starts")
-        .block_on(cli::main())
+        .expect("the async runtime starts");
+    // The command runs as a task on the runtime's workers, where the connections' tasks and
+    // the I/O driver run too; polled by `block_on` on this thread it paid a hop between
+    // threads at every wake (measured: about 70 µs a stored tool call on PostgreSQL).
+    let command = runtime.spawn(cli::main());
+    match runtime.block_on(command) {
+        Ok(code) => code,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => ExitCode::FAILURE,
+    }
 }

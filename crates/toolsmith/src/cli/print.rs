@@ -7,7 +7,7 @@ use toolsmith_agent::{RunError, RunOutput};
 use toolsmith_core::RunPart;
 
 /// Prints the parts of a run as they arrive, then its end.
-pub(crate) trait Printer {
+pub(crate) trait Printer: Send {
     /// Prints one part.
     fn part(&mut self, part: &RunPart, out: &mut dyn Write);
 

@@ -12,7 +12,8 @@ use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, error};
 
 /// Builds the model a `model` entry names (`toolsmith run`: the provider registry).
-pub type ResolveModel<'a> = &'a dyn Fn(&ModelConfig) -> Result<Arc<dyn LanguageModel>, String>;
+pub type ResolveModel<'a> =
+    &'a (dyn Fn(&ModelConfig) -> Result<Arc<dyn LanguageModel>, String> + Sync);
 
 /// What building a config's composite tools needs from its caller.
 pub struct BuildContext<'a> {
@@ -22,7 +23,7 @@ pub struct BuildContext<'a> {
     pub resolve: ResolveModel<'a>,
     /// A declared variable's value from outside the config (`toolsmith run`: `--var`, then
     /// the environment).
-    pub lookup: &'a dyn Fn(&str) -> Option<String>,
+    pub lookup: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
 /// The agent a config's composite tools belong to: what a sub-agent without its own model or
@@ -83,7 +84,7 @@ impl AgentConfig {
     pub fn declare_variables(
         &self,
         mut builder: AgentBuilder,
-        lookup: &dyn Fn(&str) -> Option<String>,
+        lookup: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> AgentBuilder {
         for entry in &self.variables {
             builder = builder.declare_variable(entry.decl.clone());
