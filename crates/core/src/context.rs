@@ -148,13 +148,39 @@ impl ToolContext {
         self
     }
 
-    /// Seed 001's key, `smithers:<run id>:<nodeId>:<iteration>`, from the run's id and the
-    /// `nodeId` and `iteration` of the caller's [`metadata`](Self::metadata), with Smithers'
-    /// rules ([`smithers_idempotency_key`](crate::smithers_idempotency_key)): `None` without a
-    /// node id. For tools ported from Smithers; the per-call
+    /// Seed 001's key (`getToolIdempotencyKey`): the caller's own key when its
+    /// [`metadata`](Self::metadata) has an `idempotencyKey` that is a non-empty string (as a
+    /// Smithers context that carries one); else `smithers:<run id>:<nodeId>:<iteration>` from
+    /// the run's id and the metadata's `nodeId` and `iteration`, with Smithers' rules
+    /// ([`smithers_idempotency_key`](crate::smithers_idempotency_key)): `None` without a node
+    /// id. For tools ported from Smithers; the per-call
     /// [`idempotency_key`](Self::idempotency_key) is the finer one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::{Map, json};
+    /// use toolsmith_core::{RunScope, ToolContext};
+    ///
+    /// let cx = |metadata: serde_json::Value| {
+    ///     let metadata: Map<String, serde_json::Value> = serde_json::from_value(metadata).unwrap();
+    ///     let scope = RunScope { metadata: Arc::new(metadata), ..RunScope::new("run-1") };
+    ///     ToolContext::new(Arc::new(scope), 0, "call_1".into(), "pay".into(), Default::default())
+    /// };
+    /// let key = |m| cx(m).smithers_idempotency_key();
+    /// assert_eq!(key(json!({"nodeId": "review", "iteration": 2})).as_deref(), Some("smithers:run-1:review:2"));
+    /// // The caller's own non-empty key wins (rule 1); an empty one does not.
+    /// assert_eq!(key(json!({"nodeId": "review", "idempotencyKey": "mine"})).as_deref(), Some("mine"));
+    /// assert_eq!(key(json!({"nodeId": "review", "idempotencyKey": ""})).as_deref(), Some("smithers:run-1:review:0"));
+    /// assert_eq!(key(json!({"idempotencyKey": "mine"})).as_deref(), Some("mine"));
+    /// assert_eq!(key(json!({})), None);
+    /// ```
     pub fn smithers_idempotency_key(&self) -> Option<String> {
         let metadata = self.metadata();
+        if let Some(Value::String(key)) = metadata.get("idempotencyKey")
+            && !key.is_empty()
+        {
+            return Some(key.clone());
+        }
         crate::smithers_idempotency_key(
             self.run_id(),
             metadata.get("nodeId"),

@@ -64,6 +64,74 @@ fn js_string(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(js_string).collect::<Vec<_>>().join(","),
         Value::Object(_) => "[object Object]".to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), ..) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (.., Some(f)) => js_number(f),
+            _ => n.to_string(),
+        },
         other => other.to_string(),
+    }
+}
+
+/// JavaScript's `Number.prototype.toString()` for a finite `f64`: the shortest digits that read
+/// back as `f`, in plain decimal from 1e-6 up to 1e21 (`2.0` is `2`), else in exponent form
+/// with a signed exponent (`1e+21`, `1.5e-7`). serde_json would write `2.0` and `1e21`.
+fn js_number(f: f64) -> String {
+    if f == 0.0 {
+        return "0".to_string();
+    }
+    let magnitude = f.abs();
+    if (1e-6..1e21).contains(&magnitude) {
+        // Rust's Display is the shortest round-trip form, never in exponent notation.
+        return f.to_string();
+    }
+    let exponent = format!("{f:e}");
+    match exponent.split_once('e') {
+        Some((digits, power)) if !power.starts_with('-') => format!("{digits}e+{power}"),
+        _ => exponent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_javascript_writes_them() {
+        let key = |iteration: Value| {
+            smithers_idempotency_key("r", Some(&json!("n")), Some(&iteration)).unwrap()
+        };
+        assert_eq!(key(json!(2.0)), "smithers:r:n:2");
+        assert_eq!(key(json!(-3)), "smithers:r:n:-3");
+        assert_eq!(key(json!(1.5)), "smithers:r:n:1.5");
+        assert_eq!(key(json!(0.1)), "smithers:r:n:0.1");
+        assert_eq!(key(json!(1e21)), "smithers:r:n:1e+21");
+        assert_eq!(key(json!(1.5e-7)), "smithers:r:n:1.5e-7");
+        assert_eq!(key(json!(123456789012.0)), "smithers:r:n:123456789012");
+        assert_eq!(key(json!(u64::MAX)), format!("smithers:r:n:{}", u64::MAX));
+        // A node id is written the same way.
+        assert_eq!(
+            smithers_idempotency_key("r", Some(&json!(7.0)), None).as_deref(),
+            Some("smithers:r:7:0")
+        );
+    }
+
+    #[test]
+    fn falsy_node_ids_give_no_key() {
+        for node in [json!(null), json!(false), json!(0), json!(0.0), json!("")] {
+            assert_eq!(
+                smithers_idempotency_key("r", Some(&node), None),
+                None,
+                "{node}"
+            );
+        }
+        assert_eq!(smithers_idempotency_key("r", None, None), None);
+        assert_eq!(
+            smithers_idempotency_key("r", Some(&json!([1, "a"])), Some(&json!({}))).as_deref(),
+            Some("smithers:r:1,a:[object Object]")
+        );
     }
 }

@@ -7,8 +7,12 @@ mod pg_server;
 use std::sync::Arc;
 
 use pg_server::PgServer;
+use serde_json::json;
 use toolsmith_core::Message;
-use toolsmith_store::{NewThread, PostgresStore, Store, StoreError, ThreadStatus, conformance};
+use toolsmith_store::{
+    EffectStatus, JournalEntry, NewThread, PostgresStore, Store, StoreError, ThreadStatus,
+    conformance,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
@@ -74,4 +78,99 @@ async fn a_bad_url_is_an_error_that_does_not_repeat_it() {
         .await
         .unwrap_err();
     assert!(!error.to_string().contains("hunter2"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_refused() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let entry = JournalEntry {
+        thread_id: "t".into(),
+        run_id: "r".into(),
+        tool_call_id: "c1".into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt: 1,
+        input: json!({"to": "bob"}),
+        side_effect: true,
+        idempotent: false,
+        idempotency_key: Some("r:c1".into()),
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    {
+        let store = PostgresStore::connect(&url).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        store.intend_call(&entry).await.unwrap();
+    }
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // Version 3's layout: the journal keyed on run, call and attempt with an index on its
+    // thread, and the threads' `updated_at` index.
+    client
+        .batch_execute(
+            "ALTER TABLE journal DROP CONSTRAINT journal_pkey;
+             ALTER TABLE journal ADD PRIMARY KEY (run_id, tool_call_id, attempt);
+             CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
+             CREATE INDEX threads_updated ON threads(updated_at);
+             DELETE FROM schema_migrations WHERE version > 3;",
+        )
+        .await
+        .unwrap();
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    assert_eq!(
+        store.journal("t").await.unwrap(),
+        std::slice::from_ref(&entry)
+    );
+    store
+        .journal_settle(&entry, EffectStatus::Succeeded, &json!({"paid": 5}))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.journal("t").await.unwrap()[0].status,
+        EffectStatus::Succeeded
+    );
+    let key: String = client
+        .query_one(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'journal_pkey'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        key,
+        "PRIMARY KEY (thread_id, run_id, tool_call_id, attempt)"
+    );
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexname::TEXT FROM pg_indexes \
+             WHERE tablename IN ('journal', 'threads') ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(indexes, ["journal_pkey", "threads_parent", "threads_pkey"]);
+
+    // A schema newer than this build's is refused, not written to.
+    client
+        .execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Corrupt(m) if m.contains("version 99")),
+        "{error}"
+    );
 }

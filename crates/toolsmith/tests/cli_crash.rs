@@ -423,6 +423,13 @@ async fn threads_list_and_show_print_a_stored_run_with_its_journal() {
     assert!(list.status.success());
     assert!(text.contains("shown") && text.contains("paused"), "{text}");
 
+    let listed: Value = serde_json::from_slice(&threads(&db, &["list", "--json"]).stdout).unwrap();
+    let listed = listed.as_array().expect("a JSON array of threads");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], "shown");
+    assert_eq!(listed[0]["status"], "paused");
+    assert_eq!(listed[0]["messageCount"], 4);
+
     let show = threads(&db, &["show", "shown"]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains("status:   paused"), "{text}");
