@@ -55,6 +55,8 @@ impl Durable {
             side_effect: meta.side_effect,
             idempotent: meta.is_idempotent(),
             idempotency_key: cx.idempotency_key(),
+            accepts_idempotency_key: meta.accepts_idempotency_key,
+            has_revert: meta.revert.is_some(),
         };
         let outcome = match log.intend(&call).await {
             Err(e) => return store_failed("record the call before it runs", &e),

@@ -109,6 +109,10 @@ pub struct LoggedCall<'a> {
     pub idempotent: bool,
     /// The key the tool sees (`<run id>:<tool call id>`): stable across attempts of this call.
     pub idempotency_key: &'a str,
+    /// Whether the tool declares that it uses the key (seed 001's `acceptsIdempotencyKey`).
+    pub accepts_idempotency_key: bool,
+    /// Whether the tool has a revert hook (seed 001's `hasRevert`).
+    pub has_revert: bool,
 }
 
 impl LoggedCall<'_> {

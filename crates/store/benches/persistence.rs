@@ -131,6 +131,8 @@ impl<S: Store + Clone + 'static> Writer<S> {
             side_effect: true,
             idempotent: false,
             idempotency_key: Some(key.clone()),
+            accepts_idempotency_key: false,
+            has_revert: false,
             status: EffectStatus::Intended,
             output: None,
         };

@@ -26,8 +26,18 @@ pub struct JournalEntry {
     pub side_effect: bool,
     /// Whether running it twice is safe.
     pub idempotent: bool,
-    /// The key handed to the tool (`<run id>:<tool call id>`, or the Smithers form).
+    /// The call's idempotency key (`<run id>:<tool call id>`, or the Smithers form): handed to
+    /// the tool, and the key the ledger claims for a call unsafe to repeat. Seed 001 records
+    /// the key only for a tool that accepts it (null otherwise); here the runtime's ledger
+    /// uses it whether or not the tool reads it, so it is always recorded, and
+    /// [`accepts_idempotency_key`](Self::accepts_idempotency_key) says whether the tool did.
     pub idempotency_key: Option<String>,
+    /// Whether the tool declares that it uses the key (seed 001's `acceptsIdempotencyKey`).
+    #[serde(default)]
+    pub accepts_idempotency_key: bool,
+    /// Whether the tool has a revert hook (seed 001's `hasRevert`).
+    #[serde(default)]
+    pub has_revert: bool,
     /// Where the call stands.
     pub status: EffectStatus,
     /// The result, once settled: the app value, or the error (`{code, message}`).

@@ -50,6 +50,8 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         side_effect: true,
         idempotent: false,
         idempotency_key: Some("r:c1".into()),
+        accepts_idempotency_key: false,
+        has_revert: false,
         status: EffectStatus::Intended,
         output: None,
     };

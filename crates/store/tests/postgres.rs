@@ -97,6 +97,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         side_effect: true,
         idempotent: false,
         idempotency_key: Some("r:c1".into()),
+        accepts_idempotency_key: false,
+        has_revert: false,
         status: EffectStatus::Intended,
         output: None,
     };
@@ -110,10 +112,11 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         .unwrap();
     tokio::spawn(connection);
     // Version 3's layout: the journal keyed on run, call and attempt with an index on its
-    // thread, and the threads' `updated_at` index.
+    // thread and without seed 001's two metadata columns, and the threads' `updated_at` index.
     client
         .batch_execute(
-            "ALTER TABLE journal DROP CONSTRAINT journal_pkey;
+            "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;
+             ALTER TABLE journal DROP CONSTRAINT journal_pkey;
              ALTER TABLE journal ADD PRIMARY KEY (run_id, tool_call_id, attempt);
              CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
              CREATE INDEX threads_updated ON threads(updated_at);

@@ -331,6 +331,8 @@ impl StoredRun {
             side_effect: call.side_effect,
             idempotent: call.idempotent,
             idempotency_key: Some(call.idempotency_key.to_string()),
+            accepts_idempotency_key: call.accepts_idempotency_key,
+            has_revert: call.has_revert,
             status: EffectStatus::Intended,
             output: None,
         }

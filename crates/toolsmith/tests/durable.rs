@@ -74,6 +74,8 @@ async fn crashed_with(
             side_effect: true,
             idempotent: !unsafe_call,
             idempotency_key: Some(key.clone()),
+            accepts_idempotency_key: false,
+            has_revert: false,
             status: EffectStatus::Intended,
             output: None,
         })
@@ -250,7 +252,14 @@ async fn an_idempotent_call_is_run_again_as_a_second_attempt() {
     crashed(&*store, "t", "pay", false).await;
     let count = Arc::new(AtomicU32::new(0));
     let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
-        .tool(pay(count.clone(), side_effect().idempotent(true)))
+        .tool(pay(
+            count.clone(),
+            side_effect()
+                .idempotent(true)
+                .accepts_idempotency_key(true)
+                .revert(Refund(Arc::new(AtomicU32::new(0))))
+                .unwrap(),
+        ))
         .build();
     let out = resume(store.clone(), "t", &agent).await;
     assert_eq!(count.load(Ordering::SeqCst), 1);
@@ -265,6 +274,9 @@ async fn an_idempotent_call_is_run_again_as_a_second_attempt() {
         attempts,
         [(1, EffectStatus::Intended), (2, EffectStatus::Succeeded)]
     );
+    // The attempt this run recorded carries seed 001's tool metadata.
+    assert!(journal[1].accepts_idempotency_key && journal[1].has_revert);
+    assert_eq!(journal[1].idempotency_key.as_deref(), Some("run-1:call_1"));
 }
 
 #[tokio::test]

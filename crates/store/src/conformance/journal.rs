@@ -20,6 +20,8 @@ fn entry(call: &str, seq: u64, side_effect: bool) -> JournalEntry {
         side_effect,
         idempotent: !side_effect,
         idempotency_key: Some(format!("run-1:{call}")),
+        accepts_idempotency_key: side_effect,
+        has_revert: side_effect,
         status: EffectStatus::Intended,
         output: None,
     }
@@ -53,6 +55,11 @@ pub(super) async fn journal<S: Store>(store: &S) {
     );
     assert_eq!(entries[1].output, None);
     assert!(entries[0].side_effect && !entries[0].idempotent);
+    assert!(
+        entries[0].accepts_idempotency_key && entries[0].has_revert,
+        "seed 001's tool metadata is kept"
+    );
+    assert!(!entries[1].accepts_idempotency_key && !entries[1].has_revert);
     assert!(
         matches!(
             store
@@ -133,6 +140,8 @@ pub(super) async fn combined_journal_and_ledger<S: Store>(store: &S) {
         side_effect,
         idempotent,
         idempotency_key: Some(format!("r-both:{call}")),
+        accepts_idempotency_key: false,
+        has_revert: false,
         status: EffectStatus::Intended,
         output: None,
     };
@@ -241,6 +250,8 @@ pub(super) async fn settle_and_write<S: Store>(store: &S) {
         side_effect: true,
         idempotent: false,
         idempotency_key: Some(format!("r-sw:{call}")),
+        accepts_idempotency_key: false,
+        has_revert: false,
         status: EffectStatus::Intended,
         output: None,
     };
@@ -358,6 +369,8 @@ pub(super) async fn write_and_intend<S: Store>(store: &S) {
         side_effect: true,
         idempotent: false,
         idempotency_key: Some(format!("r-wi:{call}")),
+        accepts_idempotency_key: false,
+        has_revert: false,
         status: EffectStatus::Intended,
         output: None,
     };

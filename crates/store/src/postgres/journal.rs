@@ -17,11 +17,12 @@ pub(super) async fn execute(
     client.execute(&statement, params).await.map_err(backend)
 }
 
-/// The INSERT that records a journal entry (`$1`…`$11`); a second record of one attempt keeps
+/// The INSERT that records a journal entry (`$1`…`$13`); a second record of one attempt keeps
 /// the first.
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
-     tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL) \
+     tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output, \
+     accepts_idempotency_key, has_revert) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13) \
      ON CONFLICT (thread_id, run_id, tool_call_id, attempt) DO NOTHING";
 
 /// Records `entry`; a second record of one attempt keeps the first.
@@ -36,9 +37,10 @@ pub(super) async fn intend(
         entry.status.as_str(),
     );
     #[rustfmt::skip]
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let params: [&(dyn ToSql + Sync); 13] = [
         &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
         &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
+        &entry.accepts_idempotency_key, &entry.has_revert,
     ];
     execute(client, INSERT_ENTRY, &params).await?;
     Ok(())
@@ -59,19 +61,19 @@ pub(super) async fn intend_and_claim(
     );
     let now = now_millis() as i64;
     #[rustfmt::skip]
-    let params: [&(dyn ToSql + Sync); 13] = [
+    let params: [&(dyn ToSql + Sync); 15] = [
         &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
         &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
-        &key, &now,
+        &entry.accepts_idempotency_key, &entry.has_revert, &key, &now,
     ];
     // The final SELECT reads the statement's snapshot: an earlier claim's row, or none when
     // this statement made the claim.
     let sql = format!(
         "WITH entry AS ({INSERT_ENTRY}), \
          claimed AS (INSERT INTO ledger (key, thread_id, status, output, created_at) \
-             VALUES ($12, $4, 'intended', NULL, $13) ON CONFLICT (key) DO NOTHING RETURNING 1) \
+             VALUES ($14, $4, 'intended', NULL, $15) ON CONFLICT (key) DO NOTHING RETURNING 1) \
          SELECT EXISTS (SELECT 1 FROM claimed), l.status, l.output \
-         FROM (SELECT 1) AS one LEFT JOIN ledger AS l ON l.key = $12"
+         FROM (SELECT 1) AS one LEFT JOIN ledger AS l ON l.key = $14"
     );
     let statement = client.prepare_cached(&sql).await.map_err(backend)?;
     let row = client

@@ -438,7 +438,8 @@ impl Store for PostgresStore {
         let rows = client
             .query(
                 "SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq, input, \
-                 side_effect, idempotent, idempotency_key, status, output FROM journal \
+                 side_effect, idempotent, idempotency_key, status, output, \
+                 accepts_idempotency_key, has_revert FROM journal \
                  WHERE thread_id = $1 ORDER BY seq, attempt",
                 &[&thread],
             )
@@ -458,6 +459,8 @@ impl Store for PostgresStore {
                     side_effect: row.get(7),
                     idempotent: row.get(8),
                     idempotency_key: row.get(9),
+                    accepts_idempotency_key: row.get(12),
+                    has_revert: row.get(13),
                     status: status(row.get::<_, &str>(10))?,
                     output: output.map(|o| from_json(&o)).transpose()?,
                 })

@@ -67,13 +67,16 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // Fewer indexes written at every tool call, as SQLite's version 5: the journal keyed on
     // its thread first (listing a thread's journal needs no index of its own), and no index
     // on `updated_at`, which every save changes (without it a save of a thread's row can be a
-    // HOT update, which writes no index). Listing threads by recency sorts instead.
+    // HOT update, which writes no index). Listing threads by recency sorts instead. The
+    // journal also gains seed 001's `acceptsIdempotencyKey` and `hasRevert`.
     (
         4,
         "ALTER TABLE journal DROP CONSTRAINT journal_pkey;
     ALTER TABLE journal ADD PRIMARY KEY (thread_id, run_id, tool_call_id, attempt);
     DROP INDEX IF EXISTS journal_thread;
-    DROP INDEX IF EXISTS threads_updated;",
+    DROP INDEX IF EXISTS threads_updated;
+    ALTER TABLE journal ADD COLUMN accepts_idempotency_key BOOLEAN NOT NULL DEFAULT FALSE,
+        ADD COLUMN has_revert BOOLEAN NOT NULL DEFAULT FALSE;",
     ),
 ];
 

@@ -14,8 +14,9 @@ pub(super) fn intend(
 ) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
-         input, side_effect, idempotent, idempotency_key, status, output) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL) \
+         input, side_effect, idempotent, idempotency_key, status, output, \
+         accepts_idempotency_key, has_revert) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL, ?12, ?13) \
          ON CONFLICT(thread_id, run_id, tool_call_id, attempt) DO NOTHING",
     )
     .and_then(|mut insert| {
@@ -31,6 +32,8 @@ pub(super) fn intend(
             entry.idempotent,
             entry.idempotency_key,
             entry.status.as_str(),
+            entry.accepts_idempotency_key,
+            entry.has_revert,
         ])
     })
     .map_err(backend)?;

@@ -546,45 +546,41 @@ impl Store for SqliteStore {
             let mut stmt = conn
                 .prepare(
                     "SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq, input, \
-                     side_effect, idempotent, idempotency_key, status, output FROM journal \
+                     side_effect, idempotent, idempotency_key, status, output, \
+                     accepts_idempotency_key, has_revert FROM journal \
                      WHERE thread_id = ?1 ORDER BY seq, attempt",
                 )
                 .map_err(backend)?;
+            // The row's columns, its JSON and status still as text.
             let rows = stmt
                 .query_map([&thread], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, u32>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, i64>(5)?,
-                        r.get::<_, String>(6)?,
-                        r.get::<_, bool>(7)?,
-                        r.get::<_, bool>(8)?,
-                        r.get::<_, Option<String>>(9)?,
-                        r.get::<_, String>(10)?,
-                        r.get::<_, Option<String>>(11)?,
-                    ))
+                    let entry = JournalEntry {
+                        run_id: r.get(0)?,
+                        tool_call_id: r.get(1)?,
+                        attempt: r.get(2)?,
+                        thread_id: r.get(3)?,
+                        tool_name: r.get(4)?,
+                        seq: r.get::<_, i64>(5)? as u64,
+                        input: Value::Null,
+                        side_effect: r.get(7)?,
+                        idempotent: r.get(8)?,
+                        idempotency_key: r.get(9)?,
+                        accepts_idempotency_key: r.get(12)?,
+                        has_revert: r.get(13)?,
+                        status: EffectStatus::Intended,
+                        output: None,
+                    };
+                    let text: (String, String, Option<String>) =
+                        (r.get(6)?, r.get(10)?, r.get(11)?);
+                    Ok((entry, text))
                 })
                 .map_err(backend)?;
             rows.map(|row| {
-                let (run, call, attempt, thread, tool, seq, input, side, idem, key, st, out) =
-                    row.map_err(backend)?;
-                Ok(JournalEntry {
-                    thread_id: thread,
-                    run_id: run,
-                    tool_call_id: call,
-                    tool_name: tool,
-                    seq: seq as u64,
-                    attempt,
-                    input: from_json(&input)?,
-                    side_effect: side,
-                    idempotent: idem,
-                    idempotency_key: key,
-                    status: status(&st)?,
-                    output: out.map(|o| from_json(&o)).transpose()?,
-                })
+                let (mut entry, (input, st, out)) = row.map_err(backend)?;
+                entry.input = from_json(&input)?;
+                entry.status = status(&st)?;
+                entry.output = out.map(|o| from_json(&o)).transpose()?;
+                Ok(entry)
             })
             .collect()
         })

@@ -112,7 +112,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // Fewer b-trees written at every tool call (measured: a call in a step of its own 98 ->
     // 78 µs). The journal is clustered on its thread first, so listing a thread's journal
     // needs no index of its own; the threads' `updated_at` index, rewritten at every save,
-    // goes: listing threads by recency scans and sorts instead, an operator's query.
+    // goes: listing threads by recency scans and sorts instead, an operator's query. The
+    // journal also gains seed 001's `acceptsIdempotencyKey` and `hasRevert`.
     (
         5,
         "CREATE TABLE journal_v5 (
@@ -128,11 +129,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         idempotency_key TEXT,
         status TEXT NOT NULL,
         output TEXT,
+        accepts_idempotency_key INTEGER NOT NULL DEFAULT 0,
+        has_revert INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (thread_id, run_id, tool_call_id, attempt)
     ) WITHOUT ROWID;
-    INSERT OR IGNORE INTO journal_v5 SELECT thread_id, run_id, tool_call_id, attempt,
-        tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output
-        FROM journal;
+    INSERT OR IGNORE INTO journal_v5 (thread_id, run_id, tool_call_id, attempt, tool_name,
+        seq, input, side_effect, idempotent, idempotency_key, status, output)
+        SELECT thread_id, run_id, tool_call_id, attempt, tool_name, seq, input, side_effect,
+        idempotent, idempotency_key, status, output FROM journal;
     DROP TABLE journal;
     ALTER TABLE journal_v5 RENAME TO journal;
     DROP INDEX IF EXISTS threads_updated;",
