@@ -242,4 +242,68 @@ impl<'a, S: Store + ?Sized> Vault<'a, S> {
             })
             .collect()
     }
+
+    /// Stores `account`'s credential `name`, always sealed, replacing an earlier one.
+    ///
+    /// ```
+    /// use toolsmith_store::{MemoryStore, SecretKey, Vault};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = MemoryStore::new();
+    /// let vault = Vault::new(&store, SecretKey::generate());
+    /// vault.put_credential("acme", "TAVILY_API_KEY", "tvly-123").await.unwrap();
+    /// assert_eq!(
+    ///     vault.credential("acme", "TAVILY_API_KEY").await.unwrap().as_deref(),
+    ///     Some("tvly-123")
+    /// );
+    /// assert_eq!(vault.credential("other", "TAVILY_API_KEY").await.unwrap(), None);
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The store's.
+    pub async fn put_credential(
+        &self,
+        account: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let sealed = self.key.seal(value.as_bytes());
+        self.store.put_credential(account, name, &sealed).await
+    }
+
+    /// The account's credentials, `(name, value)`, opened, by name.
+    ///
+    /// # Errors
+    ///
+    /// The store's; [`StoreError::Corrupt`] for a credential sealed with another key.
+    pub async fn credentials(&self, account: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let stored = self.store.credentials(account).await?;
+        stored
+            .into_iter()
+            .map(|(name, sealed)| {
+                let text = String::from_utf8(self.key.open(&sealed)?)
+                    .map_err(|_| StoreError::Corrupt(format!("credential {name} is not UTF-8")))?;
+                Ok((name, text))
+            })
+            .collect()
+    }
+
+    /// The account's credential `name`, opened; `None` when it has none of that name.
+    ///
+    /// # Errors
+    ///
+    /// As [`credentials`](Self::credentials).
+    pub async fn credential(
+        &self,
+        account: &str,
+        name: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .credentials(account)
+            .await?
+            .into_iter()
+            .find_map(|(n, value)| (n == name).then_some(value)))
+    }
 }

@@ -42,6 +42,7 @@ struct State {
     journal: Vec<JournalEntry>,
     ledger: HashMap<String, (EffectStatus, Option<Value>)>,
     variables: HashMap<String, std::collections::BTreeMap<String, StoredValue>>,
+    credentials: HashMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
 }
 
 impl MemoryStore {
@@ -375,5 +376,36 @@ impl Store for MemoryStore {
     ) -> Result<(), StoreError> {
         *self.state().ledger_entry(key)? = (status, Some(output.clone()));
         Ok(())
+    }
+
+    async fn put_credential(
+        &self,
+        account: &str,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        self.state()
+            .credentials
+            .entry(account.to_string())
+            .or_default()
+            .insert(name.to_string(), sealed.to_vec());
+        Ok(())
+    }
+
+    async fn credentials(&self, account: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        Ok(self
+            .state()
+            .credentials
+            .get(account)
+            .map(|c| c.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .state()
+            .credentials
+            .get_mut(account)
+            .is_some_and(|c| c.remove(name).is_some()))
     }
 }

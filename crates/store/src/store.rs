@@ -196,6 +196,25 @@ pub trait Store: Send + Sync + 'static {
     /// The thread's variables, by name.
     async fn variables(&self, thread: &str) -> Result<Vec<(String, StoredValue)>, StoreError>;
 
+    /// Stores `account`'s credential `name` as `sealed`, replacing an earlier one. Credentials
+    /// belong to an account, not to a thread: the API keys a hosted agent's tools use on the
+    /// account's behalf (seed 000). The bytes are ciphertext: [`Vault::put_credential`]
+    /// seals them before they reach the store.
+    ///
+    /// [`Vault::put_credential`]: crate::Vault::put_credential
+    async fn put_credential(
+        &self,
+        account: &str,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError>;
+
+    /// The account's credentials, `(name, sealed)`, by name.
+    async fn credentials(&self, account: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// Removes the account's credential `name`: whether there was one.
+    async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError>;
+
     /// Settles a claimed key.
     ///
     /// # Errors

@@ -32,7 +32,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     store.claim("kept", 0, "run-1").await.unwrap();
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
-    assert_eq!(SqliteStore::schema_version(), 5);
+    assert_eq!(SqliteStore::schema_version(), 6);
 }
 
 #[tokio::test]

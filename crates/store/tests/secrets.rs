@@ -66,6 +66,34 @@ async fn a_secret_is_only_ciphertext_in_the_database_file_and_reads_back_with_it
     );
 }
 
+#[tokio::test]
+async fn an_accounts_credential_is_only_ciphertext_in_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("runs.db")).await.unwrap();
+    let vault = Vault::new(&store, SecretKey::generate());
+    vault
+        .put_credential("acme", "TAVILY_API_KEY", SECRET)
+        .await
+        .unwrap();
+    assert!(
+        !contains(&database_bytes(dir.path()), SECRET.as_bytes()),
+        "the credential is in the file"
+    );
+    assert!(
+        contains(&database_bytes(dir.path()), b"TAVILY_API_KEY"),
+        "its name is (so the scan above reads the rows)"
+    );
+    assert_eq!(
+        vault.credentials("acme").await.unwrap(),
+        [("TAVILY_API_KEY".to_string(), SECRET.to_string())]
+    );
+    let other = Vault::new(&store, SecretKey::generate());
+    assert!(matches!(
+        other.credential("acme", "TAVILY_API_KEY").await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
 #[test]
 fn the_key_file_is_created_private_on_first_use_and_reused() {
     let dir = tempfile::tempdir().unwrap();

@@ -35,6 +35,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     journal::settle_and_write(&*store).await;
     journal::write_and_intend(&*store).await;
     variables(&*store).await;
+    credentials(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
 }
@@ -367,6 +368,48 @@ async fn queries<S: Store>(store: &S) {
         .await
         .unwrap();
     assert_eq!(one.len(), 1, "limit caps the list");
+}
+
+async fn credentials<S: Store>(store: &S) {
+    let (key, other) = (vec![1, 2, 255, 0], vec![9; 40]);
+    assert_eq!(store.credentials("acct-a").await.unwrap(), []);
+    store
+        .put_credential("acct-a", "OPENAI_API_KEY", &key)
+        .await
+        .unwrap();
+    store
+        .put_credential("acct-a", "B_TOKEN", &other)
+        .await
+        .unwrap();
+    store
+        .put_credential("acct-b", "OPENAI_API_KEY", &other)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.credentials("acct-a").await.unwrap(),
+        [
+            ("B_TOKEN".to_string(), other.clone()),
+            ("OPENAI_API_KEY".to_string(), key)
+        ],
+        "an account's credentials, by name, as stored"
+    );
+    store
+        .put_credential("acct-a", "OPENAI_API_KEY", &other)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.credentials("acct-a").await.unwrap()[1].1,
+        other,
+        "a credential stored again replaces the first"
+    );
+    assert!(store.delete_credential("acct-a", "B_TOKEN").await.unwrap());
+    assert!(!store.delete_credential("acct-a", "B_TOKEN").await.unwrap());
+    assert_eq!(store.credentials("acct-a").await.unwrap().len(), 1);
+    assert_eq!(
+        store.credentials("acct-b").await.unwrap().len(),
+        1,
+        "another account's are its own"
+    );
 }
 
 async fn variables<S: Store>(store: &S) {

@@ -1,5 +1,6 @@
 //! [`PostgresStore`]: the scale-out backend, several processes sharing one database.
 
+mod credentials;
 mod journal;
 mod schema;
 mod write;
@@ -526,6 +527,23 @@ impl Store for PostgresStore {
                 )
             })
             .collect())
+    }
+
+    async fn put_credential(
+        &self,
+        account: &str,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        credentials::put(&self.client().await?, account, name, sealed).await
+    }
+
+    async fn credentials(&self, account: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        credentials::list(&self.client().await?, account).await
+    }
+
+    async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError> {
+        credentials::delete(&self.client().await?, account, name).await
     }
 
     async fn ledger_settle(

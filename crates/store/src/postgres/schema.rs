@@ -78,6 +78,18 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ALTER TABLE journal ADD COLUMN accepts_idempotency_key BOOLEAN NOT NULL DEFAULT FALSE,
         ADD COLUMN has_revert BOOLEAN NOT NULL DEFAULT FALSE;",
     ),
+    // Accounts' credentials (seed 000: an account's own API keys, sealed like secret
+    // variables), apart from any thread.
+    (
+        5,
+        "CREATE TABLE IF NOT EXISTS credentials (
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value BYTEA NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (account_id, name)
+    );",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
 
 mod checkpoint;
+mod credentials;
 mod journal;
 mod schema;
 
@@ -638,6 +639,29 @@ impl Store for SqliteStore {
             rows.map(|r| r.map_err(backend)).collect()
         })
         .await
+    }
+
+    async fn put_credential(
+        &self,
+        account: &str,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        let (account, name, sealed) = (account.to_string(), name.to_string(), sealed.to_vec());
+        self.with(move |conn| credentials::put(conn, &account, &name, &sealed))
+            .await
+    }
+
+    async fn credentials(&self, account: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let account = account.to_string();
+        self.with(move |conn| credentials::list(conn, &account))
+            .await
+    }
+
+    async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError> {
+        let (account, name) = (account.to_string(), name.to_string());
+        self.with(move |conn| credentials::delete(conn, &account, &name))
+            .await
     }
 
     async fn ledger_settle(

@@ -141,6 +141,18 @@ const MIGRATIONS: &[(u32, &str)] = &[
     ALTER TABLE journal_v5 RENAME TO journal;
     DROP INDEX IF EXISTS threads_updated;",
     ),
+    // Accounts' credentials (seed 000: an account's own API keys, sealed like secret
+    // variables), apart from any thread.
+    (
+        6,
+        "CREATE TABLE IF NOT EXISTS credentials (
+        account_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value BLOB NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (account_id, name)
+    ) WITHOUT ROWID;",
+    ),
 ];
 
 /// The newest schema version this build knows.
