@@ -11,6 +11,7 @@ mod common;
 mod pg_server;
 
 use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -354,19 +355,23 @@ async fn postgres_runs_survive_sigkill_at_any_point() {
     crash_and_resume(&db, 8).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_resuming_one_thread_one_proceeds() {
-    let base = serve_with(model);
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let store = toolsmith::store::open(&db).await.unwrap();
+/// Two processes resume one paused thread at once, three times over. The model answers
+/// slowly (half a second), so that the winner still holds the thread when the other process
+/// looks: exactly one proceeds, and the other is told that another process continues it (not
+/// that there is nothing to resume, which is what a sequential second resumption would hear).
+async fn resume_race(db: &str, dir: &Path) {
+    let base = serve_with(|request| {
+        std::thread::sleep(Duration::from_millis(500));
+        model(request)
+    });
+    let store = toolsmith::store::open(db).await.unwrap();
     for i in 0..3 {
-        let root = dir.path().join(format!("ws-{i}"));
+        let root = dir.join(format!("ws-{i}"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
         let thread = format!("race-{i}");
         // Runs until it waits for the write's approval.
-        let out = run_killed(toolsmith(&base, &db, &root, &thread, false), None).unwrap();
+        let out = run_killed(toolsmith(&base, db, &root, &thread, false), None).unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -375,8 +380,8 @@ async fn two_processes_resuming_one_thread_one_proceeds() {
         let paused = store.thread(&thread).await.unwrap().unwrap();
         assert_eq!(paused.status, ThreadStatus::Paused);
 
-        let a = toolsmith(&base, &db, &root, &thread, true).spawn().unwrap();
-        let b = toolsmith(&base, &db, &root, &thread, true).spawn().unwrap();
+        let a = toolsmith(&base, db, &root, &thread, true).spawn().unwrap();
+        let b = toolsmith(&base, db, &root, &thread, true).spawn().unwrap();
         let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
         let outcomes = [&a, &b];
         let won = outcomes.iter().filter(|o| o.status.success()).count();
@@ -384,12 +389,82 @@ async fn two_processes_resuming_one_thread_one_proceeds() {
         let lost = outcomes.iter().find(|o| !o.status.success()).unwrap();
         let stderr = String::from_utf8_lossy(&lost.stderr);
         assert!(
-            stderr.contains("is being continued by another process")
-                || stderr.contains("has no run to resume"),
+            stderr.contains(&format!(
+                "thread {thread} is being continued by another process"
+            )),
             "the other gets a clear error: {stderr}"
         );
         check_thread(&*store, &thread, &root).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_resuming_one_thread_one_proceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    resume_race(&db, dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_resuming_one_thread_one_proceeds_on_postgres() {
+    let Some(server) = pg_server::PgServer::start() else {
+        return;
+    };
+    let db = server.database().await;
+    let dir = tempfile::tempdir().unwrap();
+    resume_race(&db, dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_secret_key_comes_from_the_environment_else_a_private_key_file() {
+    let base = serve_with(model);
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let config_home = dir.path().join("config");
+    let key_file = config_home.join("toolsmith/secret.key");
+    let run = |thread: &str| {
+        let mut command = toolsmith(&base, &db, &root, thread, false);
+        command.env("XDG_CONFIG_HOME", &config_home);
+        command
+    };
+
+    // With TOOLSMITH_SECRET_KEY set, no key file is made.
+    let out = run_killed(run("with-env"), None).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!key_file.exists(), "the environment's key is used");
+
+    // A malformed key is refused, naming the variable but not repeating its value.
+    let mut bad = run("bad-env");
+    bad.env("TOOLSMITH_SECRET_KEY", "not-a-key-but-a-secret-value");
+    let out = run_killed(bad, None).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TOOLSMITH_SECRET_KEY"), "{stderr}");
+    assert!(!stderr.contains("not-a-key-but-a-secret-value"), "{stderr}");
+
+    // Without it, a key file readable only by its owner is made, then reused.
+    let mut without = run("with-file");
+    without.env_remove("TOOLSMITH_SECRET_KEY");
+    let out = run_killed(without, None).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let first = std::fs::read_to_string(&key_file).unwrap();
+    let mut again = run("with-file-again");
+    again.env_remove("TOOLSMITH_SECRET_KEY");
+    assert!(run_killed(again, None).unwrap().status.success());
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), first);
 }
 
 /// `toolsmith threads …` on `db`.
