@@ -68,8 +68,11 @@ impl Durable {
         };
         let settled = match &outcome {
             CallOutcome::Output(output) => Some(Settled::Succeeded(output)),
-            CallOutcome::Error(e) if e.code() == EFFECT_UNKNOWN => Some(Settled::Unknown(e)),
-            CallOutcome::Error(e) => Some(Settled::Failed(e)),
+            // Undone by the tool's revert hook: the effect is known not to stand.
+            CallOutcome::Error(e) if e.code() == EFFECT_REVERTED => Some(Settled::Failed(e)),
+            // Seed 001 records every error a tool throws as `unknown`: an error does not say
+            // whether the effect happened before it.
+            CallOutcome::Error(e) => Some(Settled::Unknown(e)),
             // A call that paused (a sub-agent's nested approval) runs again when resumed.
             CallOutcome::Paused(_) => None,
         };

@@ -147,9 +147,12 @@ pub enum Intent {
 pub enum Settled<'a> {
     /// It returned this output (also: a reconcile hook found it had).
     Succeeded(&'a ToolOutput),
-    /// It returned this error.
+    /// It failed and its effect is known not to stand: its revert hook undid it
+    /// (`EFFECT_REVERTED`).
     Failed(&'a ToolError),
-    /// Whether it had its effect is not known: it was interrupted and nothing could tell.
+    /// It failed and whether it had its effect is not known: it returned this error (seed 001
+    /// records every thrown error so), or it was interrupted and nothing could tell
+    /// (`EFFECT_UNKNOWN`).
     Unknown(&'a ToolError),
 }
 

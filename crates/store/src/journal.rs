@@ -92,9 +92,10 @@ pub enum EffectStatus {
     Intended,
     /// Executed and returned a result.
     Succeeded,
-    /// Executed and returned an error.
+    /// Failed, its effect known not to stand (a revert hook undid it).
     Failed,
-    /// Whether it had its effect is not known (seed 001 records a thrown error so).
+    /// Failed, and whether it had its effect is not known: the tool returned an error (seed
+    /// 001 records every thrown error so), or a crash interrupted it and nothing could tell.
     Unknown,
 }
 

@@ -358,7 +358,8 @@ impl StoredRun {
         match claim {
             Claim::New => Ok(Intent::Execute),
             Claim::Existing {
-                status: status @ (EffectStatus::Succeeded | EffectStatus::Failed),
+                status:
+                    status @ (EffectStatus::Succeeded | EffectStatus::Failed | EffectStatus::Unknown),
                 output: Some(output),
             } => {
                 // Settled under this key, but not in this journal entry (a crash between the

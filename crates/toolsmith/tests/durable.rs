@@ -369,6 +369,34 @@ async fn a_stored_run_records_every_call_and_its_thread() {
 }
 
 #[tokio::test]
+async fn a_tools_error_is_journaled_with_its_effect_unknown_as_seed_001_records_it() {
+    let (_dir, store) = sqlite().await;
+    let failing = from_fn("pay", "Pay someone.", |_: Value, _cx| async move {
+        Err::<Value, _>(ToolError::new("BANK_DOWN", "The bank did not answer."))
+    })
+    .with_meta(side_effect());
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::call("pay", json!({"to": "bob"})),
+        Turn::text("It failed."),
+    ]))
+    .tool(failing)
+    .build();
+    let (run, messages) = StoredRun::start(store.clone(), "t", vec![Message::user("Pay.")])
+        .await
+        .unwrap();
+    agent.run(run.input(messages)).await.unwrap();
+    let journal = store.journal("t").await.unwrap();
+    // Phase `failed`, effect status `unknown`: an error does not say whether the payment was
+    // made before it.
+    assert_eq!(journal[0].status, EffectStatus::Unknown);
+    assert_eq!(journal[0].status.phase(), "failed");
+    assert_eq!(journal[0].output.as_ref().unwrap()["code"], "BANK_DOWN");
+    // Settled: a resumption of the thread does not run it again.
+    let resumed = StoredRun::resume(store.clone(), "t", std::time::Duration::ZERO).await;
+    assert!(matches!(resumed, Err(DurableError::NothingToResume { .. })));
+}
+
+#[tokio::test]
 async fn variables_a_run_sets_are_kept_with_the_thread_and_secrets_only_as_ciphertext() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
