@@ -17,8 +17,64 @@ pub(super) async fn execute(
     client.execute(&statement, params).await.map_err(backend)
 }
 
-/// The INSERT that records a journal entry (`$1`…`$13`); a second record of one attempt keeps
-/// the first.
+/// A journal entry's key as the statements bind it: `thread_id`, `run_id`, `tool_call_id`,
+/// `attempt`.
+pub(super) struct EntryKey<'a> {
+    entry: &'a JournalEntry,
+    attempt: i32,
+}
+
+impl<'a> EntryKey<'a> {
+    pub(super) fn of(entry: &'a JournalEntry) -> Self {
+        EntryKey {
+            entry,
+            attempt: entry.attempt as i32,
+        }
+    }
+
+    /// The four values, in the key's order.
+    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 4] {
+        let e = self.entry;
+        [&e.thread_id, &e.run_id, &e.tool_call_id, &self.attempt]
+    }
+}
+
+/// A journal entry's values as [`INSERT_ENTRY`] binds them (`run_id` … `has_revert`), its
+/// input as JSON.
+pub(super) struct NewEntry<'a> {
+    entry: &'a JournalEntry,
+    attempt: i32,
+    seq: i64,
+    input: String,
+    status: &'static str,
+}
+
+impl<'a> NewEntry<'a> {
+    pub(super) fn of(entry: &'a JournalEntry) -> Result<Self, StoreError> {
+        Ok(NewEntry {
+            entry,
+            attempt: entry.attempt as i32,
+            seq: entry.seq as i64,
+            input: to_json(&entry.input)?,
+            status: entry.status.as_str(),
+        })
+    }
+
+    /// The thirteen values, in the INSERT's column order.
+    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 13] {
+        let e = self.entry;
+        #[rustfmt::skip]
+        let values: [&(dyn ToSql + Sync); 13] = [
+            &e.run_id, &e.tool_call_id, &self.attempt, &e.thread_id, &e.tool_name, &self.seq,
+            &self.input, &e.side_effect, &e.idempotent, &e.idempotency_key, &self.status,
+            &e.accepts_idempotency_key, &e.has_revert,
+        ];
+        values
+    }
+}
+
+/// The INSERT that records a journal entry (`$1`…`$13`, [`NewEntry::values`]); a second
+/// record of one attempt keeps the first.
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
      tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output, \
      accepts_idempotency_key, has_revert) \
@@ -30,19 +86,7 @@ pub(super) async fn intend(
     client: &impl GenericClient,
     entry: &JournalEntry,
 ) -> Result<(), StoreError> {
-    let input = to_json(&entry.input)?;
-    let (attempt, seq, status) = (
-        entry.attempt as i32,
-        entry.seq as i64,
-        entry.status.as_str(),
-    );
-    #[rustfmt::skip]
-    let params: [&(dyn ToSql + Sync); 13] = [
-        &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
-        &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
-        &entry.accepts_idempotency_key, &entry.has_revert,
-    ];
-    execute(client, INSERT_ENTRY, &params).await?;
+    execute(client, INSERT_ENTRY, &NewEntry::of(entry)?.values()).await?;
     Ok(())
 }
 
@@ -53,19 +97,10 @@ pub(super) async fn intend_and_claim(
     entry: &JournalEntry,
     key: &str,
 ) -> Result<Claim, StoreError> {
-    let input = to_json(&entry.input)?;
-    let (attempt, seq, status) = (
-        entry.attempt as i32,
-        entry.seq as i64,
-        entry.status.as_str(),
-    );
+    let new = NewEntry::of(entry)?;
     let now = now_millis() as i64;
-    #[rustfmt::skip]
-    let params: [&(dyn ToSql + Sync); 15] = [
-        &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
-        &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &status,
-        &entry.accepts_idempotency_key, &entry.has_revert, &key, &now,
-    ];
+    let mut params = new.values().to_vec();
+    params.extend::<[&(dyn ToSql + Sync); 2]>([&key, &now]);
     // The final SELECT reads the statement's snapshot: an earlier claim's row, or none when
     // this statement made the claim.
     let sql = format!(
@@ -103,19 +138,13 @@ pub(super) async fn settle(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let attempt = entry.attempt as i32;
+    let key = EntryKey::of(entry);
+    let [thread, run, call, attempt] = key.values();
     let changed = execute(
         client,
         "UPDATE journal SET status = $5, output = $6 \
              WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4",
-        &[
-            &entry.thread_id,
-            &entry.run_id,
-            &entry.tool_call_id,
-            &attempt,
-            &status.as_str(),
-            &output,
-        ],
+        &[thread, run, call, attempt, &status.as_str(), &output],
     )
     .await?;
     if changed == 0 {
@@ -129,17 +158,11 @@ pub(super) async fn recorded(
     client: &impl GenericClient,
     entry: &JournalEntry,
 ) -> Result<bool, StoreError> {
-    let attempt = entry.attempt as i32;
     let found = client
         .query_opt(
             "SELECT 1 FROM journal \
              WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4",
-            &[
-                &entry.thread_id,
-                &entry.run_id,
-                &entry.tool_call_id,
-                &attempt,
-            ],
+            &EntryKey::of(entry).values(),
         )
         .await
         .map_err(backend)?;
@@ -207,7 +230,6 @@ pub(super) async fn settle_with_key(
     status: EffectStatus,
     output: &str,
 ) -> Result<(), StoreError> {
-    let attempt = entry.attempt as i32;
     let sql = "WITH entry AS (UPDATE journal SET status = $5, output = $6 \
              WHERE thread_id = $1 AND run_id = $2 AND tool_call_id = $3 AND attempt = $4 \
              AND EXISTS (SELECT 1 FROM ledger WHERE key = $7) RETURNING 1), \
@@ -215,11 +237,10 @@ pub(super) async fn settle_with_key(
              WHERE key = $7 AND EXISTS (SELECT 1 FROM entry) RETURNING 1) \
          SELECT (SELECT count(*) FROM entry), (SELECT count(*) FROM settled)";
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
-    #[rustfmt::skip]
-    let params: [&(dyn ToSql + Sync); 7] = [
-        &entry.thread_id, &entry.run_id, &entry.tool_call_id, &attempt, &status.as_str(),
-        &output, &key,
-    ];
+    let entry_key = EntryKey::of(entry);
+    let [thread, run, call, attempt] = entry_key.values();
+    let params: [&(dyn ToSql + Sync); 7] =
+        [thread, run, call, attempt, &status.as_str(), &output, &key];
     let row = client
         .query_one(&statement, &params)
         .await

@@ -13,7 +13,8 @@ use std::sync::LazyLock;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
-use super::{backend, from_json, journal, status, to_json};
+use super::journal::{self, EntryKey, NewEntry};
+use super::{backend, from_json, status, to_json};
 use crate::store::now_millis;
 use crate::{Claim, JournalEntry, Settlement, StoreError, ThreadWrite};
 
@@ -72,14 +73,14 @@ static WRITE_AND_INTEND_CLAIM: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The thread's row changes only if the journal entry (`$10`…`$13`: run, call, attempt and
-/// the entry's thread) exists.
+/// The thread's row changes only if the journal entry (its key at `$10`…`$13`,
+/// [`EntryKey::values`]) exists.
 const ENTRY_EXISTS: &str = " AND EXISTS (SELECT 1 FROM journal \
-     WHERE thread_id = $13 AND run_id = $10 AND tool_call_id = $11 AND attempt = $12)";
+     WHERE thread_id = $10 AND run_id = $11 AND tool_call_id = $12 AND attempt = $13)";
 
 /// The entry's settlement with status `$8` and output `$9`, when the thread's row changed.
 const SETTLE: &str = "entry AS (UPDATE journal SET status = $8, output = $9 \
-     WHERE thread_id = $13 AND run_id = $10 AND tool_call_id = $11 AND attempt = $12 \
+     WHERE thread_id = $10 AND run_id = $11 AND tool_call_id = $12 AND attempt = $13 \
      AND EXISTS (SELECT 1 FROM t))";
 
 static SETTLE_AND_WRITE: LazyLock<String> = LazyLock::new(|| {
@@ -160,20 +161,10 @@ pub(super) async fn write_and_intend(
     entry: &JournalEntry,
 ) -> Result<Option<(u64, Claim)>, StoreError> {
     let owned = WriteParams::of(write)?;
-    let input = to_json(&entry.input)?;
-    let (attempt, seq, state) = (
-        entry.attempt as i32,
-        entry.seq as i64,
-        entry.status.as_str(),
-    );
+    let new = NewEntry::of(entry)?;
     let key = entry.key_to_claim();
     let mut params = owned.params();
-    #[rustfmt::skip]
-    params.extend::<[&(dyn ToSql + Sync); 13]>([
-        &entry.run_id, &entry.tool_call_id, &attempt, &entry.thread_id, &entry.tool_name, &seq,
-        &input, &entry.side_effect, &entry.idempotent, &entry.idempotency_key, &state,
-        &entry.accepts_idempotency_key, &entry.has_revert,
-    ]);
+    params.extend(new.values());
     let sql: &str = match &key {
         Some(key) => {
             params.push(key);
@@ -211,17 +202,12 @@ pub(super) async fn settle_and_write(
     let owned = WriteParams::of(write)?;
     let output = to_json(settled.output)?;
     let entry = settled.entry;
-    let (attempt, state) = (entry.attempt as i32, settled.status.as_str());
+    let state = settled.status.as_str();
+    let entry_key = EntryKey::of(entry);
     let key = entry.key_to_claim();
     let mut params = owned.params();
-    params.extend::<[&(dyn ToSql + Sync); 6]>([
-        &state,
-        &output,
-        &entry.run_id,
-        &entry.tool_call_id,
-        &attempt,
-        &entry.thread_id,
-    ]);
+    params.extend::<[&(dyn ToSql + Sync); 2]>([&state, &output]);
+    params.extend(entry_key.values());
     let sql: &str = match &key {
         Some(key) => {
             params.push(key);
