@@ -160,8 +160,10 @@ impl ApprovalSettings {
     /// Whether this call needs approval: the tool's own setting (its predicate failing counts as
     /// asking), else whether the policy names it.
     pub(crate) fn required(&self, tool: &SharedTool, input: &Value, cx: &ToolContext) -> bool {
-        let names = self.policy.names(tool.spec().name());
-        tool.meta().approval.required(input, cx, names)
+        tool.meta()
+            .approval
+            .decide(input, cx)
+            .unwrap_or_else(|| self.policy.names(tool.spec().name()))
     }
 }
 
