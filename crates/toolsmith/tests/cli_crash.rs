@@ -12,7 +12,7 @@ mod pg_server;
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -177,15 +177,26 @@ fn kill_point(i: u64, n: u64, span: Duration, salt: u64) -> Duration {
     span.mul_f64(slot / n as f64)
 }
 
+/// A workspace folder `name` in `dir` with the README the scripted runs read.
+fn workspace(dir: &Path, name: &str) -> PathBuf {
+    let root = dir.join(name);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    root
+}
+
+/// The URL of a SQLite store in `dir`.
+fn sqlite_in(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("runs.db").display())
+}
+
 /// Kills runs of `threads` threads at many points, resumes each to completion and checks it.
 async fn crash_and_resume(db: &str, threads: u64) {
     let base = serve_with(model);
     let store = toolsmith::store::open(db).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     // How long a first run (to the approval) and a resumption take without kills.
-    let root = dir.path().join("ws-calibration");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let root = workspace(dir.path(), "ws-calibration");
     let start = Instant::now();
     run_killed(toolsmith(&base, db, &root, "calibration", false), None).unwrap();
     let first_span = start.elapsed();
@@ -197,9 +208,7 @@ async fn crash_and_resume(db: &str, threads: u64) {
     let mut killed = 0;
     let mut outcomes: std::collections::BTreeMap<String, u32> = Default::default();
     for i in 0..threads {
-        let root = dir.path().join(format!("ws-{i}"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+        let root = workspace(dir.path(), &format!("ws-{i}"));
         let thread = format!("crash-{i}");
         let first = toolsmith(&base, db, &root, &thread, false);
         let kill = kill_point(i, threads, first_span, 0);
@@ -342,7 +351,7 @@ async fn check_thread(store: &dyn Store, thread: &str, root: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_runs_survive_sigkill_at_any_point() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let db = sqlite_in(dir.path());
     crash_and_resume(&db, 12).await;
 }
 
@@ -366,9 +375,7 @@ async fn resume_race(db: &str, dir: &Path) {
     });
     let store = toolsmith::store::open(db).await.unwrap();
     for i in 0..3 {
-        let root = dir.join(format!("ws-{i}"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+        let root = workspace(dir, &format!("ws-{i}"));
         let thread = format!("race-{i}");
         // Runs until it waits for the write's approval.
         let out = run_killed(toolsmith(&base, db, &root, &thread, false), None).unwrap();
@@ -401,7 +408,7 @@ async fn resume_race(db: &str, dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_resuming_one_thread_one_proceeds() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let db = sqlite_in(dir.path());
     resume_race(&db, dir.path()).await;
 }
 
@@ -419,10 +426,8 @@ async fn two_processes_resuming_one_thread_one_proceeds_on_postgres() {
 async fn the_secret_key_comes_from_the_environment_else_a_private_key_file() {
     let base = serve_with(model);
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let db = sqlite_in(dir.path());
+    let root = workspace(dir.path(), "ws");
     let config_home = dir.path().join("config");
     let key_file = config_home.join("toolsmith/secret.key");
     let run = |thread: &str| {
@@ -482,10 +487,8 @@ fn threads(db: &str, args: &[&str]) -> Output {
 async fn threads_list_and_show_print_a_stored_run_with_its_journal() {
     let base = serve_with(model);
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("runs.db").display());
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
+    let db = sqlite_in(dir.path());
+    let root = workspace(dir.path(), "ws");
     let out = run_killed(toolsmith(&base, &db, &root, "shown", false), None).unwrap();
     assert!(
         out.status.success(),
