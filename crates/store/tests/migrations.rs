@@ -1,11 +1,11 @@
 //! SQLite schema migrations: an older database opened by this build is brought to the current
 //! schema with its data.
 
-use serde_json::json;
+mod payment;
+
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
-    Vault,
+    Claim, EffectStatus, NewThread, SecretKey, SqliteStore, Store, ThreadStatus, Vault,
 };
 
 #[tokio::test]
@@ -39,22 +39,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
 async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_clustered() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v3.db");
-    let entry = JournalEntry {
-        thread_id: "t".into(),
-        run_id: "r".into(),
-        tool_call_id: "c1".into(),
-        tool_name: "pay".into(),
-        seq: 0,
-        attempt: 1,
-        input: json!({"to": "bob"}),
-        side_effect: true,
-        idempotent: false,
-        idempotency_key: Some("r:c1".into()),
-        accepts_idempotency_key: false,
-        has_revert: false,
-        status: EffectStatus::Intended,
-        output: None,
-    };
+    let entry = payment::intended_payment();
     {
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("t")).await.unwrap();

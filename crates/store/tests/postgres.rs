@@ -2,6 +2,7 @@
 //! particular to it: two stores (as two processes) racing on one thread, and migrations run
 //! by several at once.
 
+mod payment;
 mod pg_server;
 
 use std::sync::Arc;
@@ -10,8 +11,7 @@ use pg_server::PgServer;
 use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
-    EffectStatus, JournalEntry, NewThread, PostgresStore, Store, StoreError, ThreadStatus,
-    conformance,
+    EffectStatus, NewThread, PostgresStore, Store, StoreError, ThreadStatus, conformance,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,22 +86,7 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         return;
     };
     let url = server.database().await;
-    let entry = JournalEntry {
-        thread_id: "t".into(),
-        run_id: "r".into(),
-        tool_call_id: "c1".into(),
-        tool_name: "pay".into(),
-        seq: 0,
-        attempt: 1,
-        input: json!({"to": "bob"}),
-        side_effect: true,
-        idempotent: false,
-        idempotency_key: Some("r:c1".into()),
-        accepts_idempotency_key: false,
-        has_revert: false,
-        status: EffectStatus::Intended,
-        output: None,
-    };
+    let entry = payment::intended_payment();
     {
         let store = PostgresStore::connect(&url).await.unwrap();
         store.create_thread(NewThread::new("t")).await.unwrap();
