@@ -287,13 +287,13 @@ fn persistence(c: &mut Criterion) {
 }
 
 /// `runs` runs of `CALLS_PER_RUN` calls at once on `stores` (round robin); the time taken.
-async fn concurrent(stores: &[Arc<SqliteStore>], runs: usize, round: u64) -> Duration {
+async fn concurrent(stores: &[SqliteStore], runs: usize, round: u64) -> Duration {
     let start = Instant::now();
     let tasks: Vec<_> = (0..runs)
         .map(|i| {
             let store = stores[i % stores.len()].clone();
             tokio::spawn(async move {
-                let mut writer = Writer::start((*store).clone(), format!("r{round}-{i}")).await;
+                let mut writer = Writer::start(store, format!("r{round}-{i}")).await;
                 for seq in 1..=CALLS_PER_RUN {
                     writer.call(seq, false).await;
                 }
@@ -316,8 +316,8 @@ fn concurrent_runs(c: &mut Criterion) {
     for runs in [1usize, 4, 16] {
         group.throughput(Throughput::Elements(runs as u64 * CALLS_PER_RUN));
         for (label, connections) in [("one_store", 1), ("store_per_run", runs)] {
-            let stores: Vec<Arc<SqliteStore>> = (0..connections)
-                .map(|_| Arc::new(rt.block_on(SqliteStore::open(&path)).unwrap()))
+            let stores: Vec<SqliteStore> = (0..connections)
+                .map(|_| rt.block_on(SqliteStore::open(&path)).unwrap())
                 .collect();
             group.bench_with_input(BenchmarkId::new(label, runs), &runs, |b, &runs| {
                 b.iter_custom(|iters| {
