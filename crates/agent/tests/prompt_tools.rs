@@ -122,8 +122,7 @@ fn unknown_keys_are_rejected() {
 /// the prompt's folder and listed in its first message; a missing one stops the call first.
 #[tokio::test]
 async fn a_prompt_tool_takes_attachments_like_a_sub_agent() {
-    use toolsmith_agent::{Attachments, RunInput};
-    use toolsmith_core::Dependencies;
+    use toolsmith_agent::Attachments;
 
     let dir = tempfile::tempdir().unwrap();
     let store = Attachments::new(dir.path());
@@ -151,17 +150,7 @@ async fn a_prompt_tool_takes_attachments_like_a_sub_agent() {
     let parent = builder(&parent_model)
         .tool(PromptTool::new("summarise", "Summarises.", prompt, config))
         .build();
-    let mut deps = Dependencies::new();
-    deps.insert(store.clone());
-    let out = parent
-        .run(
-            RunInput::from("go")
-                .with_thread_id("thread-3")
-                .with_run_id("run-3")
-                .with_deps(deps),
-        )
-        .await
-        .unwrap();
+    let out = run_with_attachments(&parent, &store, "thread-3", "run-3").await;
 
     let first = &prompt_model.requests()[0].messages[0];
     assert!(

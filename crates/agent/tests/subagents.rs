@@ -576,7 +576,6 @@ async fn a_failing_sub_agent_is_an_error_result_not_a_failed_parent() {
 #[tokio::test]
 async fn attachments_are_checked_copied_to_the_child_and_its_files_copied_back() {
     use toolsmith_agent::Attachments;
-    use toolsmith_core::Dependencies;
 
     let dir = tempfile::tempdir().unwrap();
     let store = Attachments::new(dir.path());
@@ -619,17 +618,7 @@ async fn attachments_are_checked_copied_to_the_child_and_its_files_copied_back()
     ]))
     .tool(SubagentTool::with_config("analyst", "Analyses.", child, config))
     .build();
-    let mut deps = Dependencies::new();
-    deps.insert(store.clone());
-    let out = parent
-        .run(
-            RunInput::from("go")
-                .with_thread_id("thread-9")
-                .with_run_id("run-9")
-                .with_deps(deps),
-        )
-        .await
-        .unwrap();
+    let out = run_with_attachments(&parent, &store, "thread-9", "run-9").await;
 
     // The child's first message: the task, the image as a file part, and the paths.
     let first = &child_model.requests()[0].messages[0];

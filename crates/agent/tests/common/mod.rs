@@ -7,11 +7,29 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Map, Value};
-use toolsmith_agent::{Agent, AgentBuilder, RunError, RunInput, RunOutput};
+use toolsmith_agent::{Agent, AgentBuilder, Attachments, RunError, RunInput, RunOutput};
 use toolsmith_core::{
-    Message, ModelOutput, ModelRequest, Role, RunPart, Tool, ToolError, ToolMeta, from_fn,
+    Dependencies, Message, ModelOutput, ModelRequest, Role, RunPart, Tool, ToolError, ToolMeta,
+    from_fn,
 };
 use toolsmith_providers::{ScriptedModel, Turn};
+
+/// Runs `agent` on "go" in thread `thread` as run `run`, with the attachment store `store` as a
+/// dependency: the parent whose files a sub-agent or prompt tool takes.
+pub async fn run_with_attachments(
+    agent: &Agent,
+    store: &Attachments,
+    thread: &str,
+    run: &str,
+) -> RunOutput {
+    let mut deps = Dependencies::new();
+    deps.insert(store.clone());
+    let input = RunInput::from("go")
+        .with_thread_id(thread)
+        .with_run_id(run)
+        .with_deps(deps);
+    agent.run(input).await.unwrap()
+}
 
 /// Arguments of tools that accept any object.
 pub type Args = Map<String, Value>;
