@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
-use toolsmith::agent::{EFFECT_REVERTED, EFFECT_UNKNOWN};
+use toolsmith::agent::{EFFECT_REVERTED, EFFECT_UNKNOWN, RunErrorKind};
 use toolsmith::durable::{DurableError, StoredRun};
 use toolsmith::prelude::*;
-use toolsmith::providers::{ScriptedModel, Turn};
+use toolsmith::providers::{ScriptedCall, ScriptedModel, Turn};
 use toolsmith::store::{EffectStatus, JournalEntry, NewThread, SqliteStore, Store, ThreadStatus};
 use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart, VariableKind};
 
@@ -394,6 +394,38 @@ async fn a_tools_error_is_journaled_with_its_effect_unknown_as_seed_001_records_
     // Settled: a resumption of the thread does not run it again.
     let resumed = StoredRun::resume(store.clone(), "t", std::time::Duration::ZERO).await;
     assert!(matches!(resumed, Err(DurableError::NothingToResume { .. })));
+}
+
+/// A model that gives a second, different call the id of an earlier one: the journal cannot
+/// tell the two apart, so the run stops before the second runs, instead of answering it with
+/// the first one's recorded outcome.
+#[tokio::test]
+async fn a_call_id_the_model_reuses_for_another_call_stops_the_run_before_it_runs() {
+    let (_dir, store) = sqlite().await;
+    let count = Arc::new(AtomicU32::new(0));
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::tool_calls([ScriptedCall::new("pay", json!({"to": "bob"})).with_id("dup")]),
+        Turn::tool_calls([ScriptedCall::new("pay", json!({"to": "eve"})).with_id("dup")]),
+        Turn::text("Paid both."),
+    ]))
+    .tool(pay(count.clone(), side_effect()))
+    .build();
+    let (run, messages) = StoredRun::start(store.clone(), "t", vec![Message::user("Pay.")])
+        .await
+        .unwrap();
+    let error = agent.run(run.input(messages)).await.unwrap_err();
+    assert_eq!(count.load(Ordering::SeqCst), 1, "the second call never ran");
+    let RunErrorKind::Tool(tool_error) = &error.kind else {
+        panic!("{error}")
+    };
+    assert_eq!(tool_error.code(), "STORE_FAILED");
+    let detail = tool_error.operator_detail().unwrap();
+    assert!(
+        detail.contains("tool call id dup of run")
+            && detail.contains("was used before for another call (pay)"),
+        "{detail}"
+    );
+    assert_eq!(store.journal("t").await.unwrap().len(), 1);
 }
 
 #[tokio::test]
