@@ -8,6 +8,8 @@
 # runs instead. Arguments replace the default tasks with one prompt of your own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# llama.cpp built for this machine's AVX-512, if it has it (the script says why).
+source scripts/llama-cpu.sh
 
 if [ -z "${ANTHROPIC_API_KEY:-}${OPENAI_API_KEY:-}${GEMINI_API_KEY:-}${TOOLSMITH_MODEL:-}" ]; then
     ./scripts/setup-local-model.sh
