@@ -8,14 +8,14 @@
 # runs instead. Arguments replace the default tasks with one prompt of your own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# llama.cpp built for this machine's AVX-512, if it has it (the script says why).
-source scripts/llama-cpu.sh
 
 if [ -z "${ANTHROPIC_API_KEY:-}${OPENAI_API_KEY:-}${GEMINI_API_KEY:-}${TOOLSMITH_MODEL:-}" ]; then
     ./scripts/setup-local-model.sh
 fi
 echo "building toolsmith (the first build compiles llama.cpp: a few minutes)..." >&2
-cargo build --release --quiet -p toolsmith --bin toolsmith
+# llama.cpp built for this machine's AVX-512, if it has it (the script says why).
+source scripts/llama-cpu.sh
+cargo "${llama_cpu_cargo[@]}" build --release --quiet -p toolsmith --bin toolsmith
 toolsmith="${CARGO_TARGET_DIR:-target}/release/toolsmith"
 
 workspace="$(mktemp -d "${TMPDIR:-/tmp}/toolsmith-demo.XXXXXX")"

