@@ -143,34 +143,40 @@ pub(crate) async fn consume(
         match part? {
             ModelPart::TextStart { id } => {
                 open.text(&id, &mut content, text_part);
-                emit.emit(|| RunPart::TextStart { id });
+                emit.emit(|| RunPart::TextStart { id: id.to_string() });
             }
             ModelPart::TextDelta { id, delta } => {
                 open.text(&id, &mut content, text_part).push_str(&delta);
-                emit.emit(|| RunPart::TextDelta { id, text: delta });
+                emit.emit(|| RunPart::TextDelta {
+                    id: id.to_string(),
+                    text: delta,
+                });
             }
             ModelPart::TextEnd {
                 id,
                 provider_metadata,
             } => {
                 open.close(&id, &mut content, provider_metadata);
-                emit.emit(|| RunPart::TextEnd { id });
+                emit.emit(|| RunPart::TextEnd { id: id.to_string() });
             }
             ModelPart::ReasoningStart { id } => {
                 open.text(&id, &mut content, reasoning_part);
-                emit.emit(|| RunPart::ReasoningStart { id });
+                emit.emit(|| RunPart::ReasoningStart { id: id.to_string() });
             }
             ModelPart::ReasoningDelta { id, delta } => {
                 open.text(&id, &mut content, reasoning_part)
                     .push_str(&delta);
-                emit.emit(|| RunPart::ReasoningDelta { id, text: delta });
+                emit.emit(|| RunPart::ReasoningDelta {
+                    id: id.to_string(),
+                    text: delta,
+                });
             }
             ModelPart::ReasoningEnd {
                 id,
                 provider_metadata,
             } => {
                 open.close(&id, &mut content, provider_metadata);
-                emit.emit(|| RunPart::ReasoningEnd { id });
+                emit.emit(|| RunPart::ReasoningEnd { id: id.to_string() });
             }
             ModelPart::ToolInputStart {
                 id,
@@ -178,15 +184,20 @@ pub(crate) async fn consume(
                 provider_executed,
             } => {
                 emit.emit(|| RunPart::ToolInputStart {
-                    id,
+                    id: id.to_string(),
                     tool_name,
                     provider_executed,
                 });
             }
             ModelPart::ToolInputDelta { id, delta } => {
-                emit.emit(|| RunPart::ToolInputDelta { id, delta });
+                emit.emit(|| RunPart::ToolInputDelta {
+                    id: id.to_string(),
+                    delta,
+                });
             }
-            ModelPart::ToolInputEnd { id } => emit.emit(|| RunPart::ToolInputEnd { id }),
+            ModelPart::ToolInputEnd { id } => {
+                emit.emit(|| RunPart::ToolInputEnd { id: id.to_string() })
+            }
             ModelPart::ToolCall(call) if call.provider_executed => {
                 let input = serde_json::from_str(&call.input)
                     .ok()

@@ -1,5 +1,7 @@
 //! [`ModelPart`]: what a provider's stream yields.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,7 +11,8 @@ use crate::{FinishReason, ProviderMetadata, Source, Usage};
 ///
 /// Text, reasoning and tool input arrive as start / delta / end triples keyed by `id`; a complete
 /// tool call arrives as [`ModelPart::ToolCall`] once its input is whole. The stream ends with
-/// [`ModelPart::Finish`].
+/// [`ModelPart::Finish`]. Ids are `Arc<str>`: a block's every delta carries its id, and cloning
+/// an `Arc` costs a counter increment where a `String` cost an allocation per delta.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -31,20 +34,20 @@ pub enum ModelPart {
     },
     /// A text block starts.
     TextStart {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
     },
     /// More text.
     TextDelta {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
         /// The new text.
         delta: String,
     },
     /// A text block ends.
     TextEnd {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
         /// Opaque provider data for the block.
         #[serde(
             default,
@@ -55,20 +58,20 @@ pub enum ModelPart {
     },
     /// A reasoning block starts.
     ReasoningStart {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
     },
     /// More reasoning.
     ReasoningDelta {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
         /// The new text.
         delta: String,
     },
     /// A reasoning block ends; signatures and encrypted content ride in the metadata.
     ReasoningEnd {
-        /// The block id.
-        id: String,
+        /// The block id, shared by the block's parts.
+        id: Arc<str>,
         /// Opaque provider data for the block.
         #[serde(
             default,
@@ -79,8 +82,8 @@ pub enum ModelPart {
     },
     /// A tool call's input starts streaming.
     ToolInputStart {
-        /// The tool call id.
-        id: String,
+        /// The tool call id, shared by the input's parts.
+        id: Arc<str>,
         /// The tool's name.
         #[serde(rename = "toolName")]
         tool_name: String,
@@ -94,15 +97,15 @@ pub enum ModelPart {
     },
     /// More of a tool call's input JSON text.
     ToolInputDelta {
-        /// The tool call id.
-        id: String,
+        /// The tool call id, shared by the input's parts.
+        id: Arc<str>,
         /// The new JSON text.
         delta: String,
     },
     /// A tool call's input is complete.
     ToolInputEnd {
-        /// The tool call id.
-        id: String,
+        /// The tool call id, shared by the input's parts.
+        id: Arc<str>,
     },
     /// A complete tool call.
     ToolCall(ModelToolCall),

@@ -642,7 +642,7 @@ async fn a_spliced_stream_is_an_error_without_tool_call_or_finish() {
             // The open tool input was ended.
             assert!(matches!(
                 summary.parts.last(),
-                Some(ModelPart::ToolInputEnd { id }) if id == "toolu_first"
+                Some(ModelPart::ToolInputEnd { id }) if &**id == "toolu_first"
             ));
         }
     }
@@ -680,7 +680,7 @@ fn truncated_streams_close_what_is_open_and_report_it() {
     let summary = decode_lines(&sse);
     assert!(summary.calls.iter().all(|c| c.tool_name != "get_temp_data"));
     assert!(summary.parts.iter().any(
-        |p| matches!(p, ModelPart::ToolInputEnd { id } if id == "toolu_01UmPwkecewaEpMupy2ywk8b")
+        |p| matches!(p, ModelPart::ToolInputEnd { id } if &**id == "toolu_01UmPwkecewaEpMupy2ywk8b")
     ));
 }
 

@@ -151,7 +151,7 @@ fn thinking_and_redacted_thinking_carry_their_metadata() {
             ModelPart::ReasoningEnd {
                 id,
                 provider_metadata,
-            } => Some((id.clone(), provider_metadata.get("anthropic").cloned())),
+            } => Some((id.to_string(), provider_metadata.get("anthropic").cloned())),
             _ => None,
         })
         .collect();

@@ -160,7 +160,7 @@ fn every_tool_choice_variant() {
 /// text and reasoning blocks with their end metadata, calls, provider-executed results.
 fn assistant_from(parts: &[ModelPart]) -> Message {
     let mut content: Vec<Part> = Vec::new();
-    let mut open: Vec<(String, usize)> = Vec::new();
+    let mut open: Vec<(std::sync::Arc<str>, usize)> = Vec::new();
     for part in parts {
         match part {
             ModelPart::TextStart { id } => {

@@ -32,7 +32,10 @@ fn reasoning_round_trip_data_is_on_the_reasoning_end() {
             ModelPart::ReasoningEnd {
                 id,
                 provider_metadata,
-            } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
+            } => Some((
+                id.to_string(),
+                provider_metadata.get("openai").unwrap().clone(),
+            )),
             _ => None,
         })
         .collect();
@@ -66,7 +69,10 @@ fn reasoning_round_trip_data_is_on_the_reasoning_end() {
         ModelPart::ReasoningEnd {
             id,
             provider_metadata,
-        } => Some((id.clone(), provider_metadata.get("openai").unwrap().clone())),
+        } => Some((
+            id.to_string(),
+            provider_metadata.get("openai").unwrap().clone(),
+        )),
         _ => None,
     });
     assert_eq!(

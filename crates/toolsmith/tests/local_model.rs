@@ -147,7 +147,7 @@ async fn every_call_matches_its_tools_schema_for_twenty_prompts() {
             let deltas: String = parts
                 .iter()
                 .filter_map(|p| match p {
-                    ModelPart::ToolInputDelta { id, delta } if *id == call.tool_call_id => {
+                    ModelPart::ToolInputDelta { id, delta } if **id == *call.tool_call_id => {
                         Some(delta.as_str())
                     }
                     _ => None,

@@ -1,6 +1,7 @@
 //! Messages API stream decoding: events in, [`ModelPart`]s out.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
@@ -124,16 +125,16 @@ enum MessageState {
 #[derive(Debug)]
 enum Block {
     Text {
-        id: String,
+        id: Arc<str>,
         citations: Vec<Value>,
     },
     Reasoning {
-        id: String,
+        id: Arc<str>,
         signature: Option<String>,
         redacted: Option<String>,
     },
     Tool {
-        id: String,
+        id: Arc<str>,
         name: String,
         input: String,
         start_input: String,
@@ -390,8 +391,8 @@ impl MessagesStreamDecoder {
         self.last_stop_reason = self.stop_reason.take();
     }
 
-    fn block_id(&self, index: u64) -> String {
-        format!("{}:{index}", self.message_id.as_deref().unwrap_or("msg"))
+    fn block_id(&self, index: u64) -> Arc<str> {
+        format!("{}:{index}", self.message_id.as_deref().unwrap_or("msg")).into()
     }
 
     fn block_start(&mut self, index: u64, mut block: Map<String, Value>, out: &mut Vec<ModelPart>) {
@@ -461,11 +462,11 @@ impl MessagesStreamDecoder {
         out: &mut Vec<ModelPart>,
     ) -> Block {
         let provider_executed = kind != "tool_use";
-        let id = match block.shift_remove("id") {
-            Some(Value::String(id)) if !id.is_empty() => id,
+        let id: Arc<str> = match block.shift_remove("id") {
+            Some(Value::String(id)) if !id.is_empty() => id.into(),
             _ => {
                 self.generated_ids += 1;
-                format!("toolu_generated_{}", self.generated_ids)
+                format!("toolu_generated_{}", self.generated_ids).into()
             }
         };
         let name = match block.shift_remove("name") {
@@ -478,7 +479,7 @@ impl MessagesStreamDecoder {
             Some(input) => input.to_string(),
         };
         if provider_executed {
-            self.server_tools.insert(id.clone(), name.clone());
+            self.server_tools.insert(id.to_string(), name.clone());
         } else {
             // A client call's metadata holds only what is not implied (its `caller`…).
             block.shift_remove("type");
@@ -631,7 +632,7 @@ impl MessagesStreamDecoder {
                     });
                 }
                 out.push(ModelPart::ToolInputEnd { id: id.clone() });
-                let mut call = ModelToolCall::new(id, name, input);
+                let mut call = ModelToolCall::new(&*id, name, input);
                 call.provider_executed = provider_executed;
                 if !metadata.is_empty() {
                     call.provider_metadata

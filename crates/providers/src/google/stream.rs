@@ -1,6 +1,7 @@
 //! Gemini stream decoding: `GenerateContentResponse` chunks in, [`ModelPart`]s out.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_core::{
@@ -89,7 +90,7 @@ pub struct GeminiStreamDecoder {
     reasoning: Option<Block>,
     blocks: usize,
     call: Option<OpenCall>,
-    call_ids: HashSet<String>,
+    call_ids: HashSet<Arc<str>>,
     generated_ids: usize,
     calls: usize,
     /// The code execution call waiting for its result.
@@ -108,13 +109,13 @@ pub struct GeminiStreamDecoder {
 
 #[derive(Debug)]
 struct Block {
-    id: String,
+    id: Arc<str>,
     signature: Option<String>,
 }
 
 #[derive(Debug)]
 struct OpenCall {
-    id: String,
+    id: Arc<str>,
     wire_id: Option<String>,
     name: String,
     signature: Option<String>,
@@ -394,10 +395,10 @@ impl GeminiStreamDecoder {
         Ok(())
     }
 
-    fn next_block_id(&mut self, kind: &str) -> String {
+    fn next_block_id(&mut self, kind: &str) -> Arc<str> {
         let id = format!("{kind}_{}_{}", self.id_prefix, self.blocks);
         self.blocks += 1;
-        id
+        id.into()
     }
 
     fn reasoning_delta(

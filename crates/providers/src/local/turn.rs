@@ -13,6 +13,8 @@
 //! tool-input deltas verbatim (so the deltas concatenate to exactly the call's input). It holds
 //! back only an incomplete escape sequence or key, never text already complete.
 
+use std::sync::Arc;
+
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelToolCall};
 
 /// The text block id of an answer (one per turn).
@@ -50,7 +52,7 @@ pub struct TurnParser {
     text_open: bool,
     calls: usize,
     objects: usize,
-    call_id: String,
+    call_id: Arc<str>,
     tool_name: String,
     input_start: usize,
     new_id: fn(usize) -> String,
@@ -77,7 +79,7 @@ impl TurnParser {
             text_open: false,
             calls: 0,
             objects: 0,
-            call_id: String::new(),
+            call_id: Arc::default(),
             tool_name: String::new(),
             input_start: 0,
             new_id,
@@ -233,7 +235,7 @@ impl TurnParser {
                 }
                 self.pos += head + (value.len() - trimmed.len());
                 self.input_start = self.pos;
-                self.call_id = (self.new_id)(self.calls);
+                self.call_id = (self.new_id)(self.calls).into();
                 self.tool_name = name;
                 out.push(ModelPart::ToolInputStart {
                     id: self.call_id.clone(),
@@ -326,7 +328,7 @@ impl TurnParser {
             id: self.call_id.clone(),
         });
         out.push(ModelPart::ToolCall(ModelToolCall::new(
-            std::mem::take(&mut self.call_id),
+            &*std::mem::take(&mut self.call_id),
             std::mem::take(&mut self.tool_name),
             input,
         )));
@@ -501,7 +503,7 @@ mod tests {
                 let deltas: String = parts
                     .iter()
                     .filter_map(|p| match p {
-                        ModelPart::ToolInputDelta { id: i, delta } if *i == id => {
+                        ModelPart::ToolInputDelta { id: i, delta } if **i == *id => {
                             Some(delta.as_str())
                         }
                         _ => None,

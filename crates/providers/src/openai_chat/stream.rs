@@ -1,5 +1,7 @@
 //! Chat Completions stream decoding: chunks in, [`ModelPart`]s out.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use toolsmith_core::{
     FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
@@ -43,8 +45,8 @@ use crate::sse::SseStream;
 pub struct ChatStreamDecoder {
     id_prefix: String,
     metadata_sent: bool,
-    text: Option<String>,
-    reasoning: Option<String>,
+    text: Option<Arc<str>>,
+    reasoning: Option<Arc<str>>,
     blocks: usize,
     calls: Vec<CallState>,
     generated_ids: usize,
@@ -60,7 +62,7 @@ pub struct ChatStreamDecoder {
 struct CallState {
     index: Option<i64>,
     provider_id: Option<String>,
-    id: String,
+    id: Arc<str>,
     name: Option<String>,
     arguments: String,
     started: bool,
@@ -276,10 +278,10 @@ impl ChatStreamDecoder {
         self.done = true;
     }
 
-    fn next_block_id(&mut self, kind: &str) -> String {
+    fn next_block_id(&mut self, kind: &str) -> Arc<str> {
         let id = format!("{kind}_{}_{}", self.id_prefix, self.blocks);
         self.blocks += 1;
-        id
+        id.into()
     }
 
     fn reasoning_delta(&mut self, delta: String, out: &mut Vec<ModelPart>) {
@@ -389,10 +391,10 @@ impl ChatStreamDecoder {
             Some(i) => i,
             None => {
                 let id = match &provider_id {
-                    Some(pid) if !self.calls.iter().any(|c| c.id == *pid) => pid.clone(),
+                    Some(pid) if !self.calls.iter().any(|c| *c.id == **pid) => pid.as_str().into(),
                     _ => {
                         self.generated_ids += 1;
-                        format!("call_{}_{}", self.id_prefix, self.generated_ids)
+                        format!("call_{}_{}", self.id_prefix, self.generated_ids).into()
                     }
                 };
                 self.calls.push(CallState {
@@ -409,7 +411,7 @@ impl ChatStreamDecoder {
         };
         let call = &mut self.calls[slot];
         if call.provider_id.is_none() && provider_id.is_some() && !call.started {
-            call.id = provider_id.clone().unwrap_or_default();
+            call.id = provider_id.as_deref().unwrap_or_default().into();
             call.provider_id = provider_id;
         }
         if call.name.is_none() {
@@ -464,7 +466,7 @@ impl ChatStreamDecoder {
                 id: call.id.clone(),
             });
             out.push(ModelPart::ToolCall(ModelToolCall::new(
-                call.id.clone(),
+                &*call.id,
                 name,
                 std::mem::take(&mut call.arguments),
             )));

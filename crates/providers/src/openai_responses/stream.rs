@@ -1,5 +1,7 @@
 //! Responses stream decoding: `response.*` events in, [`ModelPart`]s out.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ModelError, ModelErrorKind, ModelPart, ModelStream, ProviderMetadata, Source,
@@ -99,7 +101,7 @@ struct ItemState {
     output_index: Option<u64>,
     /// Whether the server gave the item an id (else `item_id` is generated and never sent back).
     has_id: bool,
-    item_id: String,
+    item_id: Arc<str>,
     kind: Kind,
     finished: bool,
     /// Message: the open text block.
@@ -108,7 +110,7 @@ struct ItemState {
     /// Reasoning: the open blocks.
     blocks: Vec<Block>,
     /// Calls.
-    call_id: String,
+    call_id: Arc<str>,
     name: String,
     input: String,
     started: bool,
@@ -119,7 +121,7 @@ struct ItemState {
 #[derive(Debug)]
 struct Block {
     /// `{itemId}:{index}`, or `{itemId}:text:{index}` for raw text.
-    id: String,
+    id: Arc<str>,
     /// Raw text (`reasoning_text`) rather than a summary.
     raw: bool,
     /// The part's index. With `raw`, what a delta's block is found by: comparing ids meant
@@ -406,7 +408,7 @@ impl ResponsesStreamDecoder {
             return Some(slot);
         }
         let id = item_id.filter(|id| !id.is_empty())?;
-        self.items.iter().rposition(|i| i.item_id == id)
+        self.items.iter().rposition(|i| *i.item_id == *id)
     }
 
     /// The item an event refers to, created (as if `output_item.added` had been sent) when a
@@ -437,19 +439,19 @@ impl ResponsesStreamDecoder {
         };
         // A repeated `added` for a known item (or call) is ignored.
         if let Some(id) = str_of(item, "id")
-            && self.items.iter().any(|i| i.item_id == id)
+            && self.items.iter().any(|i| *i.item_id == *id)
         {
             return;
         }
         if kind.is_call()
             && let Some(call_id) = str_of(item, "call_id")
-            && self.items.iter().any(|i| i.call_id == call_id)
+            && self.items.iter().any(|i| *i.call_id == *call_id)
         {
             return;
         }
-        let item_id = match str_of(item, "id") {
-            Some(id) => id.to_string(),
-            None => self.generate("item"),
+        let item_id: Arc<str> = match str_of(item, "id") {
+            Some(id) => id.into(),
+            None => self.generate("item").into(),
         };
         let mut state = ItemState {
             output_index: index,
@@ -460,7 +462,7 @@ impl ResponsesStreamDecoder {
             text_open: false,
             text_len: 0,
             blocks: Vec::new(),
-            call_id: String::new(),
+            call_id: Arc::default(),
             name: String::new(),
             input: String::new(),
             started: false,
@@ -474,7 +476,7 @@ impl ResponsesStreamDecoder {
             Kind::Reasoning => {}
             Kind::Function | Kind::Custom | Kind::Client(_) => {
                 state.call_id = match str_of(item, "call_id") {
-                    Some(id) => id.to_string(),
+                    Some(id) => id.into(),
                     None => item_id.clone(),
                 };
                 state.name = items::call_name(kind, item);
@@ -573,10 +575,10 @@ impl ResponsesStreamDecoder {
         {
             return pos;
         }
-        let id = if raw {
-            format!("{}:text:{index}", item.item_id)
+        let id: Arc<str> = if raw {
+            format!("{}:text:{index}", item.item_id).into()
         } else {
-            format!("{}:{index}", item.item_id)
+            format!("{}:{index}", item.item_id).into()
         };
         out.push(ModelPart::ReasoningStart { id: id.clone() });
         item.blocks.push(Block {
@@ -707,7 +709,7 @@ impl ResponsesStreamDecoder {
                 if let (Kind::Client(_), Some(call_id)) =
                     (self.items[slot].kind, str_of(item, "call_id"))
                 {
-                    self.items[slot].call_id = call_id.to_string();
+                    self.items[slot].call_id = call_id.into();
                 }
                 let input = items::call_input(self.items[slot].kind, item).to_string();
                 self.input_delta(slot, &input, out);

@@ -1,5 +1,7 @@
 //! The scripted turn format and its translation into model parts.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolsmith_core::{
@@ -118,7 +120,7 @@ impl Turn {
             warnings: Vec::new(),
         })];
         if let Some(reasoning) = &self.reasoning {
-            let id = format!("reasoning_{turn}");
+            let id: Arc<str> = format!("reasoning_{turn}").into();
             parts.push(Ok(ModelPart::ReasoningStart { id: id.clone() }));
             for delta in chunks(reasoning, self.chunk_chars) {
                 parts.push(Ok(ModelPart::ReasoningDelta {
@@ -132,7 +134,7 @@ impl Turn {
             }));
         }
         if let Some(text) = &self.text {
-            let id = format!("text_{turn}");
+            let id: Arc<str> = format!("text_{turn}").into();
             parts.push(Ok(ModelPart::TextStart { id: id.clone() }));
             for delta in chunks(text, self.chunk_chars) {
                 parts.push(Ok(ModelPart::TextDelta {
@@ -146,10 +148,11 @@ impl Turn {
             }));
         }
         for (i, call) in self.tool_calls.iter().enumerate() {
-            let id = call
+            let id: Arc<str> = call
                 .id
                 .clone()
-                .unwrap_or_else(|| format!("call_{turn}_{i}"));
+                .unwrap_or_else(|| format!("call_{turn}_{i}"))
+                .into();
             let input = call.input_text();
             parts.push(Ok(ModelPart::ToolInputStart {
                 id: id.clone(),
@@ -164,7 +167,7 @@ impl Turn {
             }
             parts.push(Ok(ModelPart::ToolInputEnd { id: id.clone() }));
             parts.push(Ok(ModelPart::ToolCall(ModelToolCall {
-                tool_call_id: id,
+                tool_call_id: id.to_string(),
                 tool_name: call.name.clone(),
                 input,
                 provider_executed: call.provider_executed,

@@ -165,9 +165,9 @@ pub async fn collect(mut stream: ModelStream) -> (Vec<ModelPart>, Option<ModelEr
 /// one finish, last.
 pub fn check(parts: Vec<ModelPart>, error: Option<ModelError>) -> Summary {
     let mut s = Summary::default();
-    let mut inputs: HashMap<String, (String, String, bool)> = HashMap::new();
+    let mut inputs: HashMap<Arc<str>, (String, String, bool)> = HashMap::new();
     let mut started_order = Vec::new();
-    let mut ended: HashSet<String> = HashSet::new();
+    let mut ended: HashSet<Arc<str>> = HashSet::new();
     let mut call_ids = HashSet::new();
     let mut open_blocks = HashSet::new();
     let mut finishes = 0;
@@ -219,10 +219,10 @@ pub fn check(parts: Vec<ModelPart>, error: Option<ModelError>) -> Summary {
                     "duplicate call id"
                 );
                 let input = inputs
-                    .get_mut(&call.tool_call_id)
+                    .get_mut(call.tool_call_id.as_str())
                     .expect("tool call without a tool-input start");
                 assert!(
-                    ended.contains(&call.tool_call_id),
+                    ended.contains(call.tool_call_id.as_str()),
                     "tool call before its end"
                 );
                 assert_eq!(input.0, call.tool_name, "tool name changed");

@@ -2,6 +2,8 @@
 //! their ids, and the provider-executed `code_execution` calls with their results. Apart from
 //! text and thoughts (in `stream.rs`) so that each file stays readable.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelToolCall, ProviderMetadata};
 
@@ -83,15 +85,15 @@ impl GeminiStreamDecoder {
     }
 
     /// A call id: the wire's when it has a new one, else a generated one.
-    fn call_id(&mut self, wire_id: Option<&str>) -> String {
+    fn call_id(&mut self, wire_id: Option<&str>) -> Arc<str> {
         let id = match wire_id {
-            Some(id) if !id.is_empty() && !self.call_ids.contains(id) => id.to_string(),
+            Some(id) if !id.is_empty() && !self.call_ids.contains(id) => id.into(),
             _ => {
                 self.generated_ids += 1;
-                format!("call_{}_{}", self.id_prefix, self.generated_ids)
+                format!("call_{}_{}", self.id_prefix, self.generated_ids).into()
             }
         };
-        self.call_ids.insert(id.clone());
+        self.call_ids.insert(Arc::clone(&id));
         id
     }
 
@@ -123,12 +125,12 @@ impl GeminiStreamDecoder {
             delta: input.clone(),
         });
         out.push(ModelPart::ToolInputEnd { id: id.clone() });
-        let mut call = ModelToolCall::new(id.clone(), CODE_EXECUTION, input);
+        let mut call = ModelToolCall::new(&*id, CODE_EXECUTION, input);
         call.provider_executed = true;
         call.provider_metadata = google_metadata(signature, wire_id);
         out.push(ModelPart::ToolCall(call));
         self.code_runs += 1;
-        self.pending_code = Some(id);
+        self.pending_code = Some(id.to_string());
     }
 
     /// `codeExecutionResult`: the result of the last `executableCode`, an error unless its
@@ -147,7 +149,7 @@ impl GeminiStreamDecoder {
             .and_then(|id| id.as_str().map(str::to_string));
         let tool_call_id = match self.pending_code.take() {
             Some(id) => id,
-            None => self.call_id(wire_id.as_deref()),
+            None => self.call_id(wire_id.as_deref()).to_string(),
         };
         let is_error = result.get("outcome").and_then(Value::as_str) != Some("OUTCOME_OK");
         out.push(ModelPart::ToolResult {
@@ -185,7 +187,7 @@ impl GeminiStreamDecoder {
         out.push(ModelPart::ToolInputEnd {
             id: call.id.clone(),
         });
-        let mut tool_call = ModelToolCall::new(call.id, call.name, call.args.text().to_string());
+        let mut tool_call = ModelToolCall::new(&*call.id, call.name, call.args.text().to_string());
         tool_call.provider_metadata = google_metadata(call.signature, call.wire_id);
         self.calls += 1;
         out.push(ModelPart::ToolCall(tool_call));

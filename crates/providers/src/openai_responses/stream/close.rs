@@ -1,5 +1,7 @@
 //! Closing output items and the response: calls, results, blocks, the finish part.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     FinishReason, ModelPart, ModelToolCall, ProviderMetadata, UnifiedFinishReason,
@@ -116,7 +118,7 @@ impl ResponsesStreamDecoder {
                     fields.insert("type".into(), json!(state.kind.item_type()));
                 }
                 let mut call = ModelToolCall::new(
-                    state.call_id.clone(),
+                    &*state.call_id,
                     state.name.clone(),
                     std::mem::take(&mut state.input),
                 );
@@ -133,7 +135,7 @@ impl ResponsesStreamDecoder {
                 fields.extend(wire_id.clone().map(|id| ("itemId".to_string(), id)));
                 fields.insert("type".into(), json!(item_type));
                 let mut call = ModelToolCall::new(
-                    state.call_id.clone(),
+                    &*state.call_id,
                     state.name.clone(),
                     std::mem::take(&mut state.input),
                 );
@@ -145,7 +147,7 @@ impl ResponsesStreamDecoder {
                 let result = item.unwrap_or_else(|| json!({"type": item_type, "id": item_id}));
                 let is_error = items::is_error_item(&result);
                 out.push(ModelPart::ToolResult {
-                    tool_call_id: state.call_id.clone(),
+                    tool_call_id: state.call_id.to_string(),
                     tool_name: state.name.clone(),
                     result,
                     is_error,
@@ -248,19 +250,20 @@ pub(super) fn emit_call(
     provider_executed: bool,
     fields: Map<String, Value>,
 ) {
+    let id: Arc<str> = id.into();
     out.push(ModelPart::ToolInputStart {
-        id: id.to_string(),
+        id: id.clone(),
         tool_name: name.to_string(),
         provider_executed,
     });
     if !input.is_empty() {
         out.push(ModelPart::ToolInputDelta {
-            id: id.to_string(),
+            id: id.clone(),
             delta: input.clone(),
         });
     }
-    out.push(ModelPart::ToolInputEnd { id: id.to_string() });
-    let mut call = ModelToolCall::new(id, name, input);
+    out.push(ModelPart::ToolInputEnd { id: id.clone() });
+    let mut call = ModelToolCall::new(&*id, name, input);
     call.provider_executed = provider_executed;
     if !fields.is_empty() {
         call.provider_metadata = openai_metadata(fields);
