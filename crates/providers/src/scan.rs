@@ -416,7 +416,7 @@ impl Seen {
 /// byte-at-a-time loop was the cursor's largest cost. A word's flags may be wrong above its
 /// first match (borrows run upwards), never below it, so the lowest flag is exact.
 #[inline]
-fn plain_end(bytes: &[u8], mut at: usize) -> usize {
+pub(crate) fn plain_end(bytes: &[u8], mut at: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
     while let Some(word) = bytes.get(at..at + 8) {

@@ -7,12 +7,13 @@ use toolsmith_core::{ModelError, ModelErrorKind};
 
 use super::wire::PartialArg;
 use crate::errors::excerpt;
+use crate::scan::plain_end;
 
 /// One step of a JSON path: an object member or an array element. Its key is owned (`String`,
 /// the default) where the writer keeps it, borrowed from the path (`&str`) where it is only
 /// compared: every partial argument's path is parsed, and allocating its keys was a large share
 /// of the time spent on a streamed call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Segment<K = String> {
     Key(K),
     Index(usize),
@@ -43,12 +44,62 @@ pub(crate) fn parse_path(path: &str) -> Option<Vec<Segment>> {
     parse_path_borrowed(path).map(|segments| segments.iter().map(Segment::owned).collect())
 }
 
+/// How many steps of a path [`Path`] holds without allocating: more than the paths Gemini
+/// sends for tool arguments (`$.recipe.ingredients[0].amount` has four).
+const INLINE_STEPS: usize = 8;
+
+/// A parsed path: its steps inline up to [`INLINE_STEPS`], in a vector beyond. Every partial
+/// argument's path is parsed, and a vector for each was an allocation and a free per chunk.
+pub(crate) struct Path<'a> {
+    inline: [Segment<&'a str>; INLINE_STEPS],
+    len: usize,
+    spilled: Vec<Segment<&'a str>>,
+}
+
+impl<'a> Path<'a> {
+    fn new() -> Self {
+        Path {
+            inline: [Segment::Index(0); INLINE_STEPS],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, segment: Segment<&'a str>) {
+        if self.len < INLINE_STEPS {
+            self.inline[self.len] = segment;
+            self.len += 1;
+        } else {
+            if self.spilled.is_empty() {
+                self.spilled.extend_from_slice(&self.inline);
+            }
+            self.spilled.push(segment);
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Path<'a> {
+    type Target = [Segment<&'a str>];
+
+    fn deref(&self) -> &Self::Target {
+        if self.spilled.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spilled
+        }
+    }
+}
+
 /// Parses the JSON paths Gemini sends: `$`, `$.a.b`, `$.items[2].price`, `$['odd key']`,
 /// `$["x"][0]`, the keys borrowed from `path`. `None` for anything else.
-pub(crate) fn parse_path_borrowed(path: &str) -> Option<Vec<Segment<&str>>> {
-    let rest = path.trim().strip_prefix('$')?;
+pub(crate) fn parse_path_borrowed(path: &str) -> Option<Path<'_>> {
+    // `trim` (Unicode whitespace) cost more than the rest of a short path's parsing; a path that
+    // starts with `$` and ends in a printable ASCII byte has nothing to trim.
+    let untrimmed =
+        path.starts_with('$') && path.as_bytes().last().is_some_and(u8::is_ascii_graphic);
+    let rest = if untrimmed { path } else { path.trim() }.strip_prefix('$')?;
     let bytes = rest.as_bytes();
-    let mut segments = Vec::new();
+    let mut segments = Path::new();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -64,38 +115,58 @@ pub(crate) fn parse_path_borrowed(path: &str) -> Option<Vec<Segment<&str>>> {
                 segments.push(Segment::Key(&rest[start..end]));
                 i = end;
             }
-            b'[' => {
-                let inner = &rest[i + 1..];
-                let trimmed = inner.trim_start();
-                let offset = i + 1 + (inner.len() - trimmed.len());
-                match trimmed.chars().next()? {
-                    quote @ ('\'' | '"') => {
-                        // A quoted key may contain `]` or `.`: it ends at its closing quote.
-                        let key_start = offset + 1;
-                        let key_end = key_start + rest[key_start..].find(quote)?;
-                        let after = &rest[key_end + 1..];
-                        let close = key_end + 1 + after.find(']')?;
-                        if !rest[key_end + 1..close].trim().is_empty() {
-                            return None;
-                        }
-                        segments.push(Segment::Key(&rest[key_start..key_end]));
-                        i = close + 1;
-                    }
-                    _ => {
-                        let close = i + 1 + inner.find(']')?;
-                        let index = rest[i + 1..close].trim();
-                        if !index.bytes().all(|b| b.is_ascii_digit()) {
-                            return None;
-                        }
-                        segments.push(Segment::Index(index.parse().ok()?));
-                        i = close + 1;
-                    }
+            // An index written plainly (`[2]`), as Gemini writes them: what the general case
+            // below reads it as, without its searches and trimming.
+            b'[' if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let end = i
+                    + 1
+                    + bytes[i + 1..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_digit())
+                        .count();
+                if bytes.get(end) == Some(&b']') {
+                    segments.push(Segment::Index(rest[i + 1..end].parse().ok()?));
+                    i = end + 1;
+                } else {
+                    i = index_or_key(rest, i, &mut segments)?;
                 }
             }
+            b'[' => i = index_or_key(rest, i, &mut segments)?,
             _ => return None,
         }
     }
     Some(segments)
+}
+
+/// The step of a path at its `[` (byte `i` of `rest`): a quoted key or an index, spaces
+/// allowed inside the brackets. Where the path goes on, `None` for a malformed step.
+fn index_or_key<'a>(rest: &'a str, i: usize, segments: &mut Path<'a>) -> Option<usize> {
+    let inner = &rest[i + 1..];
+    let trimmed = inner.trim_start();
+    let offset = i + 1 + (inner.len() - trimmed.len());
+    match trimmed.chars().next()? {
+        quote @ ('\'' | '"') => {
+            // A quoted key may contain `]` or `.`: it ends at its closing quote.
+            let key_start = offset + 1;
+            let key_end = key_start + rest[key_start..].find(quote)?;
+            let after = &rest[key_end + 1..];
+            let close = key_end + 1 + after.find(']')?;
+            if !rest[key_end + 1..close].trim().is_empty() {
+                return None;
+            }
+            segments.push(Segment::Key(&rest[key_start..key_end]));
+            Some(close + 1)
+        }
+        _ => {
+            let close = i + 1 + inner.find(']')?;
+            let index = rest[i + 1..close].trim();
+            if !index.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            segments.push(Segment::Index(index.parse().ok()?));
+            Some(close + 1)
+        }
+    }
 }
 
 /// The value of one partial argument.
@@ -346,29 +417,39 @@ impl ArgsWriter {
 }
 
 /// Appends `s` escaped as the inside of a JSON string (as `serde_json` writes it).
+///
+/// The bytes to escape are exactly those that end a JSON string's plain run (a quote, a
+/// backslash, a control character), so the runs between them are found eight bytes at a time
+/// by the cursor's scanner and copied whole (a byte-at-a-time loop cost about five
+/// instructions a byte); the output is reserved once for the plain case.
 fn escape_into(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(s.len());
     let mut start = 0;
-    for (i, byte) in s.bytes().enumerate() {
-        let escaped = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
+    loop {
+        let end = plain_end(bytes, start);
+        out.push_str(&s[start..end]);
+        let Some(&byte) = bytes.get(end) else {
+            return;
         };
-        out.push_str(&s[start..i]);
-        if escaped.is_empty() {
-            out.push_str(&format!("\\u{byte:04x}"));
-        } else {
-            out.push_str(escaped);
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                // The other control characters (`plain_end` stops at nothing else).
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 0xf)]));
+            }
         }
-        start = i + 1;
+        start = end + 1;
     }
-    out.push_str(&s[start..]);
 }
 
 /// Writes one partial argument into the call's arguments.

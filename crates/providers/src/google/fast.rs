@@ -9,18 +9,29 @@
 //! Parsing those with serde's derived visitors (key matching, building the wire structs, the
 //! `candidates` vector) was most of decoding time. [`read_hot_chunk`] reads exactly those shapes
 //! into the same wire types and declines (`None`) everything else: several candidates or parts,
-//! whole `args`, `numberValue` / `structValue` / `listValue` arguments, inline data, code
-//! execution, grounding or citation metadata, `promptFeedback`, `error`, anything the cursor
-//! declines (malformed JSON, keys with escapes, unpaired surrogates, deep nesting) and a
-//! repeated known key, which serde rejects. The decoder then parses the payload with serde as
-//! before, which also produces the errors. What it accepts, it reads exactly as serde would (the
-//! property tests compare the two), so the decoder's output does not depend on which path read
-//! a chunk.
+//! inline data, code execution, grounding or citation metadata, `promptFeedback`, `error`,
+//! anything the cursor declines (malformed JSON, keys with escapes, unpaired surrogates, deep
+//! nesting) and a repeated known key, which serde rejects. The JSON values a call can hold
+//! (whole `args`, a `numberValue`, `structValue` or `listValue`) are handed to serde alone, by
+//! their text. The decoder then parses a declined payload with serde as before, which also
+//! produces the errors. What it accepts, it reads exactly as serde would (the property tests
+//! compare the two), so the decoder's output does not depend on which path read a chunk.
+//!
+//! Each object is read key by key, except that the members the API writes
+//! first (and some it writes next) are matched as one run of bytes with their key:
+//! `{"candidates":`, `{"content":`, `{"parts":` or Vertex's `{"role":"model","parts":`, then
+//! `{"text":` or `{"functionCall":`, `{"partialArgs":`, `{"jsonPath":`, `,"stringValue":`,
+//! `,"willContinue":`… Such a run is exactly what the key-by-key reader would consume for that
+//! member before reading its value, which the same code then reads; whatever follows it (other
+//! members, another order, whitespace) is read key by key as before. Dispatching on every key
+//! was most of the reading: a streamed call's chunk has nine of them before its tail.
 
 use crate::borrowed::Str;
 use crate::scan::{Cursor, Seen};
 
-use super::wire::{Candidate, Chunk, Content, FunctionCall, PartialArg, UsageMetadata, WirePart};
+use super::wire::{
+    Candidate, Chunk, Content, FunctionCall, InlineData, PartialArg, UsageMetadata, WirePart,
+};
 
 /// The parts of a [`Chunk`] a hot chunk can have: no error, no prompt feedback, at most one
 /// candidate (so no vector to allocate).
@@ -37,8 +48,143 @@ pub(super) struct HotChunk<'a> {
 pub(super) struct HotCandidate<'a> {
     pub index: Option<u64>,
     /// `None` without content (or `content: null`), `Some(None)` for content without parts.
-    pub content: Option<Option<WirePart<'a>>>,
+    pub content: Option<Option<Part<'a>>>,
     pub finish_reason: Option<Str<'a>>,
+}
+
+/// A [`WirePart`] as the decoder takes it from either path: the function call inline and its
+/// first argument too, so that the fast path allocates nothing for a streamed call's chunk
+/// (a `Box` for the call and a vector for its one argument were two allocations and two frees
+/// on most chunks of a tool-calling stream). The fast path leaves the cold fields `None`.
+#[derive(Debug, Default)]
+pub(super) struct Part<'a> {
+    pub text: Option<Str<'a>>,
+    pub thought: Option<bool>,
+    pub thought_signature: Option<Str<'a>>,
+    pub function_call: Option<Call<'a>>,
+    pub inline_data: Option<Box<InlineData<'a>>>,
+    pub executable_code: Option<Box<serde_json::Value>>,
+    pub code_execution_result: Option<Box<serde_json::Value>>,
+}
+
+/// A [`FunctionCall`] as the decoder takes it from either path (see [`Part`]).
+#[derive(Debug, Default)]
+pub(super) struct Call<'a> {
+    pub id: Option<Str<'a>>,
+    pub name: Option<Str<'a>>,
+    pub args: Option<Box<serde_json::Value>>,
+    pub partial_args: Option<Args<'a>>,
+    pub will_continue: Option<bool>,
+}
+
+/// Partial arguments in order: the first inline (a streamed call's chunk has one), the others
+/// in a vector, which serde's path fills alone.
+#[derive(Debug, Default)]
+pub(super) struct Args<'a> {
+    first: Option<PartialArg<'a>>,
+    rest: Vec<PartialArg<'a>>,
+}
+
+impl<'a> Args<'a> {
+    /// A new last argument, default, for the caller to fill in place.
+    fn push_default(&mut self) -> &mut PartialArg<'a> {
+        if self.first.is_none() {
+            return self.first.insert(PartialArg::default());
+        }
+        self.rest.push(PartialArg::default());
+        self.rest.last_mut().expect("just pushed")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for Args<'a> {
+    type Item = PartialArg<'a>;
+    type IntoIter =
+        std::iter::Chain<std::option::IntoIter<PartialArg<'a>>, std::vec::IntoIter<PartialArg<'a>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'a> Call<'a> {
+    /// `functionCall: {}`: the end of a streamed call.
+    pub fn is_empty(&self) -> bool {
+        self.id.is_none()
+            && self.name.is_none()
+            && self.args.is_none()
+            && self.partial_args.as_ref().is_none_or(Args::is_empty)
+            && self.will_continue.is_none()
+    }
+}
+
+impl<'a> From<FunctionCall<'a>> for Call<'a> {
+    fn from(call: FunctionCall<'a>) -> Self {
+        let FunctionCall {
+            id,
+            name,
+            args,
+            partial_args,
+            will_continue,
+        } = call;
+        Call {
+            id,
+            name,
+            args,
+            partial_args: partial_args.map(|rest| Args { first: None, rest }),
+            will_continue,
+        }
+    }
+}
+
+impl<'a> From<WirePart<'a>> for Part<'a> {
+    fn from(part: WirePart<'a>) -> Self {
+        let WirePart {
+            text,
+            thought,
+            thought_signature,
+            function_call,
+            inline_data,
+            executable_code,
+            code_execution_result,
+        } = part;
+        Part {
+            text,
+            thought,
+            thought_signature,
+            function_call: function_call.map(|call| Call::from(*call)),
+            inline_data,
+            executable_code,
+            code_execution_result,
+        }
+    }
+}
+
+#[cfg(test)]
+impl<'a> From<Part<'a>> for WirePart<'a> {
+    /// Back to serde's type, for the tests that compare the two paths.
+    fn from(part: Part<'a>) -> Self {
+        WirePart {
+            text: part.text,
+            thought: part.thought,
+            thought_signature: part.thought_signature,
+            function_call: part.function_call.map(|call| {
+                Box::new(FunctionCall {
+                    id: call.id,
+                    name: call.name,
+                    args: call.args,
+                    partial_args: call.partial_args.map(|args| args.into_iter().collect()),
+                    will_continue: call.will_continue,
+                })
+            }),
+            inline_data: part.inline_data,
+            executable_code: part.executable_code,
+            code_execution_result: part.code_execution_result,
+        }
+    }
 }
 
 /// What the chunks of one stream repeat after their candidate: the same `usageMetadata`,
@@ -85,7 +231,7 @@ pub(super) fn read_hot_chunk<'a>(
     // After the candidates: where, and the keys seen by then; whether the rest repeats `tail`.
     let mut rest = None;
     let mut repeated = false;
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"candidates" => {
                 seen.first(0)?;
@@ -133,7 +279,14 @@ pub(super) fn read_hot_chunk<'a>(
             _ => cursor.skip_value()?,
         }
         Some(())
-    })?;
+    };
+    // Every chunk the API sends starts with its candidates (see the module's documentation).
+    if cursor.tokens(br#"{"candidates":"#).is_some() {
+        member(&mut cursor, b"candidates")?;
+        cursor.object_rest(member)?;
+    } else {
+        cursor.object(member)?;
+    }
     cursor.end()?;
     if repeated {
         if let Some(usage) = tail.usage {
@@ -151,11 +304,11 @@ pub(super) fn read_hot_chunk<'a>(
 
 fn read_candidate<'a>(cursor: &mut Cursor<'a>, candidate: &mut HotCandidate<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"index" => {
                 seen.first(0)?;
-                candidate.index = cursor.nullable(Cursor::u64)?;
+                candidate.index = cursor.nullable(small_u64)?;
             }
             b"content" => {
                 seen.first(1)?;
@@ -179,13 +332,26 @@ fn read_candidate<'a>(cursor: &mut Cursor<'a>, candidate: &mut HotCandidate<'a>)
             _ => cursor.skip_value()?,
         }
         Some(())
-    })
+    };
+    // `{"content":{…}}`, then `,"finishReason":"STOP"` on the last chunk and `,"index":0` from
+    // the Gemini API (not Vertex).
+    if cursor.tokens(br#"{"content":"#).is_none() {
+        return cursor.object(member);
+    }
+    member(cursor, b"content")?;
+    if cursor.tokens(br#","finishReason":"#).is_some() {
+        member(cursor, b"finishReason")?;
+    }
+    if cursor.tokens(br#","index":"#).is_some() {
+        member(cursor, b"index")?;
+    }
+    cursor.object_rest(member)
 }
 
 /// A `Content` of at most one part (`role` and the like skipped).
-fn read_content<'a>(cursor: &mut Cursor<'a>, part: &mut Option<WirePart<'a>>) -> Option<()> {
+fn read_content<'a>(cursor: &mut Cursor<'a>, part: &mut Option<Part<'a>>) -> Option<()> {
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"parts" => {
                 seen.first(0)?;
@@ -194,18 +360,30 @@ fn read_content<'a>(cursor: &mut Cursor<'a>, part: &mut Option<WirePart<'a>>) ->
                     if part.is_some() {
                         return None;
                     }
-                    read_part(cursor, part.insert(WirePart::default()))
+                    read_part(cursor, part.insert(Part::default()))
                 })?;
             }
             _ => cursor.skip_value()?,
         }
         Some(())
-    })
+    };
+    // The Gemini API's `{"parts":[…],"role":"model"}`, Vertex's `{"role":"model","parts":[…]}`.
+    if cursor.tokens(br#"{"parts":"#).is_some() {
+        member(cursor, b"parts")?;
+        if cursor.tokens(br#","role":"model"}"#).is_some() {
+            return Some(());
+        }
+    } else if cursor.tokens(br#"{"role":"model","parts":"#).is_some() {
+        member(cursor, b"parts")?;
+    } else {
+        return cursor.object(member);
+    }
+    cursor.object_rest(member)
 }
 
-fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut WirePart<'a>) -> Option<()> {
+fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut Part<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"text" => {
                 seen.first(0)?;
@@ -213,7 +391,7 @@ fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut WirePart<'a>) -> Option<()>
             }
             b"thought" => {
                 seen.first(1)?;
-                part.thought = cursor.nullable(Cursor::bool)?;
+                part.thought = optional_bool(cursor)?;
             }
             b"thoughtSignature" => {
                 seen.first(2)?;
@@ -222,7 +400,7 @@ fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut WirePart<'a>) -> Option<()>
             b"functionCall" => {
                 seen.first(3)?;
                 if !cursor.take_null()? {
-                    read_function_call(cursor, part.function_call.insert(Box::default()))?;
+                    read_function_call(cursor, part.function_call.insert(Call::default()))?;
                 }
             }
             // Files and code execution are rare and hold JSON values: serde reads them.
@@ -241,12 +419,26 @@ fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut WirePart<'a>) -> Option<()>
             _ => cursor.skip_value()?,
         }
         Some(())
-    })
+    };
+    // A text or a call, then a thought flag or a signature, or neither.
+    if cursor.tokens(br#"{"text":"#).is_some() {
+        member(cursor, b"text")?;
+    } else if cursor.tokens(br#"{"functionCall":"#).is_some() {
+        member(cursor, b"functionCall")?;
+    } else {
+        return cursor.object(member);
+    }
+    if cursor.tokens(br#","thoughtSignature":"#).is_some() {
+        member(cursor, b"thoughtSignature")?;
+    } else if cursor.tokens(br#","thought":"#).is_some() {
+        member(cursor, b"thought")?;
+    }
+    cursor.object_rest(member)
 }
 
-fn read_function_call<'a>(cursor: &mut Cursor<'a>, call: &mut FunctionCall<'a>) -> Option<()> {
+fn read_function_call<'a>(cursor: &mut Cursor<'a>, call: &mut Call<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"id" => {
                 seen.first(0)?;
@@ -256,35 +448,46 @@ fn read_function_call<'a>(cursor: &mut Cursor<'a>, call: &mut FunctionCall<'a>) 
                 seen.first(1)?;
                 call.name = cursor.optional_string()?.map(Str);
             }
-            // Whole arguments are a JSON value, built by serde (one chunk per call).
             b"args" => {
                 seen.first(2)?;
-                cursor.null()?;
+                call.args = json_value(cursor)?;
             }
             b"partialArgs" => {
                 seen.first(3)?;
                 if !cursor.take_null()? {
-                    let args = call.partial_args.insert(Vec::new());
-                    cursor.array(|cursor| {
-                        args.push(PartialArg::default());
-                        read_partial_arg(cursor, args.last_mut()?)
-                    })?;
+                    let args = call.partial_args.insert(Args::default());
+                    cursor.array(|cursor| read_partial_arg(cursor, args.push_default()))?;
                 }
             }
             b"willContinue" => {
                 seen.first(4)?;
-                call.will_continue = cursor.nullable(Cursor::bool)?;
+                call.will_continue = optional_bool(cursor)?;
             }
             _ => cursor.skip_value()?,
         }
         Some(())
-    })
+    };
+    // `{}` ends a streamed call; the others start with their arguments or the name.
+    if cursor.tokens(b"{}").is_some() {
+        return Some(());
+    }
+    if cursor.tokens(br#"{"partialArgs":"#).is_some() {
+        member(cursor, b"partialArgs")?;
+    } else if cursor.tokens(br#"{"name":"#).is_some() {
+        member(cursor, b"name")?;
+    } else {
+        return cursor.object(member);
+    }
+    if cursor.tokens(br#","willContinue":"#).is_some() {
+        member(cursor, b"willContinue")?;
+    }
+    cursor.object_rest(member)
 }
 
-/// A streamed argument holding a string, a boolean, a null or no value (a continuation marker).
+/// A streamed argument.
 fn read_partial_arg<'a>(cursor: &mut Cursor<'a>, arg: &mut PartialArg<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    cursor.object(|cursor, key| {
+    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"jsonPath" => {
                 seen.first(0)?;
@@ -296,7 +499,7 @@ fn read_partial_arg<'a>(cursor: &mut Cursor<'a>, arg: &mut PartialArg<'a>) -> Op
             }
             b"boolValue" => {
                 seen.first(2)?;
-                arg.bool_value = cursor.nullable(Cursor::bool)?;
+                arg.bool_value = optional_bool(cursor)?;
             }
             // Its presence is the value, whatever it holds (serde ignores it): any valid JSON.
             b"nullValue" => {
@@ -306,25 +509,36 @@ fn read_partial_arg<'a>(cursor: &mut Cursor<'a>, arg: &mut PartialArg<'a>) -> Op
             }
             b"willContinue" => {
                 seen.first(4)?;
-                arg.will_continue = cursor.nullable(Cursor::bool)?;
+                arg.will_continue = optional_bool(cursor)?;
             }
-            // JSON values (numbers kept as serde_json parses them): serde reads them.
             b"numberValue" => {
                 seen.first(5)?;
-                cursor.null()?;
+                arg.number_value = json_value(cursor)?;
             }
             b"structValue" => {
                 seen.first(6)?;
-                cursor.null()?;
+                arg.struct_value = json_value(cursor)?;
             }
             b"listValue" => {
                 seen.first(7)?;
-                cursor.null()?;
+                arg.list_value = json_value(cursor)?;
             }
             _ => cursor.skip_value()?,
         }
         Some(())
-    })
+    };
+    // `{"jsonPath":…,"stringValue":…,"willContinue":true}`, the last two optional.
+    if cursor.tokens(br#"{"jsonPath":"#).is_none() {
+        return cursor.object(member);
+    }
+    member(cursor, b"jsonPath")?;
+    if cursor.tokens(br#","stringValue":"#).is_some() {
+        member(cursor, b"stringValue")?;
+    }
+    if cursor.tokens(br#","willContinue":"#).is_some() {
+        member(cursor, b"willContinue")?;
+    }
+    cursor.object_rest(member)
 }
 
 /// The token counts (`totalTokenCount`, the per-modality details and `trafficType` skipped).
@@ -334,24 +548,57 @@ fn read_usage(cursor: &mut Cursor<'_>, usage: &mut UsageMetadata) -> Option<()> 
         match key {
             b"promptTokenCount" => {
                 seen.first(0)?;
-                usage.prompt_token_count = cursor.nullable(Cursor::u64)?;
+                usage.prompt_token_count = cursor.nullable(small_u64)?;
             }
             b"cachedContentTokenCount" => {
                 seen.first(1)?;
-                usage.cached_content_token_count = cursor.nullable(Cursor::u64)?;
+                usage.cached_content_token_count = cursor.nullable(small_u64)?;
             }
             b"candidatesTokenCount" => {
                 seen.first(2)?;
-                usage.candidates_token_count = cursor.nullable(Cursor::u64)?;
+                usage.candidates_token_count = cursor.nullable(small_u64)?;
             }
             b"thoughtsTokenCount" => {
                 seen.first(3)?;
-                usage.thoughts_token_count = cursor.nullable(Cursor::u64)?;
+                usage.thoughts_token_count = cursor.nullable(small_u64)?;
             }
             _ => cursor.skip_value()?,
         }
         Some(())
     })
+}
+
+/// An `Option<bool>` field: `true` (a streamed call's `willContinue`, nearly every time) as one
+/// comparison, anything else as [`Cursor::bool`] reads it, which it would read the same way.
+#[inline(always)]
+fn optional_bool(cursor: &mut Cursor<'_>) -> Option<Option<bool>> {
+    if cursor.tokens(b"true").is_some() {
+        return Some(Some(true));
+    }
+    cursor.nullable(Cursor::bool)
+}
+
+/// A `u64` field: one or two digits inline, anything else through [`Cursor::u64`], which
+/// reads those the same way.
+#[inline(always)]
+fn small_u64(cursor: &mut Cursor<'_>) -> Option<u64> {
+    cursor.small_u64().or_else(|| cursor.u64())
+}
+
+/// An `Option<Box<Value>>` field (whole `args`, a `numberValue`…): `null` as `None`, any
+/// other value's text parsed by serde alone, as it would parse it in place. Declining here
+/// sent the whole chunk to serde, which read it a second time, thought signature included
+/// (kilobytes on the chunk with a call's whole arguments).
+fn json_value(cursor: &mut Cursor<'_>) -> Option<Option<Box<serde_json::Value>>> {
+    if cursor.take_null()? {
+        return Some(None);
+    }
+    let text = cursor.raw_value()?;
+    // Valid JSON by now; serde may still reject it (a number out of range, `1e999`), and then
+    // rejects the chunk too.
+    serde_json::from_str(text)
+        .ok()
+        .map(|value| Some(Box::new(value)))
 }
 
 // Names every field of the wire types the fast path builds or declines on, so that adding one

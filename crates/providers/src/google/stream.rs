@@ -10,8 +10,8 @@ use toolsmith_core::{
 };
 
 use super::args::ArgsWriter;
-use super::fast::{HotChunk, Tail, read_hot_chunk};
-use super::wire::{Chunk, CitationMetadata, GroundingMetadata, UsageMetadata, WirePart};
+use super::fast::{HotChunk, Part, Tail, read_hot_chunk};
+use super::wire::{Chunk, CitationMetadata, GroundingMetadata, UsageMetadata};
 use crate::borrowed::Str;
 use crate::decode::StreamDecoder;
 use crate::errors::{excerpt, retry_info_delay, status_kind};
@@ -132,7 +132,8 @@ struct Head<'a> {
 }
 
 /// One candidate as [`GeminiStreamDecoder::apply`] reads it from either path: its parts are
-/// serde's vector or the fast path's one part (which reads only candidates without sources).
+/// serde's vector (converted one by one) or the fast path's one part (which reads only
+/// candidates without sources).
 struct CandidateView<'a, P> {
     index: Option<u64>,
     parts: P,
@@ -281,7 +282,12 @@ impl GeminiStreamDecoder {
             .find(|c| c.index.unwrap_or(0) == 0)
             .map(|c| CandidateView {
                 index: c.index,
-                parts: c.content.map(|c| c.parts).unwrap_or_default(),
+                parts: c
+                    .content
+                    .map(|c| c.parts)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(Part::from),
                 finish_reason: c.finish_reason,
                 grounding: c.grounding_metadata,
                 citations: c.citation_metadata,
@@ -294,7 +300,7 @@ impl GeminiStreamDecoder {
     fn apply<'a>(
         &mut self,
         head: Head<'a>,
-        candidate: Option<CandidateView<'a, impl IntoIterator<Item = WirePart<'a>>>>,
+        candidate: Option<CandidateView<'a, impl IntoIterator<Item = Part<'a>>>>,
         out: &mut Vec<ModelPart>,
     ) -> Result<(), ModelError> {
         if !self.metadata_sent && (head.response_id.is_some() || head.model_version.is_some()) {
@@ -355,13 +361,13 @@ impl GeminiStreamDecoder {
         Ok(())
     }
 
-    fn part(&mut self, part: WirePart<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+    fn part(&mut self, part: Part<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
         let signature = part
             .thought_signature
             .filter(|s| !s.is_empty())
             .map(Str::into_owned);
         if let Some(call) = part.function_call {
-            return self.function_call(*call, signature, out);
+            return self.function_call(call, signature, out);
         }
         if let Some(code) = part.executable_code {
             self.executable_code(*code, signature, out);

@@ -92,17 +92,6 @@ pub(crate) struct FunctionCall<'a> {
     pub will_continue: Option<bool>,
 }
 
-impl FunctionCall<'_> {
-    /// `functionCall: {}`: the end of a streamed call.
-    pub fn is_empty(&self) -> bool {
-        self.id.is_none()
-            && self.name.is_none()
-            && self.args.is_none()
-            && self.partial_args.as_ref().is_none_or(Vec::is_empty)
-            && self.will_continue.is_none()
-    }
-}
-
 /// One streamed argument: a value at a JSON path (`$.location`, `$.items[1].price`).
 #[derive(Debug, Default, Deserialize)]
 #[cfg_attr(test, derive(PartialEq))]

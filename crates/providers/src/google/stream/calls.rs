@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelToolCall, ProviderMetadata};
 
 use super::super::args::{ArgsWriter, apply};
-use super::super::wire::FunctionCall;
+use super::super::fast::Call;
 use super::{CODE_EXECUTION, GeminiStreamDecoder, OpenCall, PROVIDER};
 
 impl GeminiStreamDecoder {
     pub(super) fn function_call(
         &mut self,
-        call: FunctionCall<'_>,
+        call: Call<'_>,
         signature: Option<String>,
         out: &mut Vec<ModelPart>,
     ) -> Result<(), ModelError> {
