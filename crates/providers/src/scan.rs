@@ -84,6 +84,30 @@ impl<'a> Cursor<'a> {
         self.members(&mut member)
     }
 
+    /// An object as [`Cursor::object`] reads it, faster when its members come in the order its
+    /// writer always uses: its first member is one of `first`, then each group of `then` gives
+    /// at most one next member. Each `(run, key)` is matched as one run of bytes (`{"key":` for
+    /// the first member, `,"key":` after) and its value read by `member` under `key`, with no
+    /// key dispatch; from the first byte off that order on, members are read key by key.
+    #[inline(always)]
+    pub(crate) fn object_in_order(
+        &mut self,
+        first: &[(&[u8], &'a [u8])],
+        then: &[&[(&[u8], &'a [u8])]],
+        mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        let Some(&(_, key)) = first.iter().find(|(run, _)| self.literal(run).is_some()) else {
+            return self.object(member);
+        };
+        member(self, key)?;
+        for group in then {
+            if let Some(&(_, key)) = group.iter().find(|(run, _)| self.literal(run).is_some()) {
+                member(self, key)?;
+            }
+        }
+        self.object_rest(member)
+    }
+
     /// Members from a key on, and the object's end.
     #[inline(always)]
     fn members(

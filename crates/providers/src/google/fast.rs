@@ -231,7 +231,7 @@ pub(super) fn read_hot_chunk<'a>(
     // After the candidates: where, and the keys seen by then; whether the rest repeats `tail`.
     let mut rest = None;
     let mut repeated = false;
-    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"candidates" => {
                 seen.first(0)?;
@@ -281,12 +281,7 @@ pub(super) fn read_hot_chunk<'a>(
         Some(())
     };
     // Every chunk the API sends starts with its candidates (see the module's documentation).
-    if cursor.tokens(br#"{"candidates":"#).is_some() {
-        member(&mut cursor, b"candidates")?;
-        cursor.object_rest(member)?;
-    } else {
-        cursor.object(member)?;
-    }
+    cursor.object_in_order(&[(br#"{"candidates":"#, b"candidates")], &[], member)?;
     cursor.end()?;
     if repeated {
         if let Some(usage) = tail.usage {
@@ -304,7 +299,7 @@ pub(super) fn read_hot_chunk<'a>(
 
 fn read_candidate<'a>(cursor: &mut Cursor<'a>, candidate: &mut HotCandidate<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"index" => {
                 seen.first(0)?;
@@ -335,17 +330,14 @@ fn read_candidate<'a>(cursor: &mut Cursor<'a>, candidate: &mut HotCandidate<'a>)
     };
     // `{"content":{…}}`, then `,"finishReason":"STOP"` on the last chunk and `,"index":0` from
     // the Gemini API (not Vertex).
-    if cursor.tokens(br#"{"content":"#).is_none() {
-        return cursor.object(member);
-    }
-    member(cursor, b"content")?;
-    if cursor.tokens(br#","finishReason":"#).is_some() {
-        member(cursor, b"finishReason")?;
-    }
-    if cursor.tokens(br#","index":"#).is_some() {
-        member(cursor, b"index")?;
-    }
-    cursor.object_rest(member)
+    cursor.object_in_order(
+        &[(br#"{"content":"#, b"content")],
+        &[
+            &[(br#","finishReason":"#, b"finishReason")],
+            &[(br#","index":"#, b"index")],
+        ],
+        member,
+    )
 }
 
 /// A `Content` of at most one part (`role` and the like skipped).
@@ -383,7 +375,7 @@ fn read_content<'a>(cursor: &mut Cursor<'a>, part: &mut Option<Part<'a>>) -> Opt
 
 fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut Part<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"text" => {
                 seen.first(0)?;
@@ -421,24 +413,22 @@ fn read_part<'a>(cursor: &mut Cursor<'a>, part: &mut Part<'a>) -> Option<()> {
         Some(())
     };
     // A text or a call, then a thought flag or a signature, or neither.
-    if cursor.tokens(br#"{"text":"#).is_some() {
-        member(cursor, b"text")?;
-    } else if cursor.tokens(br#"{"functionCall":"#).is_some() {
-        member(cursor, b"functionCall")?;
-    } else {
-        return cursor.object(member);
-    }
-    if cursor.tokens(br#","thoughtSignature":"#).is_some() {
-        member(cursor, b"thoughtSignature")?;
-    } else if cursor.tokens(br#","thought":"#).is_some() {
-        member(cursor, b"thought")?;
-    }
-    cursor.object_rest(member)
+    cursor.object_in_order(
+        &[
+            (br#"{"text":"#, b"text"),
+            (br#"{"functionCall":"#, b"functionCall"),
+        ],
+        &[&[
+            (br#","thoughtSignature":"#, b"thoughtSignature"),
+            (br#","thought":"#, b"thought"),
+        ]],
+        member,
+    )
 }
 
 fn read_function_call<'a>(cursor: &mut Cursor<'a>, call: &mut Call<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"id" => {
                 seen.first(0)?;
@@ -471,23 +461,20 @@ fn read_function_call<'a>(cursor: &mut Cursor<'a>, call: &mut Call<'a>) -> Optio
     if cursor.tokens(b"{}").is_some() {
         return Some(());
     }
-    if cursor.tokens(br#"{"partialArgs":"#).is_some() {
-        member(cursor, b"partialArgs")?;
-    } else if cursor.tokens(br#"{"name":"#).is_some() {
-        member(cursor, b"name")?;
-    } else {
-        return cursor.object(member);
-    }
-    if cursor.tokens(br#","willContinue":"#).is_some() {
-        member(cursor, b"willContinue")?;
-    }
-    cursor.object_rest(member)
+    cursor.object_in_order(
+        &[
+            (br#"{"partialArgs":"#, b"partialArgs"),
+            (br#"{"name":"#, b"name"),
+        ],
+        &[&[(br#","willContinue":"#, b"willContinue")]],
+        member,
+    )
 }
 
 /// A streamed argument.
 fn read_partial_arg<'a>(cursor: &mut Cursor<'a>, arg: &mut PartialArg<'a>) -> Option<()> {
     let mut seen = Seen::default();
-    let mut member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"jsonPath" => {
                 seen.first(0)?;
@@ -528,17 +515,14 @@ fn read_partial_arg<'a>(cursor: &mut Cursor<'a>, arg: &mut PartialArg<'a>) -> Op
         Some(())
     };
     // `{"jsonPath":…,"stringValue":…,"willContinue":true}`, the last two optional.
-    if cursor.tokens(br#"{"jsonPath":"#).is_none() {
-        return cursor.object(member);
-    }
-    member(cursor, b"jsonPath")?;
-    if cursor.tokens(br#","stringValue":"#).is_some() {
-        member(cursor, b"stringValue")?;
-    }
-    if cursor.tokens(br#","willContinue":"#).is_some() {
-        member(cursor, b"willContinue")?;
-    }
-    cursor.object_rest(member)
+    cursor.object_in_order(
+        &[(br#"{"jsonPath":"#, b"jsonPath")],
+        &[
+            &[(br#","stringValue":"#, b"stringValue")],
+            &[(br#","willContinue":"#, b"willContinue")],
+        ],
+        member,
+    )
 }
 
 /// The token counts (`totalTokenCount`, the per-modality details and `trafficType` skipped).
