@@ -550,6 +550,13 @@ impl<'a> Cursor<'a> {
         self.literal(tokens)
     }
 
+    /// A `u64` as [`Cursor::u64`] reads it, one or two digits (an index, most token counts)
+    /// read inline by [`Cursor::small_u64`] first.
+    #[inline(always)]
+    pub(crate) fn u64_small_inline(&mut self) -> Option<u64> {
+        self.small_u64().or_else(|| self.u64())
+    }
+
     /// Reads a `u64` of one or two digits, inline; declines on anything else (whitespace
     /// first, a third digit, a fraction, an exponent, a leading zero), which [`Cursor::u64`]
     /// then reads or declines. For a block index, on every event: the out-of-line `u64` cost

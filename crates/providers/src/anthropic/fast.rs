@@ -134,10 +134,10 @@ fn read_compact_delta<'a>(cursor: &mut Cursor<'a>, event: &mut Event<'a>) -> Opt
     cursor.tokens(b"}}")
 }
 
-/// A block index: one or two digits inline, anything longer through [`Cursor::u64`].
+/// A block index.
 #[inline(always)]
 fn read_index(cursor: &mut Cursor<'_>, event: &mut Event<'_>) -> Option<()> {
-    event.index = Some(cursor.small_u64().or_else(|| cursor.u64())?);
+    event.index = Some(cursor.u64_small_inline()?);
     Some(())
 }
 

@@ -303,7 +303,7 @@ fn read_candidate<'a>(cursor: &mut Cursor<'a>, candidate: &mut HotCandidate<'a>)
         match key {
             b"index" => {
                 seen.first(0)?;
-                candidate.index = cursor.nullable(small_u64)?;
+                candidate.index = cursor.nullable(Cursor::u64_small_inline)?;
             }
             b"content" => {
                 seen.first(1)?;
@@ -532,19 +532,19 @@ fn read_usage(cursor: &mut Cursor<'_>, usage: &mut UsageMetadata) -> Option<()> 
         match key {
             b"promptTokenCount" => {
                 seen.first(0)?;
-                usage.prompt_token_count = cursor.nullable(small_u64)?;
+                usage.prompt_token_count = cursor.nullable(Cursor::u64_small_inline)?;
             }
             b"cachedContentTokenCount" => {
                 seen.first(1)?;
-                usage.cached_content_token_count = cursor.nullable(small_u64)?;
+                usage.cached_content_token_count = cursor.nullable(Cursor::u64_small_inline)?;
             }
             b"candidatesTokenCount" => {
                 seen.first(2)?;
-                usage.candidates_token_count = cursor.nullable(small_u64)?;
+                usage.candidates_token_count = cursor.nullable(Cursor::u64_small_inline)?;
             }
             b"thoughtsTokenCount" => {
                 seen.first(3)?;
-                usage.thoughts_token_count = cursor.nullable(small_u64)?;
+                usage.thoughts_token_count = cursor.nullable(Cursor::u64_small_inline)?;
             }
             _ => cursor.skip_value()?,
         }
@@ -560,13 +560,6 @@ fn optional_bool(cursor: &mut Cursor<'_>) -> Option<Option<bool>> {
         return Some(Some(true));
     }
     cursor.nullable(Cursor::bool)
-}
-
-/// A `u64` field: one or two digits inline, anything else through [`Cursor::u64`], which
-/// reads those the same way.
-#[inline(always)]
-fn small_u64(cursor: &mut Cursor<'_>) -> Option<u64> {
-    cursor.small_u64().or_else(|| cursor.u64())
 }
 
 /// An `Option<Box<Value>>` field (whole `args`, a `numberValue`…): `null` as `None`, any
