@@ -43,100 +43,12 @@ use super::wire::{Event, ResponseInfo};
 ///
 /// The event is filled in place: returned by value it would be moved, a kilobyte each time.
 pub(super) fn read_event<'a>(data: &'a str, event: &mut Event<'a>) -> Option<()> {
-    match read_compact(data, event) {
-        Compact::Read => Some(()),
-        Compact::Cold => None,
-        Compact::Other => {
-            // Start over: the compact reader may have filled some fields before giving up.
-            *event = Event::default();
-            read_members(data, event)
-        }
-    }
-}
-
-/// What [`read_compact`] made of a payload.
-enum Compact {
-    /// Read into the event.
-    Read,
-    /// An output item or an annotation (an object, not `null`), which [`read_members`] would
-    /// decline too: declined without walking the rest.
-    Cold,
-    /// Anything else: for [`read_members`] to try.
-    Other,
-}
-
-/// The members of an event in the order OpenAI writes them, each key (with the `:` and the `,`
-/// before it) as one run of bytes: `{"type":…,"sequence_number":N,"item_id":…,
-/// "output_index":N,"content_index":N` (or `"summary_index":N`) `,"delta":…,"logprobs":[],
-/// "obfuscation":…}`, any member but `type` and `sequence_number` missing, or a lifecycle
-/// event's `{"type":…,"sequence_number":N,"response":{…}}`. That is every delta (nine events in
-/// ten), which [`read_members`] walked key by key at about twice the cost.
-///
-/// Gives up at the first byte off that layout (whitespace, another key or order, a `logprobs`
-/// that is not empty). Each member is read as [`read_members`] reads it (and, since each key is
-/// matched at most once, a repeated key is off the layout too), so whatever it accepts is the
-/// same event.
-#[inline(always)]
-fn read_compact<'a>(data: &'a str, event: &mut Event<'a>) -> Compact {
-    let mut cursor = Cursor::new(data);
-    if read_compact_members(&mut cursor, event).is_some() {
-        return Compact::Read;
-    }
-    // Declining is always exact (serde reads what the fast path would): an object where it
-    // stopped is what `read_members` declines on anyway.
-    if cursor.tokens(br#","item":{"#).is_some() || cursor.tokens(br#","annotation":{"#).is_some() {
-        Compact::Cold
-    } else {
-        Compact::Other
-    }
-}
-
-#[inline(always)]
-fn read_compact_members<'a>(cursor: &mut Cursor<'a>, event: &mut Event<'a>) -> Option<()> {
-    cursor.tokens(br#"{"type":"#)?;
-    event.kind = cursor.string()?;
-    cursor.tokens(br#","sequence_number":"#)?;
-    cursor.skip_value()?;
-    if cursor.tokens(br#","response":"#).is_some() {
-        if !cursor.take_null()? {
-            read_response(cursor, event.response.insert(ResponseInfo::default()))?;
-        }
-    } else {
-        if cursor.tokens(br#","item_id":"#).is_some() {
-            event.item_id = cursor.optional_string()?.map(Str);
-        }
-        if cursor.tokens(br#","output_index":"#).is_some() {
-            event.output_index = cursor.nullable(Cursor::u64)?;
-        }
-        if cursor.tokens(br#","content_index":"#).is_some() {
-            event.content_index = cursor.nullable(Cursor::u64)?;
-        } else if cursor.tokens(br#","summary_index":"#).is_some() {
-            event.summary_index = cursor.nullable(Cursor::u64)?;
-        }
-        if cursor.tokens(br#","delta":"#).is_some() {
-            event.delta = cursor.optional_string()?.map(Str);
-        }
-        // Unknown members, skipped as `read_members` skips them.
-        let _ = cursor.tokens(br#","logprobs":[]"#);
-        if cursor.tokens(br#","annotation_index":"#).is_some() {
-            cursor.skip_value()?;
-        }
-        if cursor.tokens(br#","obfuscation":"#).is_some() {
-            cursor.skip_value()?;
-        }
-    }
-    cursor.tokens(b"}")?;
-    cursor.end()
-}
-
-/// [`read_event`] for any layout: the members key by key.
-fn read_members<'a>(data: &'a str, event: &mut Event<'a>) -> Option<()> {
     let mut cursor = Cursor::new(data);
     // The scalar fields read, and the object-valued ones seen as `null` (serde rejects a
     // repeated field either way).
     let mut seen = Seen::default();
     let mut nulls = Seen::default();
-    cursor.object(|cursor, key| {
+    let member = |cursor: &mut Cursor<'a>, key: &'a [u8]| {
         match key {
             b"type" => {
                 seen.first(0)?;
@@ -188,7 +100,33 @@ fn read_members<'a>(data: &'a str, event: &mut Event<'a>) -> Option<()> {
             _ => cursor.skip_value()?,
         }
         Some(())
-    })?;
+    };
+    // The members in the order OpenAI writes them: `{"type":…,"sequence_number":N,` then a
+    // lifecycle event's `"response":{…}` or a delta's `"item_id":…,"output_index":N,
+    // "content_index":N` (or `"summary_index":N`) `,"delta":…,"logprobs":[],"obfuscation":…}`,
+    // each key matched with its punctuation as one run of bytes. That is nine events in ten,
+    // which key-by-key reading walked at about twice the cost; anything else (another order,
+    // whitespace, more members) continues key by key.
+    cursor.object_in_order(
+        &[(br#"{"type":"#, b"type")],
+        &[
+            &[(br#","sequence_number":"#, b"sequence_number")],
+            &[
+                (br#","item_id":"#, b"item_id"),
+                (br#","response":"#, b"response"),
+            ],
+            &[(br#","output_index":"#, b"output_index")],
+            &[
+                (br#","content_index":"#, b"content_index"),
+                (br#","summary_index":"#, b"summary_index"),
+            ],
+            &[(br#","delta":"#, b"delta")],
+            &[(br#","logprobs":"#, b"logprobs")],
+            &[(br#","annotation_index":"#, b"annotation_index")],
+            &[(br#","obfuscation":"#, b"obfuscation")],
+        ],
+        member,
+    )?;
     cursor.end()
 }
 
