@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(policy.network, NetworkPolicy::Off);
 /// assert_eq!(policy.limits.timeout, Duration::from_secs(60));
 /// assert_eq!(policy.limits.output_bytes, 200_000);
+/// assert!(policy.protect_git);
 /// assert!(policy.validate().is_ok());
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +45,16 @@ pub struct SandboxPolicy {
     /// What to do when this machine cannot enforce a layer.
     #[serde(default)]
     pub strictness: Strictness,
+    /// Whether the workspace's git metadata that decides what git *executes* for the user
+    /// (`.git/config`, `.git/hooks`, submodule and worktree configuration, the `.git` entry
+    /// itself) is out of reach of the tools (default `true`). Turning it off lets a model plant
+    /// code that the user's next `git status` runs outside any sandbox.
+    #[serde(default = "yes")]
+    pub protect_git: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl SandboxPolicy {
@@ -59,6 +70,7 @@ impl SandboxPolicy {
             limits: Limits::default(),
             env: EnvPolicy::default(),
             strictness: Strictness::default(),
+            protect_git: true,
         }
     }
 
