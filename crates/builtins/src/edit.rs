@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolMeta, ToolOutput, ToolSpec, async_trait};
 
 use crate::Workspace;
-use crate::read::{blocking, not_utf8, parse_input, read_capped, sha256_hex};
+use crate::file_change::Target;
+use crate::read::{blocking, parse_input, sha256_hex};
 use unified::PatchError;
 
 const NAME: &str = "edit";
@@ -48,9 +49,15 @@ struct Input {
 ///   Both forms, neither, `old_string` without `new_string` (or the reverse), `replace_all` with
 ///   a patch, an empty `old_string`, or identical strings → `INVALID_INPUT`.
 /// - Checks, in order: a patch over `policy.limits.output_bytes` → `TOOL_PATCH_TOO_LARGE`
-///   `Patch too large (<n> bytes)` `{patchBytes, patchHash}`; the path (`TOOL_PATH_*`, a missing
-///   file → `TOOL_FILE_NOT_FOUND` `File not found: <path>`); a file over the limit →
-///   `TOOL_FILE_TOO_LARGE`; non-UTF-8 content → `TOOL_FILE_NOT_UTF8`.
+///   `Patch too large (<n> bytes)` `{patchBytes, patchHash}`; the path (`TOOL_PATH_*`; git
+///   metadata while the policy protects it → [`PATH_PROTECTED`](crate::PATH_PROTECTED); a
+///   symlink or special file → `TOOL_NOT_A_FILE`; a missing file → `TOOL_FILE_NOT_FOUND` `File
+///   not found: <path>`); a file over the limit → `TOOL_FILE_TOO_LARGE`; non-UTF-8 content →
+///   `TOOL_FILE_NOT_UTF8`.
+/// - No earlier `read` is required, unlike `write`: the old string or the patch's context must
+///   match the file as it is now, a stricter check than a read's stamp, and a stamp check would
+///   refuse correct edits after the run's own commands touched the file. A successful edit
+///   counts as having seen the result, so a `write` may follow.
 /// - Patch: applied like jsdiff's `applyPatch` with default options: exact context (no fuzz),
 ///   hunks in order, each tried at its header line and then one line further away at a time
 ///   (forward first) until context and deleted lines match, later hunks only after earlier
@@ -64,7 +71,9 @@ struct Input {
 ///   without `replace_all` → `TOOL_EDIT_NOT_UNIQUE` `old_string occurs <n> times in <path>; add
 ///   context or set replace_all`. When the file uses CRLF and the strings use LF, they are
 ///   matched (and inserted) with CRLF.
-/// - The file is written back atomically; the output is the text `ok`.
+/// - The file is written back atomically, its permission bits kept without set-ID or sticky
+///   bits; the output is the text `ok`, with a [`FileChange`](crate::FileChange) artifact (the
+///   previous content) that a stored run keeps in its journal for `toolsmith threads revert`.
 ///
 /// Side effect, not idempotent.
 ///
@@ -168,7 +177,7 @@ impl Tool for Edit {
         &self.meta
     }
 
-    async fn call(&self, input: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let mut input: Input = parse_input(input)?;
         let change = change(&mut input)?;
         let limit = self.workspace.policy().limits.output_bytes;
@@ -185,18 +194,29 @@ impl Tool for Edit {
             })));
         }
         let workspace = Arc::clone(&self.workspace);
+        let state = cx.state().clone();
         let path = input.path;
-        blocking(move || {
-            let bytes = read_capped(&workspace, &path)?;
-            let current = String::from_utf8(bytes).map_err(|_| not_utf8(&path))?;
-            let updated = match change {
-                Change::Patch(patch) => apply_patch(&current, &patch)?,
-                Change::Replace { old, new, all } => replace(&current, &path, &old, &new, all)?,
+        let change = blocking(move || {
+            let target = Target::open(&workspace, &path)?;
+            // No read is required, and no stamp checked: the old text (or the patch's context)
+            // must match the file as it is now, which is the stricter check.
+            let Some(current) = &target.current else {
+                return Err(ToolError::new(
+                    "TOOL_FILE_NOT_FOUND",
+                    format!("File not found: {path}"),
+                )
+                .with_details(json!({ "path": path })));
             };
-            workspace.root().write_atomic(&path, updated.as_bytes())
+            let updated = match change {
+                Change::Patch(patch) => apply_patch(&current.text, &patch)?,
+                Change::Replace { old, new, all } => {
+                    replace(&current.text, &path, &old, &new, all)?
+                }
+            };
+            target.replace(&workspace, &state, updated.as_bytes())
         })
         .await?;
-        Ok(ToolOutput::text("ok"))
+        Ok(ToolOutput::text("ok").with_artifact(change.to_artifact()))
     }
 }
 

@@ -5,6 +5,11 @@
 //! code) share a [`Workspace`]: the confined root and the user's
 //! [`SandboxPolicy`](toolsmith_sandbox::SandboxPolicy).
 //!
+//! `write` replaces only a file the run has read ([`FILE_NOT_READ`] otherwise); `write` and
+//! `edit` never touch git metadata while the policy protects it ([`PATH_PROTECTED`]), never
+//! set a set-ID bit, and return what they replaced as a [`FileChange`] artifact, which
+//! [`revert_file_change`] puts back.
+//!
 //! | Tool         | Constructor      | What it does                                       |
 //! |--------------|------------------|----------------------------------------------------|
 //! | `read`       | [`read()`]       | Reads a UTF-8 file, whole or a window of lines ([`Read`]) |
@@ -36,23 +41,31 @@
 mod bash;
 mod calculator;
 mod edit;
+mod file_change;
 mod glob;
 mod grep;
+mod protect;
 mod read;
+mod revert;
 mod run_code;
+mod seen;
 mod workspace;
 mod write;
 
 pub use bash::{Bash, PROCESS_CANCELLED, bash, network_guard};
 pub use calculator::{Calculator, calculator};
 pub use edit::{Edit, edit};
+pub use file_change::{FILE_CHANGE_ARTIFACT, FileAfter, FileBefore, FileChange};
 pub use glob::{Glob, MAX_GLOB_ENTRIES, glob};
 pub use grep::{Grep, grep};
+pub use protect::PATH_PROTECTED;
 pub use read::{DEFAULT_LINE_LIMIT, Read, read};
+pub use revert::{REVERT_COPY_ALTERED, REVERT_FILE_CHANGED, Reverted, revert_file_change};
 pub use run_code::{
     RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT, RunCode,
     RunCodeLimits, run_code,
 };
+pub use seen::{FILE_NOT_READ, MAX_SEEN_FILES, SEEN_FILES_STATE_KEY};
 pub use workspace::{Workspace, WorkspaceError};
 pub use write::{Write, write};
 

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec, async_trait};
 
 use crate::Workspace;
+use crate::seen::{self, Stamp};
 
 const NAME: &str = "read";
 
@@ -50,6 +51,9 @@ struct Input {
 ///   [`RootDir`](toolsmith_sandbox::RootDir) (`TOOL_PATH_ESCAPE`, `TOOL_FILE_NOT_FOUND`,
 ///   `TOOL_NOT_A_FILE`…).
 ///
+/// A successful read records, for the run, that it has seen the file (device, inode, size and
+/// modification time): `write` replaces only files the run has seen as they are.
+///
 /// No side effect.
 #[derive(Debug, Clone)]
 pub struct Read {
@@ -71,10 +75,21 @@ impl Tool for Read {
         &self.spec
     }
 
-    async fn call(&self, input: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
         let workspace = Arc::clone(&self.workspace);
-        blocking(move || run(&workspace, input)).await
+        let state = cx.state().clone();
+        blocking(move || {
+            // Stamped before reading: a change during the read leaves the stamp stale, so a
+            // later `write` asks for a new read rather than replacing unseen content.
+            let stamp = Stamp::of_path(workspace.root(), &input.path);
+            let output = run(&workspace, input)?;
+            if let Some(stamp) = stamp {
+                seen::record(&state, stamp);
+            }
+            Ok(output)
+        })
+        .await
     }
 }
 

@@ -297,7 +297,8 @@ impl RootDir {
 
     /// Replaces (or creates) a file atomically: the bytes go to a temporary file in the same
     /// directory, which is then renamed over the target. Parent directories are created. The
-    /// target's permissions are kept when it exists. A hard link at the target is replaced, never
+    /// target's permission bits (`0o777`) are kept when it exists; set-ID and sticky bits never
+    /// are. A hard link at the target is replaced, never
     /// written through, so a link to a file outside the root cannot carry a write out. A symlink
     /// at the target that leads out of the root (dangling or not) is refused; one that stays
     /// inside (or dangles inside) is replaced by the new file, not followed.
@@ -346,7 +347,14 @@ impl RootDir {
             .write_all(bytes)
             .and_then(|()| temp.sync_data())
             .and_then(|()| match existing.filter(|m| m.is_file()) {
-                Some(metadata) => temp.set_permissions(metadata.permissions()),
+                // The permission bits only: never a set-user-ID, set-group-ID or sticky bit,
+                // whatever the replaced file had (a set-user-ID file written by a root
+                // toolsmith would grant root to whoever runs it later).
+                Some(metadata) => {
+                    use cap_std::fs::{Permissions, PermissionsExt};
+                    let mode = PermissionsExt::mode(&metadata.permissions()) & 0o777;
+                    temp.set_permissions(Permissions::from_mode(mode))
+                }
                 None => Ok(()),
             })
             .and_then(|()| parent_dir.rename(&temp_name, &parent_dir, name));
