@@ -4,12 +4,14 @@
 //!
 //! This facade re-exports the toolsmith crates: the vocabulary ([`toolsmith_core`], at the root),
 //! the loop ([`agent`]), model providers ([`providers`]), built-in tools ([`builtins`]), durable
-//! storage ([`store`], and [`durable`] runs over it) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
+//! storage ([`store`], [`durable`] runs over it, and [`revert`] of what their file tools
+//! changed) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
 
 pub use toolsmith_core::*;
 
 pub mod config;
 pub mod durable;
+pub mod revert;
 
 /// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the
 /// parameters and its description from the doc comment.

@@ -1,4 +1,7 @@
-//! `toolsmith threads`: the threads a store holds, and one thread with its journal.
+//! `toolsmith threads`: the threads a store holds, one thread with its journal, and the revert
+//! of what a thread's file tools changed.
+
+mod revert;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,10 @@ pub(crate) enum ThreadsCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Put back the files the thread's write and edit calls replaced (and remove those they
+    /// created), newest first. A file changed since the call wrote it is left alone unless
+    /// --force.
+    Revert(revert::RevertArgs),
 }
 
 #[derive(Args)]
@@ -35,12 +42,13 @@ pub(crate) struct DbArgs {
     db: String,
     /// Print JSON instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub(crate) async fn threads(command: ThreadsCommand) -> ExitCode {
     let db = match &command {
         ThreadsCommand::List { db, .. } | ThreadsCommand::Show { db, .. } => db,
+        ThreadsCommand::Revert(args) => &args.db,
     };
     let store = match toolsmith_store::open(&db.db).await {
         Ok(store) => store,
@@ -49,6 +57,7 @@ pub(crate) async fn threads(command: ThreadsCommand) -> ExitCode {
     let result = match &command {
         ThreadsCommand::List { limit, .. } => list(&*store, *limit, db.json).await,
         ThreadsCommand::Show { id, .. } => show(&*store, id, db.json).await,
+        ThreadsCommand::Revert(args) => return revert::revert(&*store, args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
