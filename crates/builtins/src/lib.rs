@@ -40,6 +40,7 @@ mod glob;
 mod grep;
 mod read;
 mod run_code;
+mod temp_dir;
 mod workspace;
 mod write;
 
