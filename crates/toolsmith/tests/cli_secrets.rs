@@ -374,3 +374,53 @@ fn bad_var_files_are_usage_errors_naming_the_file() {
         "error: --var and --var-file both give DEPLOY_TOKEN: give one"
     );
 }
+
+#[test]
+fn on_a_terminal_the_api_key_is_asked_for_without_echo() {
+    let (base, received) = serve(turns());
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "{} run --model openai:gpt-x --base-url {base} --json --approve deny --root {} --api-key - \
+         'What is 6 * 7?'",
+        env!("CARGO_BIN_EXE_toolsmith"),
+        dir.path().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("TOOLSMITH_MODEL")
+        .env_remove("TOOLSMITH_DB")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs");
+    // Type the key only once the prompt shows (echo is off by then).
+    let mut stdout = child.stdout.take().unwrap();
+    let mut screen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&screen).contains("API key: ") {
+        use std::io::Read;
+        assert_eq!(stdout.read(&mut byte).unwrap(), 1, "no prompt: {screen:?}");
+        screen.push(byte[0]);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{KEY}\n").as_bytes()).unwrap();
+    let rest = {
+        use std::io::Read;
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).unwrap();
+        rest
+    };
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    screen.extend(rest);
+    let screen = String::from_utf8_lossy(&screen).replace('\r', "");
+    let requests = received.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "{screen}");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert!(!screen.contains(KEY), "the key was echoed: {screen}");
+    assert!(!screen.contains("warning"), "{screen}");
+}

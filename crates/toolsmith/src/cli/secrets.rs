@@ -125,10 +125,11 @@ fn read_stdin_line(prompt: &str) -> std::io::Result<String> {
     let terminal = stdin.is_terminal();
     let mut hidden = false;
     if terminal {
+        // Echo off before the prompt shows: what is typed after it is never echoed.
+        hidden = stty("-echo");
         let mut stderr = std::io::stderr();
         let _ = write!(stderr, "{prompt}");
         let _ = stderr.flush();
-        hidden = stty("-echo");
     }
     let mut line = String::new();
     let read = stdin.lock().read_line(&mut line);
