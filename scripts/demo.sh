@@ -6,6 +6,10 @@
 # agent there with the built-in tools on two tasks, showing each tool call and result as it
 # happens. With ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY set, that provider's model
 # runs instead. Arguments replace the default tasks with one prompt of your own.
+#
+# The agent runs with --approve auto: it may write, edit and run commands without asking,
+# which is safe here only because it works on a scratch copy. Without that flag
+# `toolsmith run` asks before each of those calls (and denies them when it has no terminal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,11 +24,12 @@ toolsmith="${CARGO_TARGET_DIR:-target}/release/toolsmith"
 
 workspace="$(mktemp -d "${TMPDIR:-/tmp}/toolsmith-demo.XXXXXX")"
 cp -R examples/workspace/. "$workspace/"
-echo "workspace: $workspace" >&2
+echo "workspace: $workspace (a scratch copy of examples/workspace)" >&2
+echo "approvals: --approve auto, so the agent writes and runs commands there without asking" >&2
 
 run() {
-    printf '\n\033[1m$ toolsmith run --root %s "%s"\033[0m\n' "$workspace" "$1"
-    "$toolsmith" run --root "$workspace" "$1"
+    printf '\n\033[1m$ toolsmith run --approve auto --root %s "%s"\033[0m\n' "$workspace" "$1"
+    "$toolsmith" run --approve auto --root "$workspace" "$1"
 }
 
 if [ $# -gt 0 ]; then

@@ -49,6 +49,7 @@ mod read;
 mod revert;
 mod run_code;
 mod seen;
+mod temp_dir;
 mod workspace;
 mod write;
 

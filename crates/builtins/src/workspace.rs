@@ -3,9 +3,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use toolsmith_sandbox::{PolicyError, RootDir, SandboxPolicy};
+
+use crate::temp_dir::private_temp_dir;
 
 /// The confined root and the user's sandbox policy, shared by every workspace tool.
 ///
@@ -94,22 +95,6 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         if let Some(temp) = &self.temp {
             let _ = std::fs::remove_dir_all(temp);
-        }
-    }
-}
-
-/// Creates `<system temp>/toolsmith-<pid>-<n>` with mode 0700.
-fn private_temp_dir() -> io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let base = std::env::temp_dir();
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("toolsmith-{}-{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return std::fs::canonicalize(dir),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
         }
     }
 }

@@ -109,7 +109,8 @@ fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> C
         let agent = json!({
             "tools": {
                 "read": {"enabled": true},
-                "bash": {"enabled": true},
+                // Runs without asking: `toolsmith run` asks about bash by default.
+                "bash": {"enabled": true, "needsApproval": false},
                 "write": {"needsApproval": true}
             }
         });

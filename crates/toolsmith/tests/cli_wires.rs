@@ -321,7 +321,7 @@ fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
         ("deny", "Denied by --approve deny."),
         (
             "ask",
-            "Tool approval is only supported through the direct API.",
+            "Denied: no terminal to ask for approval; run toolsmith with --approve auto to allow it.",
         ),
     ] {
         let (parts, requests) = approve_run(mode);

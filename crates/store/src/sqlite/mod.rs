@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod credentials;
+mod file_mode;
 mod journal;
 mod schema;
 
@@ -83,7 +84,9 @@ fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
 
 impl SqliteStore {
     /// Opens (creating it if needed) the database at `path` and applies the migrations it
-    /// lacks.
+    /// lacks. A new database file is created with mode 0600 whatever the umask, and so are its
+    /// `-wal` and `-shm` files; an existing one keeps its mode, with a warning (a `tracing`
+    /// event) when others than its owner can read it.
     ///
     /// # Errors
     ///
@@ -92,6 +95,7 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let at = path.clone();
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StoreError> {
+            file_mode::create_private(&at);
             let mut conn = Connection::open(&at).map_err(backend)?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
             // Room for every statement the store prepares (rusqlite keeps 16 by default).

@@ -1,8 +1,10 @@
 //! Command-line parsing and dispatch.
 
+mod approve;
 mod doctor;
 mod print;
 mod run;
+mod secrets;
 mod spinner;
 mod threads;
 mod tool;
@@ -23,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an agent on a prompt.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Call a built-in tool directly.
     Tool {
         #[command(subcommand)]
@@ -52,7 +54,7 @@ pub(crate) async fn main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(args) => run::run(args).await,
+        Command::Run(args) => run::run(*args).await,
         Command::Tool { command } => tool::tool(command).await,
         Command::Tools { command } => tools::tools(command),
         Command::Doctor(args) => doctor::doctor(args),

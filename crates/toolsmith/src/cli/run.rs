@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use futures::StreamExt;
 use toolsmith_agent::{
     Agent, ApprovalKey, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput,
@@ -13,7 +13,7 @@ use toolsmith_agent::{
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{
     CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart,
-    ToolApprovalResponse, ToolResultPart, Toolset,
+    ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
@@ -22,7 +22,9 @@ use toolsmith_store::SecretKey;
 use toolsmith::config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
 use toolsmith::durable::{DurableError, StoredRun, keep_variables, thread_variables};
 
+use super::approve::{ApproveMode, answer, ask_by_default};
 use super::print::{Human, JsonLines, Printer};
+use super::secrets;
 use super::spinner::Spinner;
 use super::{EXIT_FAILURE, usage_error};
 
@@ -32,10 +34,15 @@ pub(crate) struct RunArgs {
     /// subagents, prompts and variables (see the `config` module and docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// A value for a variable the config declares (repeatable). Without one, the environment
-    /// variable of the same name is used.
+    /// A value for a variable the config declares (repeatable). Without one (nor a --var-file),
+    /// the environment variable of the same name is used. Visible to other processes: give a
+    /// secret's value with --var-file or the environment instead (a warning says so).
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     vars: Vec<(String, String)>,
+    /// A variable's value read from a file: the whole file less one trailing line end
+    /// (repeatable). Keeps a secret off the command line.
+    #[arg(long = "var-file", value_name = "NAME=FILE", value_parser = secrets::parse_var_file)]
+    var_files: Vec<(String, PathBuf)>,
     /// The model, as PROVIDER:MODEL (for example openai:gpt-4.1-mini) [default: the config's
     /// model, else the provider whose API key is set, else the embedded local model].
     #[arg(long, env = "TOOLSMITH_MODEL")]
@@ -43,9 +50,14 @@ pub(crate) struct RunArgs {
     /// Override the provider's base URL.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
-    /// Override the provider's API key (else its variable, such as OPENAI_API_KEY).
-    #[arg(long, value_name = "KEY", hide_env_values = true)]
+    /// The provider's API key [default: its environment variable, such as OPENAI_API_KEY].
+    /// `-` reads one line from standard input. A key given here is visible to other processes
+    /// (a warning says so): prefer the variable, --api-key-file or `-`.
+    #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
+    /// Read the provider's API key from a file: the whole file less one trailing line end.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
+    api_key_file: Option<PathBuf>,
     /// The folder of the files `/attachments/<file>` paths name, which sub-agents and prompt
     /// tools with an `initAttachmentsProperty` hand over; sub-agents get folders of their own
     /// beneath it, in `.subagents/`.
@@ -72,8 +84,9 @@ pub(crate) struct RunArgs {
     /// Print one JSON run part per line instead of text.
     #[arg(long)]
     json: bool,
-    /// What to do when a tool call needs approval: ask on the terminal (y / n / always; denied
-    /// when there is no terminal), approve every call, or deny every call.
+    /// What to do when a tool call needs approval (write, edit and bash need it unless
+    /// `auto`): ask on the terminal (y / n / always; denied when standard input is not a
+    /// terminal), approve every call, or deny every call.
     #[arg(long, value_enum, default_value_t = ApproveMode::Ask)]
     approve: ApproveMode,
     /// Store the run in this database, as it goes: sqlite:PATH or postgres://USER@HOST/DB
@@ -97,27 +110,31 @@ pub(crate) struct RunArgs {
     prompt: Vec<String>,
 }
 
-/// `--approve`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ApproveMode {
-    /// Ask on the terminal.
-    Ask,
-    /// Approve every call.
-    Auto,
-    /// Deny every call.
-    Deny,
-}
-
-/// The reason a call is denied when nobody can be asked (seed 000's text for channels that
-/// cannot show an approval).
-const CANNOT_ASK: &str = "Tool approval is only supported through the direct API.";
-
 /// `--var NAME=VALUE`.
 fn parse_var(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err("expected NAME=VALUE".to_string()),
     }
+}
+
+/// The values of `--var` and `--var-file`, warning about each secret given literally.
+fn variables(args: &RunArgs, config: &AgentConfig) -> Result<Vec<(String, String)>, String> {
+    if let Some((name, _)) = args
+        .var_files
+        .iter()
+        .find(|(name, _)| args.vars.iter().any(|(n, _)| n == name))
+    {
+        return Err(format!("--var and --var-file both give {name}: give one"));
+    }
+    for (name, _) in &args.vars {
+        if config.declares_secret(name) {
+            eprintln!("{}", secrets::var_warning(name));
+        }
+    }
+    let mut vars = args.vars.clone();
+    vars.extend(secrets::var_files(&args.var_files)?);
+    Ok(vars)
 }
 
 /// The tools named by `--tools`, or all built-ins.
@@ -169,7 +186,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(workspace) => workspace,
         Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
     };
-    let builtins = toolsmith_builtins::all(&workspace);
+    let builtins = ask_by_default(toolsmith_builtins::all(&workspace), args.approve);
     let tools = match (&args.tools, &config.tools) {
         (Some(_), Some(_)) => {
             return usage_error("pass either --tools or a config with \"tools\", not both");
@@ -183,19 +200,26 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(tools) => tools,
         Err(message) => return usage_error(message),
     };
+    let api_key = match secrets::api_key(args.api_key.as_deref(), args.api_key_file.as_deref()) {
+        Ok(key) => key,
+        Err(message) => return usage_error(message),
+    };
     let options = ProviderOptions {
         base_url: args
             .base_url
             .clone()
             .or_else(|| config.model.as_ref().and_then(|m| m.base_url.clone())),
-        api_key: args.api_key.clone(),
+        api_key,
     };
     let model = match toolsmith_providers::resolve(&model_name, &options) {
         Ok(model) => model,
         Err(e) => return usage_error(e),
     };
-    // Declared variables: --var, else the environment.
-    let vars = args.vars.clone();
+    // Declared variables: --var or --var-file, else the environment.
+    let vars = match variables(&args, &config) {
+        Ok(vars) => vars,
+        Err(message) => return usage_error(message),
+    };
     let lookup = move |name: &str| {
         vars.iter()
             .rev()
@@ -447,7 +471,7 @@ async fn client_result(pause: &Pause) -> ToolResultPart {
 
 /// Asks `question` on standard error and reads one line from standard input (without its line
 /// end); `None` at the end of input or on a read error.
-async fn ask_line(question: String) -> Option<String> {
+pub(super) async fn ask_line(question: String) -> Option<String> {
     tokio::task::spawn_blocking(move || {
         let mut stderr = std::io::stderr();
         let _ = write!(stderr, "{question}");
@@ -491,37 +515,6 @@ async fn show(
     }
     spinner.clear();
     stream.output().await
-}
-
-/// The answer to one approval under `mode`: asked on the terminal (`y`, `n` or `a` for always),
-/// or given at once.
-async fn answer(pause: &Pause, mode: ApproveMode) -> ToolApprovalResponse {
-    let id = pause.approval_id().unwrap_or_default().to_string();
-    match mode {
-        ApproveMode::Auto => return ToolApprovalResponse::approve(id),
-        ApproveMode::Deny => {
-            return ToolApprovalResponse::deny(id, "Denied by --approve deny.");
-        }
-        ApproveMode::Ask => {}
-    }
-    if !std::io::stdin().is_terminal() {
-        return ToolApprovalResponse::deny(id, CANNOT_ASK);
-    }
-    let question = format!(
-        "approve {} {}? [y]es, [n]o, [a]lways for this tool: ",
-        pause.tool_name, pause.input
-    );
-    loop {
-        let Some(line) = ask_line(question.clone()).await else {
-            return ToolApprovalResponse::deny(id, CANNOT_ASK);
-        };
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return ToolApprovalResponse::approve(id),
-            "n" | "no" => return ToolApprovalResponse::deny(id, "Denied at the terminal."),
-            "a" | "always" => return ToolApprovalResponse::approve(id).always(),
-            _ => {}
-        }
-    }
 }
 
 /// The model when neither `--model` nor the config names one: the first provider whose key is

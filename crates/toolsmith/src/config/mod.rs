@@ -23,7 +23,9 @@
 //!   names (another name is rejected, naming it, when the agent is built);
 //!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
 //!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's
-//!   `needsApproval: true` makes it ask whatever the policy.
+//!   `needsApproval: true` makes it ask whatever the policy; `needsApproval: false` leaves it
+//!   to the policy, turning off an approval the tool came with (`toolsmith run` asks about
+//!   `write`, `edit` and `bash` by default).
 //! - `tools`: an object; each entry an object. A tool is enabled iff its entry exists and
 //!   `enabled` is not `false` (`{}` enables it). `enabled`, `needsApproval` and `async` are
 //!   optional booleans, `execution` is `same-invocation` | `external-dispatch`; they are removed
@@ -118,8 +120,10 @@ impl ModelConfig {
 pub struct ToolConfig {
     /// The config name (`googleSearch`, `read`…).
     pub name: String,
-    /// Whether every call needs a human's approval.
-    pub needs_approval: bool,
+    /// `needsApproval`: `Some(true)` asks on every call; `Some(false)` leaves the tool to the
+    /// agent's approval policy, whatever approval the tool came with (`toolsmith run` gives
+    /// `write`, `edit` and `bash` one by default); `None` keeps the tool's own.
+    pub needs_approval: Option<bool>,
     /// Tool-level variable values (`env`).
     pub env: Vec<(String, String)>,
     /// The options passed to the tool's factory.
@@ -426,6 +430,28 @@ impl AgentConfig {
         Ok(config)
     }
 
+    /// Whether `name` is declared a secret variable (`"type": "secret"`, the default type)
+    /// by this config or by a sub-agent's or prompt's config in it, at any depth.
+    ///
+    /// ```
+    /// use toolsmith::config::AgentConfig;
+    ///
+    /// let config = AgentConfig::from_json(
+    ///     r#"{"variables": [{"name": "TOKEN"}, {"name": "REGION", "type": "text"}],
+    ///         "prompts": [{"name": "p", "description": "d", "instructions": "i",
+    ///                      "variables": [{"name": "DEEP", "type": "secret"}]}]}"#,
+    /// ).unwrap();
+    /// assert!(config.declares_secret("TOKEN") && config.declares_secret("DEEP"));
+    /// assert!(!config.declares_secret("REGION") && !config.declares_secret("OTHER"));
+    /// ```
+    pub fn declares_secret(&self, name: &str) -> bool {
+        self.variables
+            .iter()
+            .any(|v| v.decl.name == name && v.decl.kind == toolsmith_core::VariableKind::Secret)
+            || self.subagents.iter().any(|s| s.agent.declares_secret(name))
+            || self.prompts.iter().any(|p| p.agent.declares_secret(name))
+    }
+
     /// The config's tools for a run on a `provider` model: built-ins taken from `builtins`,
     /// provider tools built by their factories, approval applied, then the client tools.
     ///
@@ -472,8 +498,14 @@ impl AgentConfig {
                     entry.name.clone()
                 }
             };
-            if entry.needs_approval {
-                tools = tools.map_meta(&name, |meta| meta.approval(Approval::Always));
+            match entry.needs_approval {
+                Some(true) => {
+                    tools = tools.map_meta(&name, |meta| meta.approval(Approval::Always));
+                }
+                Some(false) => {
+                    tools = tools.map_meta(&name, |meta| meta.approval(Approval::Policy));
+                }
+                None => {}
             }
             if !entry.env.is_empty() {
                 let env = entry.env.clone();
@@ -568,7 +600,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
             ))),
         };
         let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
-        let needs_approval = flag(&mut options, "needsApproval")?.unwrap_or(false);
+        let needs_approval = flag(&mut options, "needsApproval")?;
         let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
         let is_async = flag(&mut options, "async")?.unwrap_or(false);
         match options.remove("execution") {
