@@ -350,8 +350,20 @@ pub struct Limits {
     pub data_bytes: Option<u64>,
     /// Largest file a command may write, `RLIMIT_FSIZE` (default 1 GiB).
     pub file_size_bytes: Option<u64>,
-    /// Processes a command may add to the user's count, `RLIMIT_NPROC` (default 512).
+    /// Processes a command may add to the user's count, `RLIMIT_NPROC` (default 512). The
+    /// kernel ignores it for root: [`tree_processes`](Self::tree_processes) bounds root too.
     pub processes: Option<u32>,
+    /// Memory of a command's whole process tree, swap included, enforced by a control group
+    /// (default 2 GiB, at least [`Limits::MIN_TREE_MEMORY_BYTES`]; `null`: none). `RLIMIT_DATA` caps
+    /// each process alone, so without it a tree of processes can take all of the machine's
+    /// memory. When it is exceeded the kernel's OOM killer kills a process of the tree.
+    #[serde(default = "default_tree_memory_bytes")]
+    pub tree_memory_bytes: Option<u64>,
+    /// Processes *and threads* alive at once in a command's whole tree, enforced by a control
+    /// group's `pids.max` (default 1024, at least [`Limits::MIN_TREE_PROCESSES`]; `null`: none); it
+    /// holds for root, unlike `RLIMIT_NPROC`. A fork beyond it fails with `EAGAIN`.
+    #[serde(default = "default_tree_processes")]
+    pub tree_processes: Option<u32>,
     /// Bytes of output kept per stream, and the largest file or content the file tools handle
     /// (default 200 000, at most 10 MiB).
     pub output_bytes: usize,
@@ -365,18 +377,37 @@ impl Default for Limits {
             data_bytes: Some(1 << 30),
             file_size_bytes: Some(1 << 30),
             processes: Some(512),
+            tree_memory_bytes: default_tree_memory_bytes(),
+            tree_processes: default_tree_processes(),
             output_bytes: 200_000,
         }
     }
 }
 
+fn default_tree_memory_bytes() -> Option<u64> {
+    Some(2 << 30)
+}
+
+fn default_tree_processes() -> Option<u32> {
+    Some(1024)
+}
+
 impl Limits {
+    /// The smallest [`tree_memory_bytes`](Self::tree_memory_bytes): below it the launch itself
+    /// (the helper and a shell) risks the OOM killer.
+    pub const MIN_TREE_MEMORY_BYTES: u64 = 32 << 20;
+
+    /// The smallest [`tree_processes`](Self::tree_processes): the helper, the init of the
+    /// command's pid namespace, the command and a child of it.
+    pub const MIN_TREE_PROCESSES: u32 = 4;
+
     /// Checks every limit against its bounds.
     ///
     /// # Errors
     ///
     /// Seed 001's messages: `timeoutMs must be positive.`, `timeoutMs exceeds 3600000.`,
-    /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`
+    /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`; and
+    /// `treeMemoryBytes must be at least 33554432.`, `treeProcesses must be at least 4.`
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.timeout.is_zero() {
             return Err(PolicyError("timeoutMs must be positive.".into()));
@@ -393,6 +424,24 @@ impl Limits {
         if self.output_bytes > MAX_OUTPUT_BYTES {
             return Err(PolicyError(format!(
                 "maxOutputBytes exceeds {MAX_OUTPUT_BYTES}."
+            )));
+        }
+        if self
+            .tree_memory_bytes
+            .is_some_and(|b| b < Self::MIN_TREE_MEMORY_BYTES)
+        {
+            return Err(PolicyError(format!(
+                "treeMemoryBytes must be at least {}.",
+                Self::MIN_TREE_MEMORY_BYTES
+            )));
+        }
+        if self
+            .tree_processes
+            .is_some_and(|p| p < Self::MIN_TREE_PROCESSES)
+        {
+            return Err(PolicyError(format!(
+                "treeProcesses must be at least {}.",
+                Self::MIN_TREE_PROCESSES
             )));
         }
         Ok(())
@@ -498,26 +547,42 @@ mod tests {
     }
 
     #[test]
-    fn readable_and_writable_paths_include_the_root_and_extras() {
-        let mut policy = SandboxPolicy::new("/w");
-        policy.extra_writable.push("/tmp/session".into());
-        policy.read = ReadPolicy::Allowlist(vec!["/usr".into()]);
+    fn tree_limits_have_floors_and_can_be_turned_off() {
+        let mut limits = Limits::default();
+        assert_eq!(limits.tree_memory_bytes, Some(2 << 30));
+        assert_eq!(limits.tree_processes, Some(1024));
+        limits.tree_memory_bytes = Some(Limits::MIN_TREE_MEMORY_BYTES - 1);
         assert_eq!(
-            policy.readable_paths(),
-            [PathBuf::from("/usr"), "/w".into(), "/tmp/session".into()]
+            limits.validate().unwrap_err().0,
+            "treeMemoryBytes must be at least 33554432."
         );
+        limits.tree_memory_bytes = Some(Limits::MIN_TREE_MEMORY_BYTES);
+        limits.tree_processes = Some(3);
         assert_eq!(
-            policy.writable_paths(),
-            [PathBuf::from("/w"), "/tmp/session".into()]
+            limits.validate().unwrap_err().0,
+            "treeProcesses must be at least 4."
         );
+        limits.tree_processes = None;
+        limits.tree_memory_bytes = None;
+        assert!(limits.validate().is_ok());
     }
 
     #[test]
-    fn the_policy_round_trips_through_json() {
-        let policy = SandboxPolicy::new("/w");
-        let json = serde_json::to_string(&policy).unwrap();
-        let back: SandboxPolicy = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, policy);
+    fn tree_limits_default_when_absent_and_are_off_when_null() {
+        let absent: Limits = serde_json::from_str(
+            r#"{"timeout":1000,"dataBytes":null,"fileSizeBytes":null,"processes":null,"outputBytes":10}"#,
+        )
+        .unwrap();
+        assert_eq!(absent.tree_memory_bytes, Some(2 << 30));
+        assert_eq!(absent.tree_processes, Some(1024));
+        let off: Limits = serde_json::from_str(
+            r#"{"timeout":1000,"dataBytes":null,"fileSizeBytes":null,"processes":null,"outputBytes":10,"treeMemoryBytes":null,"treeProcesses":null}"#,
+        )
+        .unwrap();
+        assert_eq!((off.tree_memory_bytes, off.tree_processes), (None, None));
+        let json = serde_json::to_value(Limits::default()).unwrap();
+        assert_eq!(json["treeMemoryBytes"], 2u64 << 30);
+        assert_eq!(json["treeProcesses"], 1024);
     }
 
     #[test]
@@ -565,5 +630,28 @@ mod tests {
         assert_eq!(out.len(), 2);
         expand(Path::new("/no/such/file"), &mut out);
         assert_eq!(out[2], Path::new("/no/such/file"));
+    }
+
+    #[test]
+    fn readable_and_writable_paths_include_the_root_and_extras() {
+        let mut policy = SandboxPolicy::new("/w");
+        policy.extra_writable.push("/tmp/session".into());
+        policy.read = ReadPolicy::Allowlist(vec!["/usr".into()]);
+        assert_eq!(
+            policy.readable_paths(),
+            [PathBuf::from("/usr"), "/w".into(), "/tmp/session".into()]
+        );
+        assert_eq!(
+            policy.writable_paths(),
+            [PathBuf::from("/w"), "/tmp/session".into()]
+        );
+    }
+
+    #[test]
+    fn the_policy_round_trips_through_json() {
+        let policy = SandboxPolicy::new("/w");
+        let json = serde_json::to_string(&policy).unwrap();
+        let back: SandboxPolicy = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, policy);
     }
 }
