@@ -115,7 +115,7 @@ pub enum ReadPolicy {
 }
 
 impl Default for ReadPolicy {
-    /// The system directories and the usual toolchain locations.
+    /// [`ReadPolicy::system_paths`] for `$HOME`.
     fn default() -> Self {
         ReadPolicy::Allowlist(ReadPolicy::system_paths(
             std::env::var_os("HOME").as_deref().map(Path::new),
@@ -124,42 +124,175 @@ impl Default for ReadPolicy {
 }
 
 impl ReadPolicy {
-    /// The default allowlist: what programs need to start and run (`/usr`, `/lib*`, `/bin`,
-    /// `/sbin`, `/etc`, `/opt`, `/proc`, `/dev`, `/sys/devices/system/cpu`), and under `home`
-    /// the usual toolchains (`.cargo`, `.rustup`, `.pyenv`, `.nvm`, `.local/bin`,
-    /// `.local/lib`). Paths that do not exist are kept: a missing path grants nothing.
+    /// The system part of the default read allowlist: what programs and the usual toolchains
+    /// need to start and run, and nothing that holds a secret.
+    ///
+    /// A directory grants everything beneath it; a file grants that file alone (Landlock rules
+    /// name single files too). A symbolic link grants its target at launch time, and opening a
+    /// path through a link is checked on the file it resolves to (so `/dev/stdin`, `/dev/fd` and
+    /// `/etc/mtab` work through `/proc`, and `/etc/localtime` through `/usr/share/zoneinfo`). An
+    /// entry ending in `*` names every entry of its directory whose name starts with what comes
+    /// before the `*` (`/etc/python3*`: `python3`, `python3.11`…). Paths that do not exist grant
+    /// nothing.
+    ///
+    /// Left out on purpose: the rest of `/etc` (`shadow`, `gshadow`, `sudoers`, `ssh` host keys,
+    /// `ssl/private`, and configuration that may carry credentials: `npmrc`, `pip.conf`,
+    /// `wgetrc`, `maven`, `environment`), every other device (`/dev/mem`, `/dev/kmsg`, consoles
+    /// and ttys, disks, `/dev/pts` and `/dev/shm`, which other sessions use), and the rest of
+    /// `/sys` and `/run`.
+    pub const SYSTEM_PATHS: &'static [&'static str] = &[
+        // Programs and libraries.
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/lib32",
+        "/libx32",
+        "/bin",
+        "/sbin",
+        "/opt",
+        // Processes (a private /proc where the launcher gives one), CPU topology for
+        // `nproc`-style queries, the systemd-resolved stub `/etc/resolv.conf` may link to.
+        "/proc",
+        "/sys/devices/system/cpu",
+        "/run/systemd/resolve",
+        // Devices, by name.
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+        // The dynamic loader.
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/ld.so.preload",
+        // Users, groups and name resolution (no password hashes: those are in shadow).
+        "/etc/passwd",
+        "/etc/group",
+        "/etc/nsswitch.conf",
+        "/etc/hosts",
+        "/etc/host.conf",
+        "/etc/hostname",
+        "/etc/resolv.conf",
+        "/etc/gai.conf",
+        "/etc/networks",
+        "/etc/protocols",
+        "/etc/services",
+        // Time and locale.
+        "/etc/localtime",
+        "/etc/timezone",
+        "/etc/locale.alias",
+        "/etc/locale.conf",
+        // TLS trust: the public CA certificates and OpenSSL's configuration (Debian, Fedora).
+        "/etc/ssl/certs",
+        "/etc/ssl/cert.pem",
+        "/etc/ssl/openssl.cnf",
+        "/etc/ca-certificates",
+        "/etc/ca-certificates.conf",
+        "/etc/pki/tls/certs",
+        "/etc/pki/tls/cert.pem",
+        "/etc/pki/tls/openssl.cnf",
+        "/etc/pki/ca-trust/extracted",
+        "/etc/crypto-policies/back-ends",
+        // What system this is.
+        "/etc/os-release",
+        "/etc/lsb-release",
+        "/etc/debian_version",
+        // Shells and terminals.
+        "/etc/shells",
+        "/etc/profile",
+        "/etc/profile.d",
+        "/etc/bash.bashrc",
+        "/etc/inputrc",
+        "/etc/terminfo",
+        // Data files and toolchain configuration (Debian's Python `sitecustomize` lives in
+        // /etc/python3.N; Java's `conf` links into /etc/java-N-openjdk).
+        "/etc/mime.types",
+        "/etc/magic",
+        "/etc/magic.mime",
+        "/etc/fonts",
+        "/etc/python3*",
+        "/etc/perl",
+        "/etc/gitconfig",
+        "/etc/java-*",
+    ];
+
+    /// The home part of the default read allowlist, relative to the user's home directory:
+    /// toolchain binaries and package caches, without the files that hold credentials
+    /// (`~/.cargo/credentials.toml`, `~/.cargo/config.toml`, which may hold registry tokens, and
+    /// everything else in the home directory: `~/.ssh`, `~/.aws`, `~/.npmrc`, `~/.netrc`…).
+    pub const HOME_PATHS: &'static [&'static str] = &[
+        ".cargo/bin",
+        ".cargo/registry",
+        ".cargo/git",
+        ".rustup",
+        // pyenv's shims run `libexec/pyenv`, which reads `version`, `versions` and its plugins.
+        ".pyenv/bin",
+        ".pyenv/libexec",
+        ".pyenv/plugins",
+        ".pyenv/pyenv.d",
+        ".pyenv/shims",
+        ".pyenv/versions",
+        ".pyenv/version",
+        ".nvm/versions",
+        ".local/bin",
+        ".local/lib",
+    ];
+
+    /// The default allowlist: [`SYSTEM_PATHS`](Self::SYSTEM_PATHS), then
+    /// [`HOME_PATHS`](Self::HOME_PATHS) under `home`, with the `*` entries expanded (by listing
+    /// their directory now). Paths that do not exist are kept: a missing path grants nothing.
+    ///
+    /// ```
+    /// use std::path::{Path, PathBuf};
+    /// use toolsmith_sandbox::ReadPolicy;
+    ///
+    /// let paths = ReadPolicy::system_paths(Some(Path::new("/home/me")));
+    /// assert!(paths.contains(&PathBuf::from("/etc/passwd")));
+    /// assert!(paths.contains(&PathBuf::from("/home/me/.cargo/registry")));
+    /// assert!(!paths.contains(&PathBuf::from("/etc")));
+    /// assert!(!paths.contains(&PathBuf::from("/home/me/.cargo")));
+    /// ```
     pub fn system_paths(home: Option<&Path>) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> = [
-            "/usr",
-            "/lib",
-            "/lib64",
-            "/lib32",
-            "/bin",
-            "/sbin",
-            "/etc",
-            "/opt",
-            "/proc",
-            "/dev",
-            "/sys/devices/system/cpu",
-            "/run/systemd/resolve",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+        let mut paths = Vec::new();
+        for entry in Self::SYSTEM_PATHS {
+            expand(Path::new(entry), &mut paths);
+        }
         if let Some(home) = home {
-            for dir in [
-                ".cargo",
-                ".rustup",
-                ".pyenv",
-                ".nvm",
-                ".local/bin",
-                ".local/lib",
-            ] {
-                paths.push(home.join(dir));
+            for entry in Self::HOME_PATHS {
+                expand(&home.join(entry), &mut paths);
             }
         }
         paths
     }
+}
+
+/// Pushes `entry`, or, when its last component ends in `*`, the entries of its directory that
+/// start with the rest (sorted; none when the directory cannot be read).
+fn expand(entry: &Path, out: &mut Vec<PathBuf>) {
+    let prefix = entry
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix('*'));
+    let (Some(prefix), Some(dir)) = (prefix, entry.parent()) else {
+        out.push(entry.to_path_buf());
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    found.sort();
+    out.extend(found);
 }
 
 /// What network commands get.
@@ -217,8 +350,20 @@ pub struct Limits {
     pub data_bytes: Option<u64>,
     /// Largest file a command may write, `RLIMIT_FSIZE` (default 1 GiB).
     pub file_size_bytes: Option<u64>,
-    /// Processes a command may add to the user's count, `RLIMIT_NPROC` (default 512).
+    /// Processes a command may add to the user's count, `RLIMIT_NPROC` (default 512). The
+    /// kernel ignores it for root: [`tree_processes`](Self::tree_processes) bounds root too.
     pub processes: Option<u32>,
+    /// Memory of a command's whole process tree, swap included, enforced by a control group
+    /// (default 2 GiB, at least [`Limits::MIN_TREE_MEMORY_BYTES`]; `null`: none). `RLIMIT_DATA` caps
+    /// each process alone, so without it a tree of processes can take all of the machine's
+    /// memory. When it is exceeded the kernel's OOM killer kills a process of the tree.
+    #[serde(default = "default_tree_memory_bytes")]
+    pub tree_memory_bytes: Option<u64>,
+    /// Processes *and threads* alive at once in a command's whole tree, enforced by a control
+    /// group's `pids.max` (default 1024, at least [`Limits::MIN_TREE_PROCESSES`]; `null`: none); it
+    /// holds for root, unlike `RLIMIT_NPROC`. A fork beyond it fails with `EAGAIN`.
+    #[serde(default = "default_tree_processes")]
+    pub tree_processes: Option<u32>,
     /// Bytes of output kept per stream, and the largest file or content the file tools handle
     /// (default 200 000, at most 10 MiB).
     pub output_bytes: usize,
@@ -232,18 +377,37 @@ impl Default for Limits {
             data_bytes: Some(1 << 30),
             file_size_bytes: Some(1 << 30),
             processes: Some(512),
+            tree_memory_bytes: default_tree_memory_bytes(),
+            tree_processes: default_tree_processes(),
             output_bytes: 200_000,
         }
     }
 }
 
+fn default_tree_memory_bytes() -> Option<u64> {
+    Some(2 << 30)
+}
+
+fn default_tree_processes() -> Option<u32> {
+    Some(1024)
+}
+
 impl Limits {
+    /// The smallest [`tree_memory_bytes`](Self::tree_memory_bytes): below it the launch itself
+    /// (the helper and a shell) risks the OOM killer.
+    pub const MIN_TREE_MEMORY_BYTES: u64 = 32 << 20;
+
+    /// The smallest [`tree_processes`](Self::tree_processes): the helper, the init of the
+    /// command's pid namespace, the command and a child of it.
+    pub const MIN_TREE_PROCESSES: u32 = 4;
+
     /// Checks every limit against its bounds.
     ///
     /// # Errors
     ///
     /// Seed 001's messages: `timeoutMs must be positive.`, `timeoutMs exceeds 3600000.`,
-    /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`
+    /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`; and
+    /// `treeMemoryBytes must be at least 33554432.`, `treeProcesses must be at least 4.`
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.timeout.is_zero() {
             return Err(PolicyError("timeoutMs must be positive.".into()));
@@ -260,6 +424,24 @@ impl Limits {
         if self.output_bytes > MAX_OUTPUT_BYTES {
             return Err(PolicyError(format!(
                 "maxOutputBytes exceeds {MAX_OUTPUT_BYTES}."
+            )));
+        }
+        if self
+            .tree_memory_bytes
+            .is_some_and(|b| b < Self::MIN_TREE_MEMORY_BYTES)
+        {
+            return Err(PolicyError(format!(
+                "treeMemoryBytes must be at least {}.",
+                Self::MIN_TREE_MEMORY_BYTES
+            )));
+        }
+        if self
+            .tree_processes
+            .is_some_and(|p| p < Self::MIN_TREE_PROCESSES)
+        {
+            return Err(PolicyError(format!(
+                "treeProcesses must be at least {}.",
+                Self::MIN_TREE_PROCESSES
             )));
         }
         Ok(())
@@ -362,6 +544,92 @@ mod tests {
             limits.validate().unwrap_err().0,
             "maxOutputBytes must be positive."
         );
+    }
+
+    #[test]
+    fn tree_limits_have_floors_and_can_be_turned_off() {
+        let mut limits = Limits::default();
+        assert_eq!(limits.tree_memory_bytes, Some(2 << 30));
+        assert_eq!(limits.tree_processes, Some(1024));
+        limits.tree_memory_bytes = Some(Limits::MIN_TREE_MEMORY_BYTES - 1);
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "treeMemoryBytes must be at least 33554432."
+        );
+        limits.tree_memory_bytes = Some(Limits::MIN_TREE_MEMORY_BYTES);
+        limits.tree_processes = Some(3);
+        assert_eq!(
+            limits.validate().unwrap_err().0,
+            "treeProcesses must be at least 4."
+        );
+        limits.tree_processes = None;
+        limits.tree_memory_bytes = None;
+        assert!(limits.validate().is_ok());
+    }
+
+    #[test]
+    fn tree_limits_default_when_absent_and_are_off_when_null() {
+        let absent: Limits = serde_json::from_str(
+            r#"{"timeout":1000,"dataBytes":null,"fileSizeBytes":null,"processes":null,"outputBytes":10}"#,
+        )
+        .unwrap();
+        assert_eq!(absent.tree_memory_bytes, Some(2 << 30));
+        assert_eq!(absent.tree_processes, Some(1024));
+        let off: Limits = serde_json::from_str(
+            r#"{"timeout":1000,"dataBytes":null,"fileSizeBytes":null,"processes":null,"outputBytes":10,"treeMemoryBytes":null,"treeProcesses":null}"#,
+        )
+        .unwrap();
+        assert_eq!((off.tree_memory_bytes, off.tree_processes), (None, None));
+        let json = serde_json::to_value(Limits::default()).unwrap();
+        assert_eq!(json["treeMemoryBytes"], 2u64 << 30);
+        assert_eq!(json["treeProcesses"], 1024);
+    }
+
+    #[test]
+    fn the_default_allowlist_names_files_not_secret_holding_directories() {
+        let paths = ReadPolicy::system_paths(Some(Path::new("/h")));
+        for wide in ["/etc", "/dev", "/h/.cargo", "/h/.pyenv", "/h/.nvm", "/h"] {
+            assert!(!paths.contains(&PathBuf::from(wide)), "{wide}");
+        }
+        for secret in [
+            "/etc/shadow",
+            "/etc/ssl/private",
+            "/h/.cargo/credentials.toml",
+        ] {
+            assert!(
+                !paths.iter().any(|p| Path::new(secret).starts_with(p)),
+                "{secret}"
+            );
+        }
+        for needed in [
+            "/usr",
+            "/proc",
+            "/dev/null",
+            "/etc/passwd",
+            "/h/.cargo/registry",
+        ] {
+            assert!(paths.contains(&PathBuf::from(needed)), "{needed}");
+        }
+        // Entries ending in `*` are expanded, never kept literally.
+        assert!(!paths.iter().any(|p| p.to_string_lossy().contains('*')));
+    }
+
+    #[test]
+    fn star_entries_expand_to_the_matching_names() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["python3", "python3.11", "python2", "perl"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let mut out = Vec::new();
+        expand(&dir.path().join("python3*"), &mut out);
+        assert_eq!(
+            out,
+            [dir.path().join("python3"), dir.path().join("python3.11")]
+        );
+        expand(&dir.path().join("missing/x*"), &mut out);
+        assert_eq!(out.len(), 2);
+        expand(Path::new("/no/such/file"), &mut out);
+        assert_eq!(out[2], Path::new("/no/such/file"));
     }
 
     #[test]

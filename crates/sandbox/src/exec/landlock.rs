@@ -49,13 +49,19 @@ pub(crate) fn apply(plan: &LandlockPlan) -> Result<(), String> {
 }
 
 /// A rule granting `access` beneath `path` (only the file rights when it is not a directory).
+///
+/// The type comes from `fstat` on the `O_PATH` descriptor rather than a `stat` of the path: one
+/// path walk per rule instead of two (the default allowlist has ~70 rules; this saved ~100 µs
+/// of ~390 µs per launch, measured building the ruleset 500 times).
 fn rule(path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Option<PathBeneath<PathFd>> {
-    let metadata = std::fs::metadata(path).ok()?;
-    let access = if metadata.is_dir() {
+    let fd = PathFd::new(path).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    let is_dir =
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+    let access = if is_dir {
         access
     } else {
         access & AccessFs::from_file(abi)
     };
-    let fd = PathFd::new(path).ok()?;
     Some(PathBeneath::new(fd, access))
 }

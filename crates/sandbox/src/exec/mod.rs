@@ -20,6 +20,7 @@
 //! machine without Landlock, openat2 or namespaces.
 
 mod capture;
+mod cgroup;
 pub mod degrade;
 mod helper;
 mod landlock;
@@ -27,6 +28,7 @@ mod launcher;
 mod plan;
 mod seccomp;
 
+pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
 pub use launcher::{HelperCommand, Launcher};
 pub use plan::{LandlockPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
