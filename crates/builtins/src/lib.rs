@@ -38,8 +38,10 @@ mod calculator;
 mod edit;
 mod glob;
 mod grep;
+mod pattern;
 mod read;
 mod run_code;
+mod walk;
 mod workspace;
 mod write;
 

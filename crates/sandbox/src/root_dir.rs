@@ -229,6 +229,62 @@ impl RootDir {
         Ok(file)
     }
 
+    /// Opens the directory `path` beneath `dir` (a handle opened beneath the root: [`dir`],
+    /// [`open_dir`], or an earlier call of this function) for listing, without following a
+    /// symlink at its last component, for a directory walk: the kernel resolves `path`
+    /// beneath `dir` (`openat2(RESOLVE_BENEATH)`), so an entry swapped for a symlink after it
+    /// was listed is refused (`ELOOP`), never followed out.
+    ///
+    /// [`dir`]: Self::dir
+    /// [`open_dir`]: Self::open_dir
+    ///
+    /// # Errors
+    ///
+    /// The I/O error: `ELOOP` for a symlink, `ENOTDIR` for anything but a directory, escapes as
+    /// cap-std reports them.
+    pub fn open_dir_nofollow(dir: &Dir, path: &Path) -> io::Result<Dir> {
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(
+            (rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NOFOLLOW).bits() as i32,
+        );
+        let file = dir.open_with(path, &options)?;
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// Opens the regular file `path` beneath `dir` (a handle opened beneath the root, as for
+    /// [`open_dir_nofollow`](Self::open_dir_nofollow)) for reading, without following a symlink
+    /// at its last component and without blocking: it is opened `O_NOFOLLOW | O_NONBLOCK`, so
+    /// a FIFO cannot hang the call, and checked with `fstat` on the open handle, so nothing but
+    /// a regular file is ever read. For files a walk finds by itself (ignore files), where a
+    /// symlink is skipped rather than followed.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error: [`io::ErrorKind::InvalidInput`] `a symbolic link, not followed` for a
+    /// symlink and `not a regular file` for a directory, FIFO, socket or device; escapes as
+    /// cap-std reports them.
+    pub fn open_regular_nofollow(dir: &Dir, path: &Path) -> io::Result<File> {
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32,
+        );
+        let file = dir.open_with(path, &options).map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                io::Error::new(io::ErrorKind::InvalidInput, "a symbolic link, not followed")
+            } else {
+                e
+            }
+        })?;
+        let stat = rustix::fs::fstat(&file)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        Ok(file)
+    }
+
     /// Opens an existing directory beneath the root (`""` or `.` is the root).
     ///
     /// # Errors
