@@ -349,7 +349,7 @@ impl Walker<'_> {
         let ignore = self.ignore_file(dir, path, ".ignore", ignore);
         let git_ignore = self.ignore_file(dir, path, ".gitignore", git_ignore);
         let git_exclude = match git {
-            Some(Kind::Dir) => self.ignore_file(dir, path, ".git/info/exclude", Some(Kind::File)),
+            Some(Kind::Dir) => self.repo_exclude(dir, path),
             Some(Kind::File) => self.worktree_exclude(dir, path),
             // A symlink is not followed, even to a repository.
             Some(Kind::Symlink | Kind::Other) | None => Gitignore::empty(),
@@ -365,18 +365,41 @@ impl Walker<'_> {
     /// The rules of the ignore file `name` beneath `dir` (at `path`), listed as `kind`; empty
     /// when it is absent, and with a note when it cannot be read.
     fn ignore_file(&mut self, dir: &Dir, path: &Path, name: &str, kind: Option<Kind>) -> Gitignore {
-        let shown = path.join(name);
-        let bytes = match kind {
+        let read = match kind {
             None => return Gitignore::empty(),
             Some(Kind::Symlink) => Err("a symbolic link, not followed".to_string()),
             Some(Kind::Dir | Kind::Other) => Err("not a regular file".to_string()),
             Some(Kind::File) => read_capped(dir, Path::new(name)),
         };
-        match bytes {
-            Ok(Some(bytes)) => self.compile(path, &shown, &bytes),
+        self.rules_from(read, path, &path.join(name))
+    }
+
+    /// `.git/info/exclude` of the repository whose `.git` directory is in `dir` (at `path`),
+    /// each component opened beneath the one before without following a symlink. A repository
+    /// without one (or with a symlink on the way) has no such rules.
+    fn repo_exclude(&mut self, dir: &Dir, path: &Path) -> Gitignore {
+        let info = RootDir::open_dir_nofollow(dir, Path::new(".git"))
+            .and_then(|git| RootDir::open_dir_nofollow(&git, Path::new("info")));
+        let Ok(info) = info else {
+            return Gitignore::empty();
+        };
+        let read = read_capped(&info, Path::new("exclude"));
+        self.rules_from(read, path, &path.join(".git/info/exclude"))
+    }
+
+    /// The rules of an ignore file read for the directory `path` (shown as `shown` in a note
+    /// when it could not be read).
+    fn rules_from(
+        &mut self,
+        read: Result<Option<Vec<u8>>, String>,
+        path: &Path,
+        shown: &Path,
+    ) -> Gitignore {
+        match read {
+            Ok(Some(bytes)) => self.compile(path, shown, &bytes),
             Ok(None) => Gitignore::empty(),
             Err(reason) => {
-                self.notes.skipped(&shown, &reason);
+                self.notes.skipped(shown, &reason);
                 Gitignore::empty()
             }
         }
@@ -425,14 +448,8 @@ impl Walker<'_> {
             return Gitignore::empty();
         };
         let exclude = common.join("info/exclude");
-        match read_capped(self.root.dir(), &exclude) {
-            Ok(Some(bytes)) => self.compile(path, &exclude, &bytes),
-            Ok(None) => Gitignore::empty(),
-            Err(reason) => {
-                self.notes.skipped(&exclude, &reason);
-                Gitignore::empty()
-            }
-        }
+        let read = read_capped(self.root.dir(), &exclude);
+        self.rules_from(read, path, &exclude)
     }
 
     /// Compiles an ignore file's bytes into rules for the directory `path`, as
