@@ -483,9 +483,9 @@ mod tests {
         assert_eq!(apply(&file, &patch), Err(PatchError::HunkFailed(1)));
         // And one that matches at the far end is found there.
         let file = format!("{}b\n", "a\n".repeat(100_000));
-        let patch = format!("@@ -1,3 +1,3 @@\n a\n a\n-b\n+c\n");
+        let patch = "@@ -1,3 +1,3 @@\n a\n a\n-b\n+c\n";
         assert_eq!(
-            apply(&file, &patch).unwrap(),
+            apply(&file, patch).unwrap(),
             format!("{}c\n", "a\n".repeat(100_000))
         );
     }
