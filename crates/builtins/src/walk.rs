@@ -56,6 +56,9 @@ pub(crate) const MAX_OPEN_DIRS: usize = 32;
 /// How many notes are listed; past that one line counts the rest.
 const MAX_NOTES: usize = 10;
 
+/// The longest note, in bytes (a path near `PATH_MAX` is cut).
+const MAX_NOTE_BYTES: usize = 512;
+
 /// The code of a call cancelled while it ran.
 pub(crate) const TOOL_CANCELLED: &str = "TOOL_CANCELLED";
 
@@ -106,8 +109,8 @@ impl Entry<'_> {
 
 /// Lines for the end of a tool's output about ignore files the walk skipped (or read in
 /// part), so the model knows why files it expected hidden were searched:
-/// `[ignore file skipped: <path>: <reason>]`, at most [`MAX_NOTES`] of them and then
-/// `[… and <n> more notes]`.
+/// `[ignore file skipped: <path>: <reason>]`, at most [`MAX_NOTES`] of them, each at most
+/// [`MAX_NOTE_BYTES`], and then `[… and <n> more notes]`.
 #[derive(Debug, Default)]
 pub(crate) struct Notes {
     lines: Vec<String>,
@@ -115,13 +118,18 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
-    /// Adds a note (kept only while there are fewer than [`MAX_NOTES`]).
-    pub(crate) fn push(&mut self, line: String) {
-        if self.lines.len() < MAX_NOTES {
-            self.lines.push(line);
-        } else {
+    /// Adds a note (kept only while there are fewer than [`MAX_NOTES`]), cut to
+    /// [`MAX_NOTE_BYTES`]: notes come after the output's byte cap, so they are kept small.
+    pub(crate) fn push(&mut self, mut line: String) {
+        if self.lines.len() >= MAX_NOTES {
             self.more += 1;
+            return;
         }
+        if line.len() > MAX_NOTE_BYTES {
+            line.truncate(crate::read::utf8_floor(line.as_bytes(), MAX_NOTE_BYTES - 4));
+            line.push_str("…]");
+        }
+        self.lines.push(line);
     }
 
     /// Appends the notes to `text`, each on its own line (a newline first when `text` does not
@@ -521,4 +529,34 @@ fn read_capped(dir: &Dir, path: &Path) -> Result<Option<Vec<u8>>, String> {
         return too_large();
     }
     Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_few_and_short() {
+        let mut notes = Notes::default();
+        for n in 0..12 {
+            notes.skipped(Path::new(&format!("d{n}/.gitignore")), "not a regular file");
+        }
+        notes.skipped(&Path::new("é").join("x".repeat(1000)), "not a regular file");
+        let mut text = "a:1:b".to_string();
+        notes.append_to(&mut text);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + MAX_NOTES + 1);
+        assert_eq!(
+            lines[1],
+            "[ignore file skipped: d0/.gitignore: not a regular file]"
+        );
+        assert_eq!(lines[11], "[… and 3 more notes]");
+
+        let mut notes = Notes::default();
+        notes.skipped(&Path::new("é").join("x".repeat(1000)), "a symbolic link");
+        let mut text = String::new();
+        notes.append_to(&mut text);
+        assert!(text.len() <= MAX_NOTE_BYTES + 1, "{}", text.len());
+        assert!(text.ends_with("xxx…]\n"), "{text}");
+    }
 }
