@@ -535,3 +535,28 @@ fn a_call_cancelled_before_the_walk_does_not_walk() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_worktrees_exclude_file_applies_while_it_is_inside_the_root() {
+    let (dir, ws) = workspace(200_000);
+    let root = ws.root().path().to_path_buf();
+    put(dir.path(), "main/.git/info/exclude", b"*.secret\n");
+    put(dir.path(), "main/.git/worktrees/wt/commondir", b"../..\n");
+    put(dir.path(), "main/a.secret", b"x\n");
+    put(dir.path(), "main/a.txt", b"x\n");
+    // Git writes the worktree's git directory as an absolute path.
+    let gitdir = format!("gitdir: {}/main/.git/worktrees/wt\n", root.display());
+    put(dir.path(), "wt/.git", gitdir.as_bytes());
+    put(dir.path(), "wt/b.secret", b"x\n");
+    put(dir.path(), "wt/b.txt", b"x\n");
+    let reference: String = reference_walk(&root, ".")
+        .iter()
+        .filter(|(_, is_file)| *is_file)
+        .map(|(path, _)| format!("{path}:1:x\n"))
+        .collect();
+    assert_eq!(reference, "main/a.txt:1:x\nwt/b.txt:1:x\n");
+    assert_eq!(
+        call(&grep(&ws), json!({"pattern": "^x$"})).await.unwrap(),
+        reference
+    );
+}
