@@ -60,7 +60,7 @@ struct Input {
 ///   `""` when nothing matches. The line terminator (`\n` or `\r\n`) is dropped and the text is
 ///   shown lossily as UTF-8. Past `policy.limits.output_bytes` the output stops at a line
 ///   boundary and ends with `[output truncated at <limit> bytes]`. A line longer than
-///   [`MAX_LINE_BYTES`] is never held: the file is searched up to it and a line
+///   8 MiB is never held: the file is searched up to it and a line
 ///   `[<path>: a line is longer than 8388608 bytes; the rest of the file was not searched]`
 ///   follows its matches.
 /// - Errors: a pattern over 10 000 characters or nesting brackets more than 64 levels deep →

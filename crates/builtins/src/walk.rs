@@ -24,7 +24,7 @@
 //! - A `.git` file (a linked worktree) is followed to its common directory's `info/exclude`
 //!   only while every path it names stays beneath the root.
 //! - The walk checks the cancellation flag before every entry and returns
-//!   [`cancelled`](crate::walk::cancelled) once it is set.
+//!   [`cancelled`] once it is set.
 //! - Only the first [`MAX_OPEN_DIRS`] levels keep their directory handle open while their
 //!   subdirectories are walked; deeper directories are reopened from the root by path (still
 //!   beneath it), so a deep tree cannot exhaust the process's file descriptors.
