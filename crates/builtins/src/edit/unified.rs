@@ -208,7 +208,9 @@ pub fn apply(text: &str, patch: &str) -> Result<String, PatchError> {
 
     let mut out: Vec<(&str, &str)> = Vec::new();
     let mut next = 0usize; // the first file line not yet copied
-    let mut shift: isize = 0; // how far the previous hunk landed from its header
+    // How far the previous hunk landed from its header. In i128: a header's line number is any
+    // usize the patch says (`@@ -9223372036854775809 …`), and isize arithmetic on it overflowed.
+    let mut shift: i128 = 0;
     for (index, hunk) in hunks.iter().enumerate() {
         let old: Vec<&str> = hunk
             .lines
@@ -223,13 +225,13 @@ pub fn apply(text: &str, patch: &str) -> Result<String, PatchError> {
         };
         let max = file.len().checked_sub(old.len()).filter(|&max| max >= next);
         let at = max.and_then(|max| {
-            let expected = (header as isize + shift).clamp(next as isize, max as isize);
+            let expected = (header as i128 + shift).clamp(next as i128, max as i128);
             find(&file, &hashes, &old, expected as usize, next, max)
         });
         let Some(at) = at else {
             return Err(PatchError::HunkFailed(index + 1));
         };
-        shift = at as isize - header as isize;
+        shift = at as i128 - header as i128;
         out.extend_from_slice(&file[next..at]);
         let mut consumed = at;
         for line in &hunk.lines {
@@ -487,6 +489,29 @@ mod tests {
         assert_eq!(
             apply(&file, patch).unwrap(),
             format!("{}c\n", "a\n".repeat(100_000))
+        );
+    }
+
+    /// Line numbers past `isize::MAX` in headers are only wrong line numbers: the hunk is
+    /// searched for from the nearest end, never an arithmetic overflow.
+    #[test]
+    fn huge_line_numbers_in_headers() {
+        let patch = "@@ -9223372036854775809,1 +1,1 @@\n-a\n+b\n\
+            @@ -18446744073709551615,1 +18446744073709551615,1 @@\n-c\n+d\n";
+        assert_eq!(apply("a\nc\n", patch).unwrap(), "b\nd\n");
+        let patch = "@@ -1,18446744073709551615 +1,1 @@\n-a\n";
+        assert_eq!(
+            apply("a\n", patch),
+            Err(PatchError::Malformed(
+                "hunk 1 is shorter than its header says".into()
+            ))
+        );
+        let patch = "@@ -99999999999999999999999,1 +1,1 @@\n-a\n+b\n";
+        assert_eq!(
+            apply("a\n", patch),
+            Err(PatchError::Malformed(
+                "bad hunk header: @@ -99999999999999999999999,1 +1,1 @@".into()
+            ))
         );
     }
 }
