@@ -1,6 +1,9 @@
 //! The `glob` tool.
 
+use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use globset::GlobBuilder;
 use schemars::JsonSchema;
@@ -9,8 +12,10 @@ use serde_json::Value;
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec, async_trait};
 
 use crate::Workspace;
-use crate::grep::{CappedOutput, walk_entries};
+use crate::grep::{CappedOutput, until_cancelled};
+use crate::pattern::{self, TooComplex};
 use crate::read::{blocking, display_path, parse_input};
+use crate::walk;
 
 const NAME: &str = "glob";
 
@@ -45,7 +50,12 @@ struct Input {
 ///   as `\xNN`), newest first (modification time descending, then path ascending); `""` when
 ///   nothing matches. At most [`MAX_GLOB_ENTRIES`] paths and `policy.limits.output_bytes`
 ///   bytes are listed; past that a last line says `[truncated: showing <k> of <n> paths]`.
-/// - Errors: an invalid pattern → `TOOL_GLOB_FAILED` with globset's message; path errors from
+///   Notes about ignore files the walk skipped follow, as for [`Grep`](crate::Grep).
+/// - Errors: a pattern over 10 000 characters or nesting brackets more than 64 levels deep →
+///   `INVALID_INPUT` (`pattern exceeds 10000 characters.`, `pattern nests brackets more than 64
+///   levels deep.`), checked before globset sees it (its parser recursed until the stack
+///   overflowed on 10 000 nested `{`); an invalid pattern → `TOOL_GLOB_FAILED` with globset's
+///   message; `TOOL_CANCELLED` `Search cancelled` when the call is cancelled; path errors from
 ///   the root (a file as `path` → `TOOL_NOT_A_DIRECTORY`).
 ///
 /// No side effect.
@@ -69,15 +79,28 @@ impl Tool for Glob {
         &self.spec
     }
 
-    async fn call(&self, input: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
         let workspace = Arc::clone(&self.workspace);
-        let text = blocking(move || run(&workspace, input)).await?;
+        let cancel = cx.cancellation().clone();
+        let work = blocking(move || run(&workspace, input, &|| cancel.is_cancelled()));
+        let text = until_cancelled(cx, work).await?;
         Ok(ToolOutput::text(text))
     }
 }
 
-fn run(workspace: &Workspace, input: Input) -> Result<String, ToolError> {
+/// A path the pattern matched, with its modification time.
+struct Found {
+    path: PathBuf,
+    modified: Option<SystemTime>,
+}
+
+fn run(
+    workspace: &Workspace,
+    input: Input,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<String, ToolError> {
+    pattern::check(&input.pattern).map_err(TooComplex::into_error)?;
     // `./src/*.rs` means `src/*.rs`: paths are matched without a leading `./`.
     let pattern = input.pattern.strip_prefix("./").unwrap_or(&input.pattern);
     let matcher = GlobBuilder::new(pattern)
@@ -87,15 +110,20 @@ fn run(workspace: &Workspace, input: Input) -> Result<String, ToolError> {
         .compile_matcher();
     let target = input.path.unwrap_or_else(|| ".".to_string());
     let base = workspace.root().relative(&target)?;
-    let mut found: Vec<_> = walk_entries(workspace, &target)?
-        .into_iter()
-        .filter(|entry| {
-            entry
-                .path
-                .strip_prefix(&base)
-                .is_ok_and(|inside| matcher.is_match(inside))
-        })
-        .collect();
+    let mut found = Vec::new();
+    let notes = walk::walk(workspace.root(), &target, cancelled, &mut |entry| {
+        if entry
+            .path()
+            .strip_prefix(&base)
+            .is_ok_and(|inside| matcher.is_match(inside))
+        {
+            found.push(Found {
+                path: entry.path().to_path_buf(),
+                modified: entry.modified(),
+            });
+        }
+        ControlFlow::Continue(())
+    })?;
     found.sort_by(|a, b| {
         b.modified
             .cmp(&a.modified)
@@ -111,10 +139,13 @@ fn run(workspace: &Workspace, input: Input) -> Result<String, ToolError> {
         }
         shown += 1;
     }
-    if shown == total {
-        return Ok(out.finish());
-    }
-    let mut text = out.into_text();
-    text.push_str(&format!("[truncated: showing {shown} of {total} paths]"));
+    let mut text = if shown == total {
+        out.finish()
+    } else {
+        let mut text = out.into_text();
+        text.push_str(&format!("[truncated: showing {shown} of {total} paths]"));
+        text
+    };
+    notes.append_to(&mut text);
     Ok(text)
 }

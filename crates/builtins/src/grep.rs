@@ -1,5 +1,6 @@
-//! The `grep` tool, and the confined directory walk it shares with `glob`.
+//! The `grep` tool, and the output cap it shares with `glob`.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +13,9 @@ use serde_json::Value;
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec, async_trait};
 
 use crate::Workspace;
+use crate::pattern::{self, TooComplex};
 use crate::read::{blocking, display_path, parse_input, utf8_floor};
+use crate::walk;
 
 const NAME: &str = "grep";
 
@@ -34,7 +37,7 @@ struct Input {
 }
 
 /// The `grep` tool: searches file contents in-process with ripgrep's crates (`grep-regex`,
-/// `grep-searcher`, `ignore`).
+/// `grep-searcher`, and `ignore`'s rule matching).
 ///
 /// - Input: `{"pattern": "<regex>", "path"?: "<dir or file>"}`; `path` defaults to the root and
 ///   is resolved through [`RootDir`](toolsmith_sandbox::RootDir) (escapes are refused as
@@ -44,17 +47,28 @@ struct Input {
 ///   hidden files and directories skipped, symlinks not followed, files with a NUL byte
 ///   treated as binary and skipped. Ignore files above the searched directory and the global
 ///   git excludes are not read. Entries are visited in name order.
-/// - Every file is opened through the root, so a symlink swapped into the tree during the walk
-///   cannot make the search read outside it.
+/// - The walk reads nothing but through the root: directories are listed through handles
+///   opened beneath it, ignore files are read only when they are regular files (not symlinks,
+///   FIFOs or devices) of at most 1 MiB, and every file searched is opened through the root, so
+///   a symlink swapped into the tree during the walk cannot make the search read outside it.
+///   An ignore file that is skipped, or a line of one that is too complex to compile, leaves a
+///   note (`[ignore file skipped: <path>: <reason>]`) at the end of the output.
 /// - Files are searched in parallel on every core (no process is spawned); the output keeps the
 ///   walk's order.
 /// - Output (text): one `relative/path:line:text` line per match, the path relative to the
 ///   workspace root with non-UTF-8 bytes shown as `\xNN`; `line:text` when `path` is a file;
 ///   `""` when nothing matches. The line terminator (`\n` or `\r\n`) is dropped and the text is
 ///   shown lossily as UTF-8. Past `policy.limits.output_bytes` the output stops at a line
-///   boundary and ends with `[output truncated at <limit> bytes]`.
-/// - Errors: an invalid regex → `TOOL_GREP_FAILED` with the regex error as the message; path
-///   errors from the root.
+///   boundary and ends with `[output truncated at <limit> bytes]`. A line longer than
+///   8 MiB is never held: the file is searched up to it and a line
+///   `[<path>: a line is longer than 8388608 bytes; the rest of the file was not searched]`
+///   follows its matches.
+/// - Errors: a pattern over 10 000 characters or nesting brackets more than 64 levels deep →
+///   `INVALID_INPUT` (`pattern exceeds 10000 characters.`, `pattern nests brackets more than 64
+///   levels deep.`), checked before the regex is compiled; an invalid regex, or one that
+///   compiles past 10 MiB → `TOOL_GREP_FAILED` with the regex error as the message;
+///   `TOOL_CANCELLED` `Search cancelled` as soon as the call's cancellation token fires (the
+///   walk and every read check it); path errors from the root.
 ///
 /// No side effect.
 ///
@@ -98,18 +112,52 @@ impl Tool for Grep {
         let input: Input = parse_input(input)?;
         let workspace = Arc::clone(&self.workspace);
         let cancel = cx.cancellation().clone();
-        let text = blocking(move || run(&workspace, input, &|| cancel.is_cancelled())).await?;
+        let work = blocking(move || run(&workspace, input, &|| cancel.is_cancelled()));
+        let text = until_cancelled(cx, work).await?;
         Ok(ToolOutput::text(text))
     }
 }
+
+/// Awaits `work` (a blocking search), returning [`walk::cancelled`] as soon as the call's
+/// cancellation token fires: the call does not wait for the blocking thread, which sees the
+/// token itself at its next entry or read and stops.
+pub(crate) async fn until_cancelled<T>(
+    cx: &ToolContext,
+    work: impl std::future::Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    tokio::select! {
+        biased;
+        result = work => result,
+        () = cx.cancellation().cancelled() => Err(walk::cancelled()),
+    }
+}
+
+/// The longest line grep holds in memory (grep-searcher's heap limit): a file with a longer
+/// line is searched up to it, and a note says the rest was not. Without it a 1 GiB file
+/// without a newline was read whole into one buffer (1.2 GB resident). 8 MiB holds the
+/// minified bundles found in repositories; one buffer per searching thread.
+pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
+
+/// The regex crate's limit on a compiled pattern (grep-regex defaults to 100 MiB, which a
+/// pattern such as `a{1000}{1000}` fills, taking seconds and as much memory): 10 MiB, as
+/// globset uses, holds any pattern written by hand.
+const REGEX_SIZE_LIMIT: usize = 10 << 20;
+
+/// The lazy DFA's cache per searching thread (grep-regex defaults to 1 000 MiB, which a
+/// pathological pattern can fill on every thread): past it the regex engine falls back to a
+/// slower search, never to more memory.
+const REGEX_DFA_CACHE: usize = 64 << 20;
 
 fn run(
     workspace: &Workspace,
     input: Input,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<String, ToolError> {
+    pattern::check(&input.pattern).map_err(TooComplex::into_error)?;
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_CACHE)
         .build(&input.pattern)
         .map_err(|e| ToolError::new("TOOL_GREP_FAILED", e.to_string()))?;
     let root = workspace.root();
@@ -119,7 +167,20 @@ fn run(
     if !root.metadata(&target)?.is_dir() {
         let file = root.open_file(&target)?;
         let mut out = CappedOutput::new(limit);
-        for line in search_file(&mut searcher(), &matcher, file.into_std(), None, limit) {
+        let mut searcher = searcher();
+        let found = search_file(
+            &mut searcher,
+            &matcher,
+            file.into_std(),
+            &target,
+            None,
+            limit,
+            cancelled,
+        );
+        if cancelled() {
+            return Err(walk::cancelled());
+        }
+        for line in found {
             if !out.push_line(&line) {
                 break;
             }
@@ -127,8 +188,17 @@ fn run(
         return Ok(out.finish());
     }
 
-    let files = walk(workspace, &target)?;
+    let mut files = Vec::new();
+    let notes = walk::walk(root, &target, cancelled, &mut |entry| {
+        if entry.is_file() {
+            files.push(entry.path().to_path_buf());
+        }
+        ControlFlow::Continue(())
+    })?;
     let results = search_files(workspace, &matcher, &files, limit, cancelled);
+    if cancelled() {
+        return Err(walk::cancelled());
+    }
     let mut out = CappedOutput::new(limit);
     'files: for lines in results {
         for line in lines {
@@ -137,26 +207,49 @@ fn run(
             }
         }
     }
-    Ok(out.finish())
+    let mut text = out.finish();
+    notes.append_to(&mut text);
+    Ok(text)
 }
 
 /// A searcher with ripgrep's defaults: line numbers, files with a NUL byte treated as binary
-/// and skipped. Built once per thread: it owns a large buffer.
+/// and skipped; lines held up to [`MAX_LINE_BYTES`]. Built once per thread: it owns a large
+/// buffer.
 fn searcher() -> Searcher {
     SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
         .build()
 }
 
-/// The matching lines of one file, formatted, at most about `limit` bytes of them. An
-/// unreadable file gives none, as ripgrep skips it (reporting it on stderr).
+/// A file read for the searcher, giving up (with an error) once the call is cancelled, so a
+/// search through a huge file stops at its next read.
+struct CancellableFile<'a> {
+    file: std::fs::File,
+    cancelled: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl std::io::Read for CancellableFile<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if (self.cancelled)() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        self.file.read(buf)
+    }
+}
+
+/// The matching lines of one file, formatted, at most about `limit` bytes of them, and a note
+/// last when a line over [`MAX_LINE_BYTES`] cut the search short (`shown` names the file in
+/// it). An unreadable file gives none, as ripgrep skips it (reporting it on stderr).
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     file: std::fs::File,
+    shown: &str,
     prefix: Option<&str>,
     limit: usize,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Vec<String> {
     let mut lines = Vec::new();
     let mut bytes = 0;
@@ -172,8 +265,22 @@ fn search_file(
         lines.push(entry);
         Ok(bytes <= limit)
     });
-    let _ = searcher.search_file(matcher, &file, sink);
+    let reader = CancellableFile { file, cancelled };
+    if let Err(e) = searcher.search_reader(matcher, reader, sink)
+        && !cancelled()
+        && e.to_string().starts_with("configured allocation limit")
+    {
+        lines.push(long_line_note(shown));
+    }
     lines
+}
+
+/// `[<path>: a line is longer than 8388608 bytes; the rest of the file was not searched]`.
+fn long_line_note(shown: &str) -> String {
+    format!(
+        "[{shown}: a line is longer than {MAX_LINE_BYTES} bytes; the rest of the file was not \
+         searched]"
+    )
 }
 
 /// Searches `files` on every core, returning each file's lines in the order of `files`.
@@ -207,12 +314,15 @@ fn search_files(
             let Ok(file) = workspace.root().open_file_path(relative) else {
                 continue;
             };
+            let shown = display_path(relative);
             let lines = search_file(
                 &mut searcher,
                 matcher,
                 file.into_std(),
-                Some(&display_path(relative)),
+                &shown,
+                Some(&shown),
                 limit,
+                cancelled,
             );
             let bytes: usize = lines.iter().map(|l| l.len() + 1).sum();
             produced.fetch_add(bytes, Ordering::Relaxed);
@@ -232,87 +342,6 @@ fn search_files(
         .into_iter()
         .map(|slot| slot.into_inner().unwrap_or_else(|p| p.into_inner()))
         .collect()
-}
-
-/// Walks the directory `target` (a model-given path) with ripgrep's default filters, yielding
-/// the regular files found (symlinks are not followed), relative to the root, in name order.
-/// The directory itself is first opened through the root, so a `target` that escapes is
-/// refused.
-pub(crate) fn walk(workspace: &Workspace, target: &str) -> Result<Vec<PathBuf>, ToolError> {
-    let root = workspace.root();
-    let mut files = Vec::new();
-    // No per-entry confirmation here: every file is opened through the root before it is read,
-    // which is the confinement; a stat per entry would only double the walk's cost.
-    for entry in walker(workspace, target)?.flatten() {
-        if entry.file_type().is_some_and(|kind| kind.is_file())
-            && let Ok(inside) = entry.path().strip_prefix(root.path())
-        {
-            files.push(inside.to_path_buf());
-        }
-    }
-    Ok(files)
-}
-
-/// ripgrep's default walk of the directory `target`, opened through the root first so that a
-/// `target` that escapes is refused.
-fn walker(workspace: &Workspace, target: &str) -> Result<ignore::Walk, ToolError> {
-    let root = workspace.root();
-    let relative = root.relative(target)?;
-    root.open_dir(target)?;
-    Ok(ignore::WalkBuilder::new(root.path().join(&relative))
-        .follow_links(false)
-        .hidden(true)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .parents(false)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build())
-}
-
-/// An entry found by [`walk_entries`].
-pub(crate) struct WalkEntry {
-    /// Relative to the root.
-    pub(crate) path: PathBuf,
-    /// Its modification time.
-    pub(crate) modified: Option<std::time::SystemTime>,
-}
-
-/// Every non-directory entry of the walk (regular files, symlinks, others), relative to the
-/// root, with its modification time (of the entry itself, not a symlink's target).
-pub(crate) fn walk_entries(
-    workspace: &Workspace,
-    target: &str,
-) -> Result<Vec<WalkEntry>, ToolError> {
-    let root = workspace.root();
-    let mut entries = Vec::new();
-    for entry in walker(workspace, target)?.flatten() {
-        let Some(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            continue;
-        }
-        let Ok(inside) = entry.path().strip_prefix(root.path()) else {
-            continue;
-        };
-        // The walker lists directories by path; confirm each entry beneath the root (its
-        // parents resolved by the kernel, the entry itself not followed), so a directory
-        // swapped for a symlink mid-walk cannot smuggle outside names in.
-        let Ok(metadata) = root.dir().symlink_metadata(inside) else {
-            continue;
-        };
-        if metadata.is_dir() {
-            continue;
-        }
-        entries.push(WalkEntry {
-            path: inside.to_path_buf(),
-            modified: metadata.modified().ok().map(|t| t.into_std()),
-        });
-    }
-    Ok(entries)
 }
 
 /// Tool output capped at a byte limit at a line boundary, with a closing note when cut.

@@ -44,12 +44,14 @@ mod edit;
 mod file_change;
 mod glob;
 mod grep;
+mod pattern;
 mod protect;
 mod read;
 mod revert;
 mod run_code;
 mod seen;
 mod temp_dir;
+mod walk;
 mod workspace;
 mod write;
 

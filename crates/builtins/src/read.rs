@@ -112,12 +112,12 @@ fn run(workspace: &Workspace, input: Input) -> Result<ToolOutput, ToolError> {
     let file = workspace.root().open_file(path)?;
     let mut reader = BufReader::new(file.into_std());
     let io_err = |e: std::io::Error| ToolError::new("TOOL_IO_ERROR", format!("{path}: {e}"));
-    let mut line = Vec::new();
+    use std::io::Read as _;
     let mut number = 0u64;
-    // Skip to the window.
+    // Skip to the window without holding a line: a file without newlines is not read into
+    // memory.
     while number + 1 < offset {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+        if reader.skip_until(b'\n').map_err(io_err)? == 0 {
             break;
         }
         number += 1;
@@ -126,12 +126,18 @@ fn run(workspace: &Workspace, input: Input) -> Result<ToolOutput, ToolError> {
     let mut returned = 0u64;
     let mut truncated = false;
     while returned < lines {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+        // At most one byte past the limit is read: enough to know the window is over it, so a
+        // line of any length costs no more memory than the limit.
+        let room = (limit_bytes + 1).saturating_sub(content.len()) as u64;
+        if (&mut reader)
+            .take(room)
+            .read_until(b'\n', &mut content)
+            .map_err(io_err)?
+            == 0
+        {
             break;
         }
         returned += 1;
-        content.extend_from_slice(&line);
         if content.len() > limit_bytes {
             truncated = true;
             break;

@@ -218,3 +218,49 @@ fn check_total(expression: &str) -> Result<(), TestCaseError> {
     }
     Ok(())
 }
+
+/// Huge magnitudes cost nothing and fail precisely: `f64` arithmetic has no big-number path to
+/// blow up (there is no factorial), so a tower of powers is one `powf` per level, bounded by the
+/// nesting limit, and overflows to a `MATH_ERROR`.
+#[test]
+fn huge_magnitudes_are_precise_errors() {
+    let cases = [
+        ("9^9^9^9", "MATH_ERROR", "The result is not a finite number"),
+        ("10^400", "MATH_ERROR", "The result is not a finite number"),
+        (
+            "exp(1e6)",
+            "MATH_ERROR",
+            "The result is not a finite number",
+        ),
+        (
+            "1e308 * 10",
+            "MATH_ERROR",
+            "The result is not a finite number",
+        ),
+        (
+            "1e999",
+            "INVALID_INPUT",
+            "The number '1e999' at position 1 is too large",
+        ),
+    ];
+    for (expression, code, message) in cases {
+        let err = calc_blocking(expression).unwrap_err();
+        assert_eq!((err.code(), err.message()), (code, message), "{expression}");
+    }
+    let nines = "9".repeat(400);
+    let err = calc_blocking(&format!("1+{nines}")).unwrap_err();
+    assert_eq!(
+        (err.code(), err.message()),
+        (
+            "INVALID_INPUT",
+            format!("The number '{nines}' at position 3 is too large").as_str()
+        )
+    );
+    assert_eq!(
+        calc_blocking(&format!("{}2", "2^".repeat(200)))
+            .unwrap_err()
+            .code(),
+        "MATH_ERROR"
+    );
+    assert_eq!(calc_blocking("2^-1e300").unwrap().value["result"], json!(0));
+}

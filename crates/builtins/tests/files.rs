@@ -162,6 +162,43 @@ async fn read_window_cuts_at_a_utf8_boundary() {
     assert_eq!(out.value["content"], "你好");
 }
 
+/// A window over a line of 64 MiB (sparse: NUL bytes, which are UTF-8) holds at most the byte
+/// limit of it, cut and marked truncated; a window after it skips it without holding it.
+#[tokio::test]
+async fn read_windows_never_hold_a_giant_line() {
+    use std::io::{Seek, SeekFrom, Write as _};
+    let (dir, ws) = workspace(1000);
+    let mut file = std::fs::File::create(dir.path().join("giant")).unwrap();
+    file.write_all(b"first\n").unwrap();
+    file.seek(SeekFrom::Start(6 + (64 << 20))).unwrap();
+    file.write_all(b"\nlast\n").unwrap();
+    drop(file);
+    let cx = ToolContext::for_test("read");
+    let out = read(&ws)
+        .call(json!({"path": "giant", "limit": 3}), &cx)
+        .await
+        .unwrap();
+    let content = format!("first\n{}", "\0".repeat(994));
+    assert_eq!(
+        out.value,
+        json!({"path": "giant", "content": content, "offset": 1, "lines": 2,
+            "hasMore": true, "truncated": true})
+    );
+    assert_eq!(
+        out.model.to_text(),
+        format!("{content}\n[output truncated at 1000 bytes]")
+    );
+    let out = read(&ws)
+        .call(json!({"path": "giant", "offset": 3}), &cx)
+        .await
+        .unwrap();
+    assert_eq!(
+        out.value,
+        json!({"path": "giant", "content": "last\n", "offset": 3, "lines": 1,
+            "hasMore": false, "truncated": false})
+    );
+}
+
 #[tokio::test]
 async fn write_checks_size_first_and_writes_atomically() {
     let (dir, ws) = workspace(5);

@@ -229,6 +229,76 @@ impl RootDir {
         Ok(file)
     }
 
+    /// Opens the directory `path` beneath `dir` (a handle opened beneath the root: [`dir`],
+    /// [`open_dir`], or an earlier call of this function) for listing, without following a
+    /// symlink at its last component, for a directory walk: the kernel resolves `path`
+    /// beneath `dir` (`openat2(RESOLVE_BENEATH)`), so an entry swapped for a symlink after it
+    /// was listed is refused (`ELOOP`), never followed out. (Without openat2, cap-std's
+    /// component walk may follow such a symlink, but only while it stays beneath `dir`.)
+    ///
+    /// [`dir`]: Self::dir
+    /// [`open_dir`]: Self::open_dir
+    ///
+    /// # Errors
+    ///
+    /// The I/O error: `ELOOP` for a symlink, `ENOTDIR` for anything but a directory, escapes as
+    /// cap-std reports them.
+    pub fn open_dir_nofollow(dir: &Dir, path: &Path) -> io::Result<Dir> {
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(
+            (rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NOFOLLOW).bits() as i32,
+        );
+        let file = dir.open_with(path, &options)?;
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// Opens the regular file `path` beneath `dir` (a handle opened beneath the root, as for
+    /// [`open_dir_nofollow`](Self::open_dir_nofollow)) for reading, without following a symlink
+    /// at its last component and without blocking: anything but a regular file is refused
+    /// before it is opened (a device is never opened), then it is opened `O_NOFOLLOW |
+    /// O_NONBLOCK`, so a FIFO swapped in cannot hang the call, and checked again with `fstat`
+    /// on the open handle, so nothing but a regular file is ever read. For files a walk finds
+    /// by itself (ignore files), where a symlink is skipped rather than followed.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error: [`io::ErrorKind::InvalidInput`] `a symbolic link, not followed` for a
+    /// symlink and `not a regular file` for a directory, FIFO, socket or device; escapes as
+    /// cap-std reports them.
+    pub fn open_regular_nofollow(dir: &Dir, path: &Path) -> io::Result<File> {
+        let symlink =
+            || io::Error::new(io::ErrorKind::InvalidInput, "a symbolic link, not followed");
+        let not_regular = || io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        // Look first: a device is then never opened (opening one can have effects), and a
+        // symlink is refused the same way on every kernel (without openat2, cap-std resolves a
+        // symlink at the last component itself, beneath `dir`, rather than let O_NOFOLLOW
+        // refuse it). The flags and the fstat below close the race with a swap meanwhile.
+        if let Ok(metadata) = dir.symlink_metadata(path) {
+            if metadata.is_symlink() {
+                return Err(symlink());
+            }
+            if !metadata.is_file() {
+                return Err(not_regular());
+            }
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32,
+        );
+        let file = dir.open_with(path, &options).map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                symlink()
+            } else {
+                e
+            }
+        })?;
+        let stat = rustix::fs::fstat(&file)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(not_regular());
+        }
+        Ok(file)
+    }
+
     /// Opens an existing directory beneath the root (`""` or `.` is the root).
     ///
     /// # Errors

@@ -483,3 +483,128 @@ async fn the_tools_never_leak_during_a_swap_race() {
     assert!(swaps > 100 && calls > 10, "swaps {swaps}, calls {calls}");
     assert!(benign > 0);
 }
+
+/// Runs a tool call on a thread and runtime of its own; `None` if it has not returned within
+/// 10 s (a FIFO opened by path blocks for ever, and so would this test without the bound).
+fn call_within_10s(tool: impl Tool + 'static, input: Value) -> Option<Result<String, ToolError>> {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = done.send(runtime.block_on(call(&tool, input)));
+    });
+    result.recv_timeout(Duration::from_secs(10)).ok()
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+/// The walk of `grep` and `glob` reads ignore files only through the root: a FIFO named
+/// `.gitignore` (which hung the tool for ever), a symlink to `/dev/zero` (which exhausted
+/// memory), a symlink to an ignore file outside (which was read), an oversized one, a directory,
+/// a symlinked `.git/info/exclude` and a worktree `.git` file pointing outside are all skipped;
+/// had any been read, its `*` rule would hide every file.
+#[test]
+fn the_walk_reads_ignore_files_only_through_the_root() {
+    use toolsmith_builtins::{glob, grep};
+    let f = Fixture::new();
+    let ignores = f.outer.join("ignores");
+    std::fs::create_dir_all(ignores.join("common/info")).unwrap();
+    std::fs::create_dir_all(ignores.join("wt")).unwrap();
+    std::fs::write(ignores.join("all"), "*\n").unwrap();
+    std::fs::write(ignores.join("wt/commondir"), "../common\n").unwrap();
+    std::fs::write(ignores.join("common/info/exclude"), "*\n").unwrap();
+    for dir in ["big", "dirig", "repo/.git/info", "sub", "wt"] {
+        std::fs::create_dir_all(f.inside(dir)).unwrap();
+    }
+    for dir in ["big", "dirig", "repo", "sub", "wt"] {
+        std::fs::write(f.inside(&format!("{dir}/kept.txt")), "inside").unwrap();
+    }
+    mkfifo(&f.inside(".gitignore"));
+    symlink("/dev/zero", f.inside("sub/.gitignore")).unwrap();
+    symlink(ignores.join("all"), f.inside("sub/.ignore")).unwrap();
+    let big = std::fs::File::create(f.inside("big/.ignore")).unwrap();
+    std::io::Write::write_all(&mut &big, b"*\n").unwrap();
+    big.set_len(2 << 20).unwrap();
+    std::fs::create_dir(f.inside("dirig/.gitignore")).unwrap();
+    symlink(ignores.join("all"), f.inside("repo/.git/info/exclude")).unwrap();
+    std::fs::write(f.inside("wt/.git"), "gitdir: ../../ignores/wt\n").unwrap();
+    let ws = f.workspace();
+
+    let notes = "[ignore file skipped: .gitignore: not a regular file]\n\
+        [ignore file skipped: big/.ignore: larger than 1048576 bytes]\n\
+        [ignore file skipped: dirig/.gitignore: not a regular file]\n\
+        [ignore file skipped: repo/.git/info/exclude: a symbolic link, not followed]\n\
+        [ignore file skipped: sub/.ignore: a symbolic link, not followed]\n\
+        [ignore file skipped: sub/.gitignore: a symbolic link, not followed]\n";
+    let out = call_within_10s(grep(&ws), json!({"pattern": "inside"}))
+        .expect("grep did not return within 10 s")
+        .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "big/kept.txt:1:inside\ndirig/kept.txt:1:inside\nfile.txt:1:inside\n\
+             repo/kept.txt:1:inside\nsub/kept.txt:1:inside\nwt/kept.txt:1:inside\n{notes}"
+        )
+    );
+    let out = call_within_10s(glob(&ws), json!({"pattern": "**/*.txt"}))
+        .expect("glob did not return within 10 s")
+        .unwrap();
+    let (paths, rest) = out.split_at(out.find("[ignore").unwrap());
+    let mut paths: Vec<&str> = paths.lines().collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        [
+            "big/kept.txt",
+            "dirig/kept.txt",
+            "file.txt",
+            "repo/kept.txt",
+            "sub/kept.txt",
+            "wt/kept.txt"
+        ]
+    );
+    assert_eq!(rest, notes);
+    f.assert_outside_untouched();
+}
+
+/// `.gitignore` swapped between a regular file (`*.log`) and a symlink to an outside file
+/// (`*`) with `renameat2(RENAME_EXCHANGE)` while the tools walk: the outside rules never
+/// apply (they would hide `file.txt`).
+#[tokio::test]
+async fn an_ignore_file_swapped_for_a_symlink_out_is_never_read() {
+    use toolsmith_builtins::{glob, grep};
+    let f = Fixture::new();
+    std::fs::create_dir(f.outer.join("ignores")).unwrap();
+    std::fs::write(f.outer.join("ignores/all"), "*\n").unwrap();
+    std::fs::write(f.inside(".gitignore"), "*.log\n").unwrap();
+    symlink(f.outer.join("ignores/all"), f.inside("swapped")).unwrap();
+    let ws = f.workspace();
+    let (stop, swapper) = swap_repeatedly(f.inside(".gitignore"), f.inside("swapped"));
+    let deadline = Instant::now() + Duration::from_millis(1000);
+    let (mut calls, mut skipped) = (0u64, 0u64);
+    while Instant::now() < deadline {
+        calls += 1;
+        let out = call(&grep(&ws), json!({"pattern": "inside"}))
+            .await
+            .unwrap();
+        assert!(out.starts_with("file.txt:1:inside\n"), "{out}");
+        skipped += u64::from(out.contains("a symbolic link, not followed"));
+        let out = call(&glob(&ws), json!({"pattern": "*.txt"})).await.unwrap();
+        assert!(out.starts_with("file.txt\n"), "{out}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 100 && calls > 10, "swaps {swaps}, calls {calls}");
+    assert!(skipped > 0, "the symlink was never met");
+}
