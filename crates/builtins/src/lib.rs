@@ -50,8 +50,9 @@ pub use glob::{Glob, MAX_GLOB_ENTRIES, glob};
 pub use grep::{Grep, grep};
 pub use read::{DEFAULT_LINE_LIMIT, Read, read};
 pub use run_code::{
-    RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT, RunCode,
-    RunCodeLimits, run_code,
+    RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT,
+    RUN_CODE_WORKER_ARG, RUN_CODE_WORKER_ENV, RunCode, RunCodeLimits, RunCodeWorker, WorkerProbe,
+    run_code, run_code_worker_main,
 };
 pub use workspace::{Workspace, WorkspaceError};
 pub use write::{Write, write};

@@ -8,6 +8,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::function::Rest;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Function, Object, Runtime, Value};
+use serde::{Deserialize, Serialize};
 
 use super::RunCodeLimits;
 use super::convert::{console_line, error_text, to_json};
@@ -16,7 +17,7 @@ use super::convert::{console_line, error_text, to_json};
 pub(super) const TRUNCATED_NOTE: &str = "[console output truncated]";
 
 /// What a finished script produced.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Outcome {
     /// The value of the last expression (awaited if it was a promise), as JSON text.
     pub json: String,
@@ -25,7 +26,8 @@ pub(super) struct Outcome {
 }
 
 /// Why a script did not produce a value.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) enum Failure {
     /// The code threw (or failed to parse): the JS error text, with its stack if any.
     Thrown(String),
@@ -42,7 +44,7 @@ pub(super) enum Failure {
 }
 
 /// A failure with the console lines written before it.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Failed {
     pub failure: Failure,
     pub logs: Vec<String>,
