@@ -720,3 +720,64 @@ async fn in_process_is_an_explicit_opt_in() {
         "run_code runs in process: there is no worker"
     );
 }
+
+/// Set in the child [`without_landlock_or_namespaces`] starts.
+const DEGRADED_ENV: &str = "TOOLSMITH_TEST_DEGRADED";
+
+/// Re-runs [`degraded_machine`] under the sandbox helper's `degrade` mode (the worker program
+/// is the helper too), which makes Landlock unavailable and namespaces forbidden for the test
+/// process and everything it starts; seccomp still works.
+#[test]
+fn without_landlock_or_namespaces() {
+    if std::env::var_os(DEGRADED_ENV).is_some() {
+        return;
+    }
+    let worker = RunCodeWorker::locate().unwrap();
+    let out = std::process::Command::new(worker.program())
+        .args(["__sandbox-exec", "degrade", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "degraded_machine",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(DEGRADED_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stdout}{stderr}", out.status);
+    assert!(stdout.contains("test result: ok. 1 passed"), "{stdout}");
+}
+
+/// Only in the degraded child: a fail-closed tool refuses, a best-effort one runs and still
+/// kills a runaway at its deadline (killing a process needs no optional layer).
+#[tokio::test]
+async fn degraded_machine() {
+    if std::env::var_os(DEGRADED_ENV).is_none() {
+        return;
+    }
+    let err = error(&tool(), "1").await;
+    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE");
+    assert!(
+        err.message().starts_with("sandbox layer unavailable: "),
+        "{}",
+        err.message()
+    );
+    let tool =
+        RunCode::new(marked(9, 100)).with_strictness(toolsmith_sandbox::Strictness::BestEffort);
+    assert_eq!(run_with(&tool, "6 * 7").await.unwrap()["result"], json!(42));
+    let start = Instant::now();
+    let err = error(&tool, NON_POLLING[0]).await;
+    assert_eq!(err.code(), "RUN_CODE_TIMEOUT");
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        run_with(&tool, "'still'").await.unwrap()["result"],
+        json!("still")
+    );
+}

@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use super::protocol::{MAX_REQUEST, Request, Response, read_frame, write_frame};
+use std::time::Instant;
+
+use super::engine::Failure;
+use super::protocol::{FrameError, MAX_REQUEST, Request, Response, read_frame, write_frame};
 use super::{RunCodeLimits, WORKER_STACK_MARGIN, engine};
 
 /// The argument that selects the worker mode (`toolsmith __run-code-worker`).
@@ -26,8 +29,11 @@ pub const RUN_CODE_WORKER_ENV: &str = "TOOLSMITH_RUN_CODE_WORKER";
 /// The dedicated worker binary's file name.
 const WORKER_BIN: &str = "toolsmith-run-code-worker";
 
-/// The script stack the worker's thread is sized for, passed as `--stack-bytes N`.
+/// The limits the worker prepares its runtimes for, on its command line. The stack's also
+/// sizes the worker's thread.
 const STACK_FLAG: &str = "--stack-bytes";
+const MEMORY_FLAG: &str = "--memory-bytes";
+const OUTPUT_FLAG: &str = "--output-bytes";
 
 /// The program `run_code` starts its worker processes from: the dedicated
 /// `toolsmith-run-code-worker` binary or any program whose `main` calls
@@ -101,12 +107,16 @@ impl RunCodeWorker {
         ))
     }
 
-    /// The arguments of a worker sized for `limits`.
+    /// The arguments of a worker for `limits`.
     pub(super) fn args(limits: &RunCodeLimits) -> Vec<String> {
         vec![
             RUN_CODE_WORKER_ARG.into(),
             STACK_FLAG.into(),
             limits.stack_bytes.to_string(),
+            MEMORY_FLAG.into(),
+            limits.memory_bytes.to_string(),
+            OUTPUT_FLAG.into(),
+            limits.output_bytes.to_string(),
         ]
     }
 }
@@ -115,8 +125,10 @@ impl RunCodeWorker {
 ///
 /// - `__sandbox-exec …`: the sandbox helper (`toolsmith_sandbox::exec::helper_main`), which
 ///   confines the worker before exec'ing it;
-/// - `__run-code-worker [--stack-bytes N]` (or no argument): the worker. It must be started by
-///   `run_code` (its stdout a duplex socket); it serves requests until EOF.
+/// - `__run-code-worker [--stack-bytes N] [--memory-bytes N] [--output-bytes N]` (or no
+///   argument): the worker, its runtimes prepared for these limits (the defaults of
+///   [`RunCodeLimits`] otherwise; a request with other limits gets a runtime made for it). It
+///   must be started by `run_code` (its stdout a duplex socket); it serves requests until EOF.
 ///
 /// Call it first thing in `main`, before any thread is started (the helper needs a
 /// single-threaded process). Never returns.
@@ -129,13 +141,16 @@ pub fn run_code_worker_main() -> ! {
         toolsmith_sandbox::exec::helper_main();
     }
     let mut rest = args.iter().skip_while(|a| *a == RUN_CODE_WORKER_ARG);
-    let mut stack_bytes = RunCodeLimits::default().stack_bytes;
+    let mut limits = RunCodeLimits::default();
     while let Some(arg) = rest.next() {
         match (arg.as_str(), rest.next().map(|v| v.parse::<usize>())) {
-            (STACK_FLAG, Some(Ok(n))) => stack_bytes = n,
+            (STACK_FLAG, Some(Ok(n))) => limits.stack_bytes = n,
+            (MEMORY_FLAG, Some(Ok(n))) => limits.memory_bytes = n,
+            (OUTPUT_FLAG, Some(Ok(n))) => limits.output_bytes = n,
             _ => exit_with(&format!("unknown argument {arg:?}")),
         }
     }
+    let stack_bytes = limits.stack_bytes;
     let channel = match std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
@@ -154,7 +169,7 @@ pub fn run_code_worker_main() -> ! {
     let server = std::thread::Builder::new()
         .name("run_code".into())
         .stack_size(stack_bytes.saturating_add(WORKER_STACK_MARGIN))
-        .spawn(move || serve(channel));
+        .spawn(move || serve(channel, limits));
     match server.map(std::thread::JoinHandle::join) {
         Ok(Ok(Ok(()))) => std::process::exit(0),
         Ok(Ok(Err(e))) => exit_with(&e),
@@ -168,47 +183,64 @@ fn exit_with(message: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Warms up, then answers requests until EOF.
-fn serve(channel: UnixStream) -> Result<(), String> {
-    // The first runtime pays for page faults in QuickJS's code and the allocator's arenas
+/// Warms up, then answers requests until EOF, each in a runtime prepared before it came.
+fn serve(channel: UnixStream, limits: RunCodeLimits) -> Result<(), String> {
+    let no_cancel = || Arc::new(AtomicBool::new(false));
+    // The first script pays for page faults in QuickJS's code and the allocator's arenas
     // (~0.3 ms); pay it before saying ready.
-    let warm = engine::execute(
-        "1",
-        &RunCodeLimits::default(),
-        Arc::new(AtomicBool::new(false)),
-    );
+    let warm = engine::execute("[1].map(x => x + 1)", &limits, no_cancel());
     if let Err(failed) = warm {
         return Err(format!("the engine does not start: {:?}", failed.failure));
     }
+    let mut next = engine::prepare(&limits, no_cancel());
     write_frame(&channel, &Response::Ready).map_err(|e| format!("writing: {e}"))?;
     let mut input = &channel;
     loop {
         let frame = match read_frame(&mut input, MAX_REQUEST, |_| Ok(()), None) {
             Ok(frame) => frame,
-            Err(super::protocol::FrameError::Closed) => return Ok(()),
+            Err(FrameError::Closed) => return Ok(()),
             Err(e) => return Err(format!("reading a request: {e}")),
         };
         let request: Request =
             serde_json::from_slice(&frame).map_err(|e| format!("invalid request: {e}"))?;
         drop(frame);
-        let response = match request {
-            Request::Run { code, limits } => Response::Run {
-                result: super::capped(
-                    engine::execute(&code, &limits, Arc::new(AtomicBool::new(false))),
-                    &limits,
-                ),
-            },
-            Request::Probe { path } => Response::Probe {
-                open_error: std::fs::File::open(&path).err().map(|e| e.to_string()),
-                socket_error: std::net::TcpListener::bind("127.0.0.1:0")
-                    .err()
-                    .map(|e| e.to_string()),
-            },
+        let (response, used) = match request {
+            Request::Run { code, limits } => {
+                let deadline = Instant::now() + limits.deadline;
+                let prepared = match std::mem::replace(&mut next, Err(Failure::NeverSettled)) {
+                    Ok(prepared) if prepared.fits(&limits) => Ok(prepared),
+                    _ => engine::prepare(&limits, no_cancel()),
+                };
+                let result = match &prepared {
+                    Ok(prepared) => prepared.run(&code, deadline),
+                    Err(failure) => engine::run_in(Err(failure.clone()), &code, deadline),
+                };
+                let response = Response::Run {
+                    result: super::capped(result, &limits),
+                };
+                (response, Some((prepared, limits)))
+            }
+            Request::Probe { path } => {
+                let response = Response::Probe {
+                    open_error: std::fs::File::open(&path).err().map(|e| e.to_string()),
+                    socket_error: std::net::TcpListener::bind("127.0.0.1:0")
+                        .err()
+                        .map(|e| e.to_string()),
+                };
+                (response, None)
+            }
         };
         match write_frame(&channel, &response) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
             Err(e) => return Err(format!("writing: {e}")),
+        }
+        // Off the call's path: tear the used runtime down, make the next call's.
+        if let Some((used, limits)) = used {
+            drop(used);
+            next = engine::prepare(&limits, no_cancel());
+        } else if next.is_err() {
+            next = engine::prepare(&limits, no_cancel());
         }
     }
 }
