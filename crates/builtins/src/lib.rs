@@ -13,7 +13,7 @@
 //! | `grep`       | [`grep()`]       | Searches file contents with a regex, ripgrep-style ([`Grep`]) |
 //! | `glob`       | [`glob()`]       | Lists files matching a glob, newest first ([`Glob`]) |
 //! | `bash`       | [`bash()`]       | Runs a command in the kernel sandbox ([`Bash`])     |
-//! | `run_code`   | [`run_code()`]   | Runs JavaScript in a fresh, capability-free QuickJS sandbox ([`RunCode`]) |
+//! | `run_code`   | [`run_code()`]   | Runs JavaScript in a fresh QuickJS runtime, in a sandboxed worker process killed at its deadline ([`RunCode`]) |
 //! | `calculator` | [`calculator()`] | Evaluates an arithmetic expression exactly ([`Calculator`]) |
 //!
 //! # Example

@@ -700,6 +700,24 @@ async fn a_missing_worker_is_sandbox_unavailable() {
 }
 
 #[tokio::test]
+async fn a_program_that_is_no_worker_is_sandbox_unavailable() {
+    let Some(program) = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("SKIPPED: no `true` program");
+        return;
+    };
+    let tool = RunCode::new(RunCodeLimits::default()).with_worker(RunCodeWorker::new(program));
+    let err = error(&tool, "1").await;
+    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE");
+    assert_eq!(
+        err.message(),
+        "the run_code worker exited while starting (exit status 0)"
+    );
+}
+
+#[tokio::test]
 async fn in_process_is_an_explicit_opt_in() {
     assert!(!tool().is_in_process());
     let tool = RunCode::in_process(RunCodeLimits::default());

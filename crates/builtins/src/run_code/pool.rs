@@ -381,11 +381,15 @@ fn start(launcher: &Launcher, request: &SpawnRequest) -> Result<SandboxedChild, 
             let ended = child.finish();
             Err(match ended.error {
                 Some(error) => error.to_string(),
-                None => format!(
-                    "the run_code worker exited while starting ({}): {}",
-                    ended.describe(),
-                    ended.stderr.trim()
-                ),
+                None => {
+                    let how = ended.describe();
+                    match ended.stderr.trim() {
+                        "" => format!("the run_code worker exited while starting ({how})"),
+                        said => {
+                            format!("the run_code worker exited while starting ({how}): {said}")
+                        }
+                    }
+                }
             })
         }
     }

@@ -1,29 +1,11 @@
 //! [`Launcher::spawn`]: a long-lived sandboxed program with a duplex channel to it.
 //!
 //! [`Launcher::run`] suits a command that runs to its end; a server process (the `run_code`
-//! worker, say) needs to stay up and answer requests. `spawn` starts the program through the
-//! same helper and [`Plan`] as `run` (every layer of the policy: namespaces, Landlock, seccomp,
-//! rlimits, a cleared environment) and returns a [`SandboxedChild`]:
-//!
-//! - **The channel.** The helper reads the plan from its stdin to EOF, so stdin cannot carry
-//!   anything else; the program's **stdout is one end of a Unix socket pair** (a duplex byte
-//!   stream, [`SandboxedChild::channel`]) and its stdin is `/dev/null`. The program reads its
-//!   requests from fd 1 and writes its answers there. The seccomp filter's ban on
-//!   `socket(AF_UNIX)` does not touch an inherited socket.
-//! - **stderr** is a pipe read only once the program has ended ([`SandboxedChild::finish`]):
-//!   the helper's setup errors and the program's last words (a panic, an allocation failure).
-//!   Whatever is written beyond the pipe's buffer (64 KiB on Linux) blocks the writer.
-//! - **The kill.** [`GroupKiller::kill`] sends `SIGKILL` to the helper's process group (the
-//!   helper calls `setsid`), which holds the program and, with a pid namespace, its init: the
-//!   whole tree dies. The killer is `Clone` and `Send`, so another thread can stop a program
-//!   blocked in a call; it also shuts the channel down so a reader blocked on it returns.
-//!   The group is never signalled once the helper has been reaped (its id could be reused).
-//! - **Setup errors.** When the helper cannot apply a layer it exits (status 125, or 127 when
-//!   the program cannot be executed) after writing its error line to stderr; the channel then
-//!   reads EOF, and [`SandboxedChild::finish`] returns the [`ExecError`] in [`Ended::error`].
-//!
-//! `PR_SET_PDEATHSIG` ties the program's life to the *thread* that called `spawn` (see the
-//! [module docs](super)): spawn from a thread that lives as long as the program should.
+//! worker, say) must stay up and answer requests. `spawn` starts it through the same helper and
+//! [`Plan`] (every layer of the policy), optionally without any write access, and hands back a
+//! [`SandboxedChild`]: the channel (the program's stdout, a Unix socket pair, since the helper
+//! consumes stdin for the plan), a [`GroupKiller`] that takes the whole tree down from any
+//! thread, and [`SandboxedChild::finish`], which reaps it and reports the helper's setup error.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -38,6 +20,10 @@ use super::{EXEC_FAILED_STATUS, ExecError, ExecRequest, Launcher, Plan, SETUP_FA
 
 /// The most of the program's stderr that [`SandboxedChild::finish`] keeps.
 const STDERR_KEPT: usize = 64 * 1024;
+
+/// How long [`SandboxedChild::finish`] lets a program that is ending on its own (its channel
+/// closed) exit before it kills the tree, so that its own status is reported.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What to spawn, and how much of the policy's write access it gets.
 ///
@@ -108,7 +94,7 @@ impl Ended {
     }
 }
 
-/// Kills a [`SandboxedChild`]'s process tree from any thread (see the [module docs](self)).
+/// Kills a [`SandboxedChild`]'s process tree from any thread (see [`Launcher::spawn`]).
 #[derive(Debug, Clone)]
 pub struct GroupKiller {
     inner: Arc<KillerState>,
@@ -184,12 +170,27 @@ impl SandboxedChild {
         &self.warnings
     }
 
-    /// Kills the tree if it still runs, reaps the helper and reads what was written to stderr.
-    /// Blocks only as long as the kernel takes to tear the tree down.
+    /// Gives the program up to 100 ms to exit on its own (it reports its own status then), kills
+    /// the tree, reaps the helper and reads what was written to stderr.
     pub fn finish(mut self) -> Ended {
+        let until = std::time::Instant::now() + EXIT_GRACE;
+        while !self.exited() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.reap()
     }
 
+    /// Whether the helper has exited, without reaping it (its pid, the group's id, stays taken).
+    fn exited(&self) -> bool {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let Some(pid) = Pid::from_raw(self.killer.inner.pid) else {
+            return true;
+        };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        !matches!(waitid(WaitId::Pid(pid), options), Ok(None))
+    }
+
+    /// Kills the tree (a no-op for one that has exited), then reaps the helper.
     fn reap(&mut self) -> Ended {
         self.killer.kill_for_reaping();
         let status = loop {
@@ -258,11 +259,21 @@ pub(crate) fn helper_error(stderr: &[u8]) -> Option<ExecError> {
 }
 
 impl Launcher {
-    /// Starts `request` confined by the policy, for as long as the caller keeps it (no timeout,
-    /// no output cap: see the [module docs](self) for the channel, the kill and setup errors).
+    /// Starts `request` confined by the policy (the plan [`Launcher::run`] applies), for as long
+    /// as the caller keeps it: no timeout, no output cap.
     ///
-    /// Returns once the helper has been started and given its plan; a layer that fails to
-    /// apply shows up as EOF on the channel and [`Ended::error`].
+    /// - The helper reads the plan from its stdin, so the program's **stdout is one end of a
+    ///   Unix socket pair**, a duplex channel ([`SandboxedChild::channel`] is the other end);
+    ///   its stdin is `/dev/null`. The seccomp ban on `socket(AF_UNIX)` does not touch it.
+    /// - stderr is kept in its pipe (64 KiB) and read by [`SandboxedChild::finish`].
+    /// - [`GroupKiller::kill`] (any thread) sends `SIGKILL` to the helper's process group, which
+    ///   holds the program and, with a pid namespace, its init: the whole tree dies. It also
+    ///   shuts the channel down, so a reader blocked on it returns. Dropping the child kills and
+    ///   reaps it; the group is never signalled once the helper has been reaped.
+    /// - A layer that fails to apply shows up as EOF on the channel; [`SandboxedChild::finish`]
+    ///   then returns the helper's error in [`Ended::error`].
+    /// - `PR_SET_PDEATHSIG` ties the program's life to the *thread* that called `spawn`: call it
+    ///   from a thread that lives as long as the program should.
     ///
     /// ```no_run
     /// use std::io::{BufRead, BufReader, Write};
