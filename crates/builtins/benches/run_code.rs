@@ -117,7 +117,7 @@ fn kill_latency(c: &mut Criterion) {
     let sandboxed = RunCode::new(limits);
     let rt = runtime();
     let cx = ToolContext::for_test("run_code");
-    let mut call = |code: &str| {
+    let call = |code: &str| {
         rt.block_on(sandboxed.call(json!({ "code": code }), &cx))
             .unwrap_err()
             .code()

@@ -333,7 +333,7 @@ impl RunCode {
             let worker = pool.checkout().await.map_err(unavailable)?;
             let request = Request::Probe { path: path.clone() };
             let deadline = Instant::now() + self.limits.deadline + KILL_GRACE;
-            match worker.send(request, Some(deadline)).await {
+            match worker.send(&request, Some(deadline)).await {
                 Ok(Reply::Answer(Response::Probe {
                     open_error,
                     socket_error,
@@ -410,7 +410,10 @@ impl RunCode {
                 code: code.clone(),
                 limits: limits.clone(),
             };
-            let reply = worker.send(request, Some(Instant::now() + limits.deadline + KILL_GRACE));
+            let reply = worker.send(
+                &request,
+                Some(Instant::now() + limits.deadline + KILL_GRACE),
+            );
             // Returning early drops `worker`, which kills its process tree.
             let reply = tokio::select! {
                 reply = reply => reply,

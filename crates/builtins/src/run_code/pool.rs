@@ -2,22 +2,29 @@
 //!
 //! Each worker has a host thread, its *driver*, that spawns it through the sandbox launcher
 //! (`PR_SET_PDEATHSIG` ties the worker to that thread, which lives exactly as long as the
-//! worker), waits for its `Ready`, then serves the jobs sent to it one at a time with blocking
-//! I/O: write the request, read the answer until the job's hard deadline. A job that overruns
-//! it, a worker that dies or talks nonsense, ends the worker: the driver kills the tree, reaps
-//! it and answers the job. The async caller never touches a socket or a timer, so any tokio
-//! runtime (even one without I/O or time drivers) can call the tool.
+//! worker), waits for its `Ready`, then reads the answer of each job, one at a time, with
+//! blocking I/O until the job's hard deadline. A job that overruns it, a worker that dies or
+//! talks nonsense, ends the worker: the driver kills the tree, reaps it and answers the job.
+//!
+//! The caller writes the request itself (a non-blocking `send`; the driver writes whatever did
+//! not fit in the socket's buffer) before it hands the job to the driver, so the worker starts
+//! at once and the driver wakes while it runs: three thread wake-ups a call rather than four.
+//! The caller never waits on a socket or a timer, so any tokio runtime (even one without I/O or
+//! time drivers) can call the tool.
 //!
 //! The pool keeps one spare: taking the last idle worker starts another in the background,
 //! and so does discarding a dead one. A call that finds none waits for a start of its own.
 //! Healthy workers go back to the pool (at most [`MAX_IDLE`] are kept).
 
 use std::collections::VecDeque;
+use std::io;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use rustix::net::SendFlags;
 use tokio::sync::oneshot;
 use toolsmith_sandbox::exec::{
     ExecError, ExecRequest, GroupKiller, HelperCommand, Launcher, SandboxedChild, SpawnRequest,
@@ -27,7 +34,7 @@ use toolsmith_sandbox::{
     UnixSockets,
 };
 
-use super::protocol::{FrameError, Request, Response, max_response, read_frame, write_frame};
+use super::protocol::{FrameError, Request, Response, encode, max_response, read_frame};
 use super::worker::RunCodeWorker;
 use super::{RunCodeLimits, WORKER_STACK_MARGIN};
 
@@ -137,10 +144,13 @@ struct State {
 pub(super) struct Worker {
     jobs: mpsc::Sender<Job>,
     killer: GroupKiller,
+    /// The host's end of the channel, for writing requests.
+    channel: UnixStream,
 }
 
 struct Job {
-    request: Request,
+    /// What is left of the request's frame after the caller's non-blocking send.
+    rest: Vec<u8>,
     deadline: Option<Instant>,
     reply: oneshot::Sender<Reply>,
 }
@@ -167,12 +177,29 @@ impl Worker {
     /// Runs `request` on the worker. Cancel by dropping the worker.
     pub(super) fn send(
         &self,
-        request: Request,
+        request: &Request,
         deadline: Option<Instant>,
     ) -> oneshot::Receiver<Reply> {
         let (reply, rx) = oneshot::channel();
+        if peer_closed(&self.channel) {
+            let _ = reply.send(Reply::Stale);
+            return rx;
+        }
+        let mut frame = match encode(request) {
+            Ok(frame) => frame,
+            Err(e) => {
+                let _ = reply.send(Reply::Died {
+                    status: format!("no request sent: {e}"),
+                    stderr: String::new(),
+                });
+                return rx;
+            }
+        };
+        let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+        // Nothing sent (or an error): the driver sends it all and sees the error itself.
+        let sent = rustix::net::send(&self.channel, &frame, flags).unwrap_or(0);
         let job = Job {
-            request,
+            rest: frame.split_off(sent),
             deadline,
             reply,
         };
@@ -343,10 +370,14 @@ fn drive(shared: Weak<Shared>) {
             return;
         }
     };
+    let Ok(channel) = child.channel().try_clone() else {
+        return;
+    };
     let (jobs, queue) = mpsc::channel();
     let worker = Worker {
         jobs,
         killer: child.killer(),
+        channel,
     };
     match shared.upgrade() {
         Some(pool) => {
@@ -404,15 +435,7 @@ fn serve(child: SandboxedChild, queue: &mpsc::Receiver<Job>, max: usize) {
     // Why the worker is dropped when it is not its own doing (an answer out of protocol).
     let mut violation: Option<String> = None;
     for job in queue.iter() {
-        if peer_closed(channel) {
-            let _ = job.reply.send(Reply::Stale);
-            break;
-        }
-        let left = job.deadline.map(|d| {
-            d.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1))
-        });
-        if channel.set_write_timeout(left).is_err() || write_frame(channel, &job.request).is_err() {
+        if send_all(channel, &job.rest, job.deadline).is_err() {
             in_flight = Some(job.reply);
             break;
         }
@@ -463,8 +486,28 @@ fn serve(child: SandboxedChild, queue: &mpsc::Receiver<Job>, max: usize) {
     }
 }
 
+/// Sends `bytes`, blocking until `deadline` at most (`EPIPE`, not `SIGPIPE`, if the worker is
+/// gone).
+fn send_all(channel: &UnixStream, mut bytes: &[u8], deadline: Option<Instant>) -> io::Result<()> {
+    while !bytes.is_empty() {
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            channel.set_write_timeout(Some(left))?;
+        }
+        match rustix::net::send(channel, bytes, SendFlags::NOSIGNAL) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Whether the worker's end is gone (or, against the protocol, sent something unasked).
-fn peer_closed(channel: &std::os::unix::net::UnixStream) -> bool {
+fn peer_closed(channel: &UnixStream) -> bool {
     use rustix::event::{PollFd, PollFlags, poll};
     let mut fds = [PollFd::new(channel, PollFlags::IN | PollFlags::RDHUP)];
     let zero = rustix::event::Timespec {

@@ -89,14 +89,18 @@ impl std::fmt::Display for FrameError {
     }
 }
 
+/// One frame: the length, then the JSON of `message`.
+pub(super) fn encode(message: &impl Serialize) -> io::Result<Vec<u8>> {
+    let mut frame = vec![0u8; 4];
+    serde_json::to_writer(&mut frame, message).map_err(io::Error::other)?;
+    let len = u32::try_from(frame.len() - 4).map_err(io::Error::other)?;
+    frame[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(frame)
+}
+
 /// Writes one frame.
 pub(super) fn write_frame(mut out: impl Write, message: &impl Serialize) -> io::Result<()> {
-    let body = serde_json::to_vec(message).map_err(io::Error::other)?;
-    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&len.to_be_bytes());
-    frame.extend_from_slice(&body);
-    out.write_all(&frame)?;
+    out.write_all(&encode(message)?)?;
     out.flush()
 }
 
