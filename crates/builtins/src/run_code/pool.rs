@@ -460,16 +460,23 @@ fn serve(child: SandboxedChild, queue: &mpsc::Receiver<Job>, max: usize) {
                 in_flight = Some(job.reply);
                 break;
             }
+            Err(FrameError::Closed) => {
+                in_flight = Some(job.reply);
+                break;
+            }
             Err(e) => {
-                if matches!(e, FrameError::TooLarge(_) | FrameError::Io(_)) {
-                    violation = Some(e.to_string());
-                }
+                violation = Some(e.to_string());
                 in_flight = Some(job.reply);
                 break;
             }
         }
     }
-    // Reap before answering, so a caller that gets its answer finds the tree gone.
+    // A worker that overran or broke the protocol dies now; one that closed its end gets
+    // `finish`'s grace to exit with its own status. Reap before answering, so a caller that
+    // gets its answer finds the tree gone.
+    if deadline_passed || violation.is_some() {
+        child.killer().kill();
+    }
     let ended = child.finish();
     if let Some(reply) = in_flight {
         let _ = reply.send(if deadline_passed {
