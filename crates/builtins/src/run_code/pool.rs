@@ -398,7 +398,7 @@ fn start(launcher: &Launcher, request: &SpawnRequest) -> Result<SandboxedChild, 
     let greeting = read_frame(
         &mut input,
         1 << 10,
-        |t| child.channel().set_read_timeout(t),
+        |until| readable(child.channel(), until),
         Some(deadline),
     );
     match greeting {
@@ -443,7 +443,7 @@ fn serve(child: SandboxedChild, queue: &mpsc::Receiver<Job>, max: usize) {
         let frame = read_frame(
             &mut input,
             max,
-            |t| channel.set_read_timeout(t),
+            |until| readable(channel, until),
             job.deadline,
         );
         match frame.map(|f| serde_json::from_slice::<Response>(&f)) {
@@ -515,15 +515,24 @@ fn send_all(channel: &UnixStream, mut bytes: &[u8], deadline: Option<Instant>) -
 
 /// Whether the worker's end is gone (or, against the protocol, sent something unasked).
 fn peer_closed(channel: &UnixStream) -> bool {
-    use rustix::event::{PollFd, PollFlags, poll};
-    let mut fds = [PollFd::new(channel, PollFlags::IN | PollFlags::RDHUP)];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    match poll(&mut fds, Some(&zero)) {
-        Ok(0) => false,
-        Ok(_) => true,
-        Err(_) => true,
+    readable(channel, Instant::now()).unwrap_or(true)
+}
+
+/// Waits until `channel` is readable or at EOF (`true`), or `until` passes (`false`).
+fn readable(channel: &UnixStream, until: Instant) -> io::Result<bool> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(channel, PollFlags::IN | PollFlags::RDHUP)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) if left.is_zero() => return Ok(false),
+            Ok(0) | Err(rustix::io::Errno::INTR) => {}
+            Ok(_) => return Ok(true),
+            Err(e) => return Err(e.into()),
+        }
     }
 }

@@ -104,48 +104,42 @@ pub(super) fn write_frame(mut out: impl Write, message: &impl Serialize) -> io::
     out.flush()
 }
 
-/// Reads one frame of at most `max` bytes. With a `deadline`, `input` must be a socket whose
-/// read timeout this sets ([`set_timeout`]) before each read.
+/// Reads one frame of at most `max` bytes. With a `deadline`, `wait` is called before each read:
+/// it waits until `input` is readable (or at EOF) and returns `false` if the deadline came
+/// first (a `poll`: socket timeouts count in jiffies and overshoot by milliseconds).
 pub(super) fn read_frame(
     input: &mut impl Read,
     max: usize,
-    mut set_timeout: impl FnMut(Option<std::time::Duration>) -> io::Result<()>,
+    mut wait: impl FnMut(Instant) -> io::Result<bool>,
     deadline: Option<Instant>,
 ) -> Result<Vec<u8>, FrameError> {
     let mut len = [0u8; 4];
-    read_exact(input, &mut len, &mut set_timeout, deadline)?;
+    read_exact(input, &mut len, &mut wait, deadline)?;
     let len = u32::from_be_bytes(len) as usize;
     if len > max {
         return Err(FrameError::TooLarge(len));
     }
     let mut body = vec![0u8; len];
-    read_exact(input, &mut body, &mut set_timeout, deadline)?;
+    read_exact(input, &mut body, &mut wait, deadline)?;
     Ok(body)
 }
 
 fn read_exact(
     input: &mut impl Read,
     mut buf: &mut [u8],
-    set_timeout: &mut impl FnMut(Option<std::time::Duration>) -> io::Result<()>,
+    wait: &mut impl FnMut(Instant) -> io::Result<bool>,
     deadline: Option<Instant>,
 ) -> Result<(), FrameError> {
     while !buf.is_empty() {
-        if let Some(deadline) = deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(FrameError::Deadline);
-            }
-            set_timeout(Some(left)).map_err(FrameError::Io)?;
+        if let Some(deadline) = deadline
+            && !wait(deadline).map_err(FrameError::Io)?
+        {
+            return Err(FrameError::Deadline);
         }
         match input.read(buf) {
             Ok(0) => return Err(FrameError::Closed),
             Ok(n) => buf = &mut buf[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) && deadline.is_some() => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
                 return Err(FrameError::Closed);
             }
@@ -164,17 +158,17 @@ mod tests {
         let mut wire = Vec::new();
         write_frame(&mut wire, &Response::Ready).unwrap();
         assert_eq!(&wire[..4], &(wire.len() as u32 - 4).to_be_bytes());
-        let body = read_frame(&mut wire.as_slice(), 1 << 10, |_| Ok(()), None).unwrap();
+        let body = read_frame(&mut wire.as_slice(), 1 << 10, |_| Ok(true), None).unwrap();
         assert!(matches!(
             serde_json::from_slice::<Response>(&body).unwrap(),
             Response::Ready
         ));
         assert!(matches!(
-            read_frame(&mut wire.as_slice(), 4, |_| Ok(()), None),
+            read_frame(&mut wire.as_slice(), 4, |_| Ok(true), None),
             Err(FrameError::TooLarge(_))
         ));
         assert!(matches!(
-            read_frame(&mut &wire[..6], 1 << 10, |_| Ok(()), None),
+            read_frame(&mut &wire[..6], 1 << 10, |_| Ok(true), None),
             Err(FrameError::Closed)
         ));
     }

@@ -196,7 +196,7 @@ fn serve(channel: UnixStream, limits: RunCodeLimits) -> Result<(), String> {
     write_frame(&channel, &Response::Ready).map_err(|e| format!("writing: {e}"))?;
     let mut input = &channel;
     loop {
-        let frame = match read_frame(&mut input, MAX_REQUEST, |_| Ok(()), None) {
+        let frame = match read_frame(&mut input, MAX_REQUEST, |_| Ok(true), None) {
             Ok(frame) => frame,
             Err(FrameError::Closed) => return Ok(()),
             Err(e) => return Err(format!("reading a request: {e}")),
