@@ -18,7 +18,7 @@
 //! | `grep`       | [`grep()`]       | Searches file contents with a regex, ripgrep-style ([`Grep`]) |
 //! | `glob`       | [`glob()`]       | Lists files matching a glob, newest first ([`Glob`]) |
 //! | `bash`       | [`bash()`]       | Runs a command in the kernel sandbox ([`Bash`])     |
-//! | `run_code`   | [`run_code()`]   | Runs JavaScript in a fresh, capability-free QuickJS sandbox ([`RunCode`]) |
+//! | `run_code`   | [`run_code()`]   | Runs JavaScript in a fresh QuickJS runtime, in a sandboxed worker process killed at its deadline ([`RunCode`]) |
 //! | `calculator` | [`calculator()`] | Evaluates an arithmetic expression exactly ([`Calculator`]) |
 //!
 //! # Example
@@ -65,8 +65,9 @@ pub use protect::PATH_PROTECTED;
 pub use read::{DEFAULT_LINE_LIMIT, Read, read};
 pub use revert::{REVERT_COPY_ALTERED, REVERT_FILE_CHANGED, Reverted, revert_file_change};
 pub use run_code::{
-    RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT, RunCode,
-    RunCodeLimits, run_code,
+    RUN_CODE_CANCELLED, RUN_CODE_ERROR, RUN_CODE_OUT_OF_MEMORY, RUN_CODE_TIMEOUT,
+    RUN_CODE_WORKER_ARG, RUN_CODE_WORKER_ENV, RunCode, RunCodeLimits, RunCodeWorker, WorkerProbe,
+    run_code, run_code_worker_main,
 };
 pub use seen::{FILE_NOT_READ, MAX_SEEN_FILES, SEEN_FILES_STATE_KEY};
 pub use workspace::{Workspace, WorkspaceError};

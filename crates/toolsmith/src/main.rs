@@ -14,6 +14,14 @@ fn main() -> ExitCode {
     {
         toolsmith_sandbox::exec::helper_main();
     }
+    // The `run_code` tool evaluates JavaScript in worker processes started from this binary
+    // as `toolsmith __run-code-worker` (through the helper above), killed at their deadline.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == toolsmith_builtins::RUN_CODE_WORKER_ARG)
+    {
+        toolsmith_builtins::run_code_worker_main();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,6 +1,10 @@
 //! The blocking part of `run_code`: one fresh QuickJS runtime per call, under the limits.
+//!
+//! A runtime and its context can be [`prepare`]d before the code is known (the worker process
+//! prepares the next call's while it waits, which takes the ~0.1 ms they cost off the call's
+//! path); each is used for one script only.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -8,6 +12,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::function::Rest;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Coerced, Context, Ctx, Function, Object, Runtime, Value};
+use serde::{Deserialize, Serialize};
 
 use super::RunCodeLimits;
 use super::convert::{console_line, error_text, to_json};
@@ -16,7 +21,7 @@ use super::convert::{console_line, error_text, to_json};
 pub(super) const TRUNCATED_NOTE: &str = "[console output truncated]";
 
 /// What a finished script produced.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Outcome {
     /// The value of the last expression (awaited if it was a promise), as JSON text.
     pub json: String,
@@ -25,7 +30,8 @@ pub(super) struct Outcome {
 }
 
 /// Why a script did not produce a value.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) enum Failure {
     /// The code threw (or failed to parse): the JS error text, with its stack if any.
     Thrown(String),
@@ -42,7 +48,7 @@ pub(super) enum Failure {
 }
 
 /// A failure with the console lines written before it.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Failed {
     pub failure: Failure,
     pub logs: Vec<String>,
@@ -53,21 +59,42 @@ const TIMED_OUT: u8 = 1;
 const CANCELLED: u8 = 2;
 
 /// Checked by QuickJS's interrupt handler and by the job loop: the deadline and the caller's
-/// cancellation flag. Once it has tripped it stays tripped, with the first reason.
+/// cancellation flag. Once it has tripped it stays tripped, with the first reason. The deadline
+/// is armed when the script starts (the runtime may be prepared long before).
 struct Stop {
-    deadline: Instant,
+    /// The origin of `deadline_ns`.
+    base: Instant,
+    /// Nanoseconds after `base`; `u64::MAX` until armed.
+    deadline_ns: AtomicU64,
     cancel: Arc<AtomicBool>,
     reason: AtomicU8,
 }
 
 impl Stop {
+    fn new(cancel: Arc<AtomicBool>) -> Self {
+        Stop {
+            base: Instant::now(),
+            deadline_ns: AtomicU64::new(u64::MAX),
+            cancel,
+            reason: AtomicU8::new(RUNNING),
+        }
+    }
+
+    fn arm(&self, deadline: Instant) {
+        let ns = deadline.saturating_duration_since(self.base).as_nanos();
+        self.deadline_ns
+            .store(u64::try_from(ns).unwrap_or(u64::MAX - 1), Ordering::Relaxed);
+    }
+
     fn tripped(&self) -> bool {
         if self.reason.load(Ordering::Relaxed) != RUNNING {
             return true;
         }
         let reason = if self.cancel.load(Ordering::Relaxed) {
             CANCELLED
-        } else if Instant::now() >= self.deadline {
+        } else if self.base.elapsed().as_nanos()
+            >= u128::from(self.deadline_ns.load(Ordering::Relaxed))
+        {
             TIMED_OUT
         } else {
             return false;
@@ -149,58 +176,112 @@ pub(super) fn execute(
     limits: &RunCodeLimits,
     cancel: Arc<AtomicBool>,
 ) -> Result<Outcome, Failed> {
-    let stop = Arc::new(Stop {
-        deadline: Instant::now() + limits.deadline,
-        cancel,
-        reason: AtomicU8::new(RUNNING),
-    });
-    let logs: SharedLogs = Arc::new(Mutex::new(Logs::new(limits.output_bytes)));
-    let result = run(code, limits, &stop, &logs);
-    let lines = take_logs(&logs);
-    match result {
-        Ok(json) => Ok(Outcome { json, logs: lines }),
+    let deadline = Instant::now() + limits.deadline;
+    run_in(prepare(limits, cancel), code, deadline)
+}
+
+/// Runs `code` in `prepared` (or reports why it could not be prepared) until `deadline`.
+pub(super) fn run_in(
+    prepared: Result<Prepared, Failure>,
+    code: &str,
+    deadline: Instant,
+) -> Result<Outcome, Failed> {
+    match prepared {
+        Ok(prepared) => prepared.run(code, deadline),
         Err(failure) => Err(Failed {
             failure,
-            logs: lines,
+            logs: Vec::new(),
         }),
     }
 }
 
-fn run(
-    code: &str,
+/// A fresh runtime and context with the console installed, for one script.
+pub(super) struct Prepared {
+    // Dropped in this order: the context before its runtime.
+    context: Context,
+    _runtime: Runtime,
+    stop: Arc<Stop>,
+    logs: SharedLogs,
+    /// The limits it was made for (the deadline aside).
+    memory_bytes: usize,
+    stack_bytes: usize,
+    output_bytes: usize,
+}
+
+/// A runtime and context under `limits` (the deadline is armed by [`Prepared::run`]); `cancel`
+/// stops the script when set.
+pub(super) fn prepare(
     limits: &RunCodeLimits,
-    stop: &Arc<Stop>,
-    logs: &SharedLogs,
-) -> Result<String, Failure> {
+    cancel: Arc<AtomicBool>,
+) -> Result<Prepared, Failure> {
     let engine = |e: rquickjs::Error| Failure::Engine(e.to_string());
+    let stop = Arc::new(Stop::new(cancel));
+    let logs: SharedLogs = Arc::new(Mutex::new(Logs::new(limits.output_bytes)));
     let rt = Runtime::new().map_err(engine)?;
     rt.set_memory_limit(limits.memory_bytes);
     rt.set_max_stack_size(limits.stack_bytes);
-    let handler_stop = Arc::clone(stop);
+    let handler_stop = Arc::clone(&stop);
     rt.set_interrupt_handler(Some(Box::new(move || handler_stop.tripped())));
     let context = Context::full(&rt).map_err(|e| match e {
         rquickjs::Error::Allocation => Failure::OutOfMemory,
         e => engine(e),
     })?;
-    context.with(|ctx| {
-        install_console(&ctx, logs, stop).map_err(|e| classify(&ctx, e, stop))?;
-        let mut options = EvalOptions::default();
-        options.strict = false;
-        options.promise = true;
-        options.filename = Some("code.js".to_string());
-        let value: Value<'_> = ctx
-            .eval_with_options(code, options)
-            .map_err(|e| classify(&ctx, e, stop))?;
-        // With `promise`, the script's completion arrives as a promise of `{ value }`.
-        let completion = settle(&ctx, value, stop)?;
-        let value = match completion.as_object() {
-            Some(object) => object.get("value").map_err(|e| classify(&ctx, e, stop))?,
-            None => completion,
-        };
-        let value = settle(&ctx, value, stop)?;
-        drain_jobs(&ctx, stop)?;
-        to_json(&ctx, value, &|| stop.tripped()).map_err(|e| classify(&ctx, e, stop))
+    context
+        .with(|ctx| install_console(&ctx, &logs, &stop).map_err(|e| classify(&ctx, e, &stop)))?;
+    Ok(Prepared {
+        context,
+        _runtime: rt,
+        stop,
+        logs,
+        memory_bytes: limits.memory_bytes,
+        stack_bytes: limits.stack_bytes,
+        output_bytes: limits.output_bytes,
     })
+}
+
+impl Prepared {
+    /// Whether it was made for these limits (the deadline aside).
+    pub(super) fn fits(&self, limits: &RunCodeLimits) -> bool {
+        (self.memory_bytes, self.stack_bytes, self.output_bytes)
+            == (limits.memory_bytes, limits.stack_bytes, limits.output_bytes)
+    }
+
+    /// Runs `code` until it finishes, throws, passes `deadline` or is cancelled. Once only: the
+    /// runtime keeps what the script left (drop it after).
+    pub(super) fn run(&self, code: &str, deadline: Instant) -> Result<Outcome, Failed> {
+        self.stop.arm(deadline);
+        let result = self.eval(code);
+        let lines = take_logs(&self.logs);
+        match result {
+            Ok(json) => Ok(Outcome { json, logs: lines }),
+            Err(failure) => Err(Failed {
+                failure,
+                logs: lines,
+            }),
+        }
+    }
+
+    fn eval(&self, code: &str) -> Result<String, Failure> {
+        let stop = &self.stop;
+        self.context.with(|ctx| {
+            let mut options = EvalOptions::default();
+            options.strict = false;
+            options.promise = true;
+            options.filename = Some("code.js".to_string());
+            let value: Value<'_> = ctx
+                .eval_with_options(code, options)
+                .map_err(|e| classify(&ctx, e, stop))?;
+            // With `promise`, the script's completion arrives as a promise of `{ value }`.
+            let completion = settle(&ctx, value, stop)?;
+            let value = match completion.as_object() {
+                Some(object) => object.get("value").map_err(|e| classify(&ctx, e, stop))?,
+                None => completion,
+            };
+            let value = settle(&ctx, value, stop)?;
+            drain_jobs(&ctx, stop)?;
+            to_json(&ctx, value, &|| stop.tripped()).map_err(|e| classify(&ctx, e, stop))
+        })
+    }
 }
 
 /// Installs `console` with `log`, `info`, `warn`, `error` and `debug`, writing into `logs`.

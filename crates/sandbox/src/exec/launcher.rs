@@ -89,7 +89,7 @@ impl HelperCommand {
         )))
     }
 
-    fn command(&self, mode: &str) -> std::process::Command {
+    pub(super) fn command(&self, mode: &str) -> std::process::Command {
         let mut command = std::process::Command::new(&self.program);
         command.args(&self.prefix).arg(mode).env_clear();
         command
@@ -116,7 +116,7 @@ impl HelperCommand {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Launcher {
-    helper: HelperCommand,
+    pub(super) helper: HelperCommand,
     policy: SandboxPolicy,
     caps: Capabilities,
 }
@@ -184,7 +184,7 @@ impl Launcher {
 }
 
 /// The runtime's environment variables that are valid UTF-8 (`std::env::vars` would panic).
-fn utf8_vars() -> impl Iterator<Item = (String, String)> {
+pub(super) fn utf8_vars() -> impl Iterator<Item = (String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
 }
 

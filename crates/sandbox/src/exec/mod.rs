@@ -27,11 +27,13 @@ mod landlock;
 mod launcher;
 mod plan;
 mod seccomp;
+mod spawn;
 
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
 pub use launcher::{HelperCommand, Launcher};
 pub use plan::{LandlockPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
+pub use spawn::{Ended, GroupKiller, SandboxedChild, SpawnRequest};
 
 use std::path::PathBuf;
 

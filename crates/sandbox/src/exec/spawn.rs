@@ -1,0 +1,371 @@
+//! [`Launcher::spawn`]: a long-lived sandboxed program with a duplex channel to it.
+//!
+//! [`Launcher::run`] suits a command that runs to its end; a server process (the `run_code`
+//! worker, say) must stay up and answer requests. `spawn` starts it through the same helper and
+//! [`Plan`] (every layer of the policy), optionally without any write access, and hands back a
+//! [`SandboxedChild`]: the channel (the program's stdout, a Unix socket pair, since the helper
+//! consumes stdin for the plan), a [`GroupKiller`] that takes the whole tree down from any
+//! thread, and [`SandboxedChild::finish`], which reaps it and reports the helper's setup error.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStderr, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::helper::ERROR_MARKER;
+use super::launcher::utf8_vars;
+use super::{EXEC_FAILED_STATUS, ExecError, ExecRequest, Launcher, Plan, SETUP_FAILED_STATUS};
+
+/// The most of the program's stderr that [`SandboxedChild::finish`] keeps.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// How long [`SandboxedChild::finish`] lets a program that is ending on its own (its channel
+/// closed) exit before it kills the tree, so that its own status is reported.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What to spawn, and how much of the policy's write access it gets.
+///
+/// ```
+/// use toolsmith_sandbox::exec::{ExecRequest, SpawnRequest};
+///
+/// let request = SpawnRequest::new(ExecRequest::new("/usr/bin/cat", vec![], "/")).read_only();
+/// assert!(!request.writable);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnRequest {
+    /// The program, its arguments and working directory.
+    pub exec: ExecRequest,
+    /// Whether the program may write where the policy allows (the root, the extra writable
+    /// directories and the usual devices). `false` grants no write access at all.
+    pub writable: bool,
+}
+
+impl SpawnRequest {
+    /// A request for `exec` with the policy's write access.
+    pub fn new(exec: ExecRequest) -> Self {
+        SpawnRequest {
+            exec,
+            writable: true,
+        }
+    }
+
+    /// The same request without any write access.
+    pub fn read_only(mut self) -> Self {
+        self.writable = false;
+        self
+    }
+}
+
+/// A sandboxed program started by [`Launcher::spawn`]. Dropping it kills the whole tree and
+/// reaps the helper.
+#[derive(Debug)]
+pub struct SandboxedChild {
+    child: Child,
+    channel: UnixStream,
+    stderr: Option<ChildStderr>,
+    killer: GroupKiller,
+    warnings: Vec<String>,
+}
+
+/// How a [`SandboxedChild`] ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// The helper's exit status (with a pid namespace, the status the helper relayed from the
+    /// program; a signal re-raised on itself).
+    pub status: ExitStatus,
+    /// The helper's own error, when it could not start the program.
+    pub error: Option<ExecError>,
+    /// The program's stderr, at most 64 KiB, lossily decoded.
+    pub stderr: String,
+}
+
+impl Ended {
+    /// The status as text: `exit status 3`, `signal 9 (SIGKILL)`.
+    pub fn describe(&self) -> String {
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => {
+                format!("signal {signal} ({})", super::capture::signal_name(signal))
+            }
+            (None, None) => "unknown status".into(),
+        }
+    }
+}
+
+/// Kills a [`SandboxedChild`]'s process tree from any thread (see [`Launcher::spawn`]).
+#[derive(Debug, Clone)]
+pub struct GroupKiller {
+    inner: Arc<KillerState>,
+}
+
+#[derive(Debug)]
+struct KillerState {
+    /// The helper's pid, which is its process group after `setsid`.
+    pid: i32,
+    /// Whether the helper is still unreaped (its pid, and so the group id, cannot be reused).
+    alive: Mutex<bool>,
+    /// A clone of the host's end of the channel, shut down on kill.
+    channel: Option<UnixStream>,
+}
+
+impl GroupKiller {
+    /// Sends `SIGKILL` to the whole tree (nothing once it has been reaped) and shuts the
+    /// channel down. Idempotent.
+    pub fn kill(&self) {
+        let alive = self
+            .inner
+            .alive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *alive {
+            signal_tree(self.inner.pid);
+        }
+        if let Some(channel) = &self.inner.channel {
+            let _ = channel.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Kills the tree and marks it reaped-to-be: no signal is sent after this.
+    fn kill_for_reaping(&self) {
+        let mut alive = self
+            .inner
+            .alive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *alive {
+            signal_tree(self.inner.pid);
+            *alive = false;
+        }
+    }
+}
+
+/// `SIGKILL` to the group `pid`, and to `pid` itself in case it has not called `setsid` yet.
+fn signal_tree(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+impl SandboxedChild {
+    /// The host's end of the duplex channel (the program's stdout).
+    pub fn channel(&self) -> &UnixStream {
+        &self.channel
+    }
+
+    /// A handle that kills the tree from another thread.
+    pub fn killer(&self) -> GroupKiller {
+        self.killer.clone()
+    }
+
+    /// The helper's pid (the process group of the tree).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The layers the policy asked for that are not enforced (best-effort mode only).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Gives the program up to 100 ms to exit on its own (it reports its own status then), kills
+    /// the tree, reaps the helper and reads what was written to stderr.
+    pub fn finish(mut self) -> Ended {
+        let until = std::time::Instant::now() + EXIT_GRACE;
+        while !self.exited() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.reap()
+    }
+
+    /// Whether the helper has exited, without reaping it (its pid, the group's id, stays taken).
+    fn exited(&self) -> bool {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let Some(pid) = Pid::from_raw(self.killer.inner.pid) else {
+            return true;
+        };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        !matches!(waitid(WaitId::Pid(pid), options), Ok(None))
+    }
+
+    /// Kills the tree (a no-op for one that has exited), then reaps the helper.
+    fn reap(&mut self) -> Ended {
+        self.killer.kill_for_reaping();
+        let status = loop {
+            match self.child.wait() {
+                Ok(status) => break status,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // Already reaped (only through `finish`, which consumes): report a kill.
+                Err(_) => break ExitStatus::from_raw(libc::SIGKILL),
+            }
+        };
+        let stderr = self.stderr.take().map(read_available).unwrap_or_default();
+        let error = if matches!(
+            status.code(),
+            Some(SETUP_FAILED_STATUS | EXEC_FAILED_STATUS)
+        ) {
+            helper_error(&stderr)
+        } else {
+            None
+        };
+        Ended {
+            status,
+            error,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for SandboxedChild {
+    fn drop(&mut self) {
+        if *self
+            .killer
+            .inner
+            .alive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            self.reap();
+        }
+    }
+}
+
+/// Reads what the pipe holds without waiting for writers that may still hold it (a tree that
+/// escaped the kill); at most [`STDERR_KEPT`] bytes.
+fn read_available(stderr: ChildStderr) -> Vec<u8> {
+    let fd = OwnedFd::from(stderr);
+    let _ = rustix::fs::fcntl_setfl(&fd, rustix::fs::OFlags::NONBLOCK);
+    let mut kept = Vec::new();
+    let _ = std::fs::File::from(fd)
+        .take(STDERR_KEPT as u64)
+        .read_to_end(&mut kept);
+    kept
+}
+
+/// The helper's error line at the start of `stderr` as an [`ExecError`].
+pub(crate) fn helper_error(stderr: &[u8]) -> Option<ExecError> {
+    let rest = stderr.strip_prefix(ERROR_MARKER.as_bytes())?;
+    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+    let kind = value["kind"].as_str().unwrap_or("setup").to_string();
+    let message = value["message"].as_str().unwrap_or("unknown").to_string();
+    Some(if kind == "exec" {
+        ExecError::Spawn(message)
+    } else {
+        ExecError::Setup(format!("{kind}: {message}"))
+    })
+}
+
+impl Launcher {
+    /// Starts `request` confined by the policy (the plan [`Launcher::run`] applies), for as long
+    /// as the caller keeps it: no timeout, no output cap.
+    ///
+    /// - The helper reads the plan from its stdin, so the program's **stdout is one end of a
+    ///   Unix socket pair**, a duplex channel ([`SandboxedChild::channel`] is the other end);
+    ///   its stdin is `/dev/null`. The seccomp ban on `socket(AF_UNIX)` does not touch it.
+    /// - stderr is kept in its pipe (64 KiB) and read by [`SandboxedChild::finish`].
+    /// - [`GroupKiller::kill`] (any thread) sends `SIGKILL` to the helper's process group, which
+    ///   holds the program and, with a pid namespace, its init: the whole tree dies. It also
+    ///   shuts the channel down, so a reader blocked on it returns. Dropping the child kills and
+    ///   reaps it; the group is never signalled once the helper has been reaped.
+    /// - A layer that fails to apply shows up as EOF on the channel; [`SandboxedChild::finish`]
+    ///   then returns the helper's error in [`Ended::error`].
+    /// - `PR_SET_PDEATHSIG` ties the program's life to the *thread* that called `spawn`: call it
+    ///   from a thread that lives as long as the program should.
+    ///
+    /// ```no_run
+    /// use std::io::{BufRead, BufReader, Write};
+    /// use toolsmith_sandbox::exec::{ExecRequest, HelperCommand, Launcher, SpawnRequest};
+    /// use toolsmith_sandbox::SandboxPolicy;
+    ///
+    /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let launcher = Launcher::new(HelperCommand::locate()?, SandboxPolicy::new("/work/project"));
+    /// // `sh -c` with fd 1 as both its input and its output: an echo server.
+    /// let exec = ExecRequest::new("sh", vec!["-c".into(), "head -n 1 <&1 >&1".into()], "/");
+    /// let child = launcher.spawn(&SpawnRequest::new(exec).read_only())?;
+    /// child.channel().write_all(b"hello\n")?;
+    /// let mut line = String::new();
+    /// BufReader::new(child.channel()).read_line(&mut line)?;
+    /// assert_eq!(line, "hello\n");
+    /// let ended = child.finish();
+    /// assert!(ended.error.is_none());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Unavailable`] (fail-closed and a layer missing) and [`ExecError::Helper`]
+    /// (the helper cannot be started or given its plan).
+    pub fn spawn(&self, request: &SpawnRequest) -> Result<SandboxedChild, ExecError> {
+        let (mut plan, warnings) = Plan::build(
+            self.policy(),
+            self.capabilities(),
+            &request.exec,
+            utf8_vars(),
+        )?;
+        if !request.writable
+            && let Some(landlock) = plan.landlock.as_mut()
+        {
+            landlock.write.clear();
+        }
+        let json = serde_json::to_vec(&plan).map_err(|e| ExecError::Setup(e.to_string()))?;
+        let (ours, theirs) = UnixStream::pair()
+            .map_err(|e| ExecError::Helper(format!("cannot create the channel: {e}")))?;
+        let program = self.helper.program().display().to_string();
+        let mut command = self.helper.command("run");
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(OwnedFd::from(theirs)))
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .map_err(|e| ExecError::Helper(format!("cannot start {program}: {e}")))?;
+        // The program's end now lives in the child only: EOF on ours means the tree is gone.
+        drop(command);
+        let stdin = child.stdin.take();
+        let stderr = child.stderr.take();
+        let killer = GroupKiller {
+            inner: Arc::new(KillerState {
+                pid: i32::try_from(child.id()).unwrap_or(0),
+                alive: Mutex::new(true),
+                channel: ours.try_clone().ok(),
+            }),
+        };
+        let spawned = SandboxedChild {
+            child,
+            channel: ours,
+            stderr,
+            killer,
+            warnings,
+        };
+        // The helper reads the plan to EOF before anything else; a failed write (it died) shows
+        // as EOF on the channel and its error in `finish`.
+        if let Some(mut stdin) = stdin {
+            use std::io::Write;
+            let _ = stdin.write_all(&json);
+        }
+        Ok(spawned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_errors_are_recognised() {
+        let line = format!("{ERROR_MARKER}{{\"kind\":\"landlock\",\"message\":\"nope\"}}\nmore");
+        assert_eq!(
+            helper_error(line.as_bytes()),
+            Some(ExecError::Setup("landlock: nope".into()))
+        );
+        let line = format!("{ERROR_MARKER}{{\"kind\":\"exec\",\"message\":\"/x: ENOENT\"}}");
+        assert_eq!(
+            helper_error(line.as_bytes()),
+            Some(ExecError::Spawn("/x: ENOENT".into()))
+        );
+        assert_eq!(helper_error(b"thread 'main' panicked"), None);
+    }
+}
