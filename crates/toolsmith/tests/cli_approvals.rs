@@ -119,6 +119,19 @@ fn overwrite_intro() -> Vec<String> {
     ]
 }
 
+/// The same write after the model read the file, as `write` requires to replace it.
+fn read_then_overwrite_intro() -> Vec<String> {
+    vec![
+        calls(&[("call_0", "read", json!({"path": "intro.md"}))]),
+        calls(&[(
+            "call_1",
+            "write",
+            json!({"path": "intro.md", "content": "text"}),
+        )]),
+        text("Done."),
+    ]
+}
+
 #[test]
 fn without_a_terminal_a_write_is_denied_by_default_and_the_model_is_told_why() {
     let dir = workspace();
@@ -197,7 +210,7 @@ fn edit_and_bash_are_denied_too_and_read_only_tools_and_run_code_run() {
 #[test]
 fn approve_auto_writes_without_asking() {
     let dir = workspace();
-    let (base, _received) = serve(overwrite_intro());
+    let (base, _received) = serve(read_then_overwrite_intro());
     let out = run(&base, dir.path(), &["--approve", "auto"]);
     assert!(
         out.status.success(),
@@ -207,7 +220,7 @@ fn approve_auto_writes_without_asking() {
     assert_eq!(intro(dir.path()), "text");
     let parts = parts(&out);
     assert!(of_type(&parts, "tool-approval-request").is_empty());
-    assert_eq!(of_type(&parts, "tool-result").len(), 1);
+    assert_eq!(of_type(&parts, "tool-result").len(), 2);
 }
 
 #[test]
@@ -236,6 +249,7 @@ fn a_config_with_needs_approval_false_lets_the_write_through_and_bash_still_asks
     )
     .unwrap();
     let (base, _received) = serve(vec![
+        calls(&[("call_0", "read", json!({"path": "intro.md"}))]),
         calls(&[
             (
                 "call_1",
@@ -361,7 +375,7 @@ fn on_a_terminal(root: &Path, base: &str, input: &str) -> String {
 fn on_a_terminal_the_write_is_asked_about_and_runs_only_when_approved() {
     for (input, written) in [("y\n", true), ("n\n", false)] {
         let dir = workspace();
-        let (base, _received) = serve(overwrite_intro());
+        let (base, _received) = serve(read_then_overwrite_intro());
         let screen = on_a_terminal(dir.path(), &base, input);
         assert!(
             screen.contains(

@@ -12,7 +12,7 @@ use toolsmith_agent::{
 };
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{
-    CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart,
+    CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart, SessionState,
     ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
@@ -346,9 +346,13 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         }
         None => Dependencies::new(),
     });
+    // One session state too, so what the run has seen (the files `read` stamped, which `write`
+    // needs before it replaces one) survives an approval answered here.
+    let state = SessionState::default();
     let start = |input: RunInput| {
         let mut input = input
             .with_run_id(run_id.clone())
+            .with_state(state.clone())
             .with_cancellation(cancel.clone());
         input.deps = Some(deps.clone());
         input
