@@ -158,9 +158,9 @@ impl Target {
     ///
     /// # Errors
     ///
-    /// Path errors as the root gives them; `TOOL_PATH_PROTECTED`; `TOOL_NOT_A_FILE` for a
-    /// symlink (`Not a regular file: <path> (a symbolic link; use the path it points to)`) or
-    /// another special file; `TOOL_IS_A_DIRECTORY`; `TOOL_FILE_TOO_LARGE`; `TOOL_IO_ERROR`.
+    /// Path errors as the root gives them (`TOOL_PATH_ESCAPE` for a symlink that leads out);
+    /// `TOOL_PATH_PROTECTED`; `TOOL_NOT_A_FILE` for a symlink within the root (`Not a regular
+    /// file: <path> (a symbolic link; use the path it points to)`) or another special file; `TOOL_IS_A_DIRECTORY`; `TOOL_FILE_TOO_LARGE`; `TOOL_IO_ERROR`.
     pub(crate) fn open(workspace: &Workspace, path: &str) -> Result<Target, ToolError> {
         let root = workspace.root();
         let relative = root.relative(path)?;
@@ -169,6 +169,12 @@ impl Target {
         let current = match entry {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Ok(m) if m.is_symlink() => {
+                // A link that leads out is an escape, reported as every tool reports one.
+                if let Err(e) = root.open_file(path)
+                    && e.code() == "TOOL_PATH_ESCAPE"
+                {
+                    return Err(e);
+                }
                 return Err(ToolError::new(
                     "TOOL_NOT_A_FILE",
                     format!(

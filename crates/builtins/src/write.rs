@@ -14,9 +14,11 @@ use crate::seen;
 
 const NAME: &str = "write";
 
-const DESCRIPTION: &str = "Create a file in the workspace with the given content, or replace \
-    a file you have read. Parent directories are created. Returns \"ok\". To change part \
-    of a file, use edit.";
+// The embedded 270M model is steered by every word here: a description that said "replace a
+// file you have read" made it answer "Read the file notes.txt" with a write. The rule that an
+// existing file must be read first is taught by the error (`TOOL_FILE_NOT_READ`) instead.
+const DESCRIPTION: &str = "Create or overwrite a file in the workspace with the given content. \
+    Parent directories are created. Returns \"ok\".";
 
 // No doc comment on the struct: it would become the schema's top-level description.
 #[derive(Deserialize, JsonSchema)]
