@@ -148,10 +148,16 @@ impl GitProtection {
     /// paths a command may write: the root and the extra writable directories). Never fails: what
     /// cannot be read counts as absent.
     pub fn inspect(root: &Path, writable: &[PathBuf]) -> GitProtection {
-        let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        let root = canonical(root);
+        let (root, writable) = resolve(root, writable);
+        GitProtection::inspect_resolved(root, writable)
+    }
+
+    /// [`inspect`](Self::inspect) with `root` and `writable` already [`resolve`]d (the launcher
+    /// resolves them once; that is most of the cost of an inspection of a workspace without
+    /// `.git`, ~10 µs of ~11).
+    pub(crate) fn inspect_resolved(root: PathBuf, writable: Vec<PathBuf>) -> GitProtection {
         let mut protection = GitProtection {
-            writable: writable.iter().map(|p| canonical(p)).collect(),
+            writable,
             root: root.clone(),
             ..GitProtection::default()
         };
@@ -349,6 +355,15 @@ impl GitProtection {
             }
         })())
     }
+}
+
+/// `root` and `writable` with symbolic links resolved (as given when that fails).
+pub(crate) fn resolve(root: &Path, writable: &[PathBuf]) -> (PathBuf, Vec<PathBuf>) {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    (
+        canonical(root),
+        writable.iter().map(|p| canonical(p)).collect(),
+    )
 }
 
 /// What `path` is now (`lstat`), with the content of a small regular file when `read` says so.

@@ -53,7 +53,9 @@ pub fn helper_main() -> ! {
     }
 }
 
-/// Reports the error on the error channel (stderr when there is none) and exits.
+/// Reports the error on the error channel (stderr when there is none) and exits with `_exit`
+/// (no exit handlers: PID 1 runs in the middle process' memory until it execs).
+#[allow(unsafe_code)]
 pub(crate) fn fail(kind: &str, message: &str) -> ! {
     let status = if kind == "exec" {
         EXEC_FAILED_STATUS
@@ -65,7 +67,8 @@ pub(crate) fn fail(kind: &str, message: &str) -> ! {
     if fd < 0 || !channel::report(fd, report.as_bytes()) {
         eprintln!("toolsmith-sandbox-exec: {kind}: {message}");
     }
-    std::process::exit(status)
+    // SAFETY: ends the process; stderr is unbuffered and the channel was written directly.
+    unsafe { libc::_exit(status) }
 }
 
 #[allow(unsafe_code)]
@@ -136,8 +139,14 @@ fn run() -> ! {
     setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
     if plan.namespaces.pid {
-        setup::double_fork();
+        setup::double_fork(&mut || confine_and_exec(&plan))
     }
+    match confine_and_exec(&plan) {}
+}
+
+/// The rest, in PID 1 when there is a pid namespace: mounts, working directory, Landlock,
+/// seccomp, `execve`. Never returns (`Infallible`): it execs or [`fail`]s.
+fn confine_and_exec(plan: &Plan) -> std::convert::Infallible {
     if plan.namespaces.mount {
         mounts::apply(&plan.mounts).unwrap_or_else(|e| fail("mounts", &e));
     }

@@ -83,13 +83,14 @@ fn proc_self_paths() -> Vec<PathBuf> {
 }
 
 /// A rule granting `access` beneath `path` (only the file rights when it is not a directory).
+/// One `open(O_PATH)` and one `fstat` on the descriptor, not a second path walk.
 fn rule(path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Option<PathBeneath<PathFd>> {
-    let metadata = std::fs::metadata(path).ok()?;
-    let access = if metadata.is_dir() {
+    let fd = PathFd::new(path).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    let access = if rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir() {
         access
     } else {
         access & AccessFs::from_file(abi)
     };
-    let fd = PathFd::new(path).ok()?;
     Some(PathBeneath::new(fd, access))
 }

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use super::capture::{self, Captured};
 use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
-use crate::{Capabilities, SandboxPolicy};
+use crate::{Capabilities, SandboxPolicy, git};
 
 /// The environment variable naming the helper program explicitly.
 pub const HELPER_ENV: &str = "TOOLSMITH_SANDBOX_HELPER";
@@ -121,6 +121,8 @@ pub struct Launcher {
     helper: HelperCommand,
     policy: SandboxPolicy,
     caps: Capabilities,
+    /// The root and writable paths, resolved once for git protection's inspections.
+    git_paths: (PathBuf, Vec<PathBuf>),
 }
 
 impl Launcher {
@@ -136,10 +138,12 @@ impl Launcher {
         policy: SandboxPolicy,
         caps: Capabilities,
     ) -> Self {
+        let git_paths = git::resolve(&policy.root, &policy.writable_paths());
         Launcher {
             helper,
             policy,
             caps,
+            git_paths,
         }
     }
 
@@ -181,10 +185,10 @@ impl Launcher {
     /// [`ExecError::Unavailable`] (fail-closed and a layer missing).
     pub(crate) fn prepare(&self, request: &ExecRequest) -> Result<Prepared, ExecError> {
         let (mut plan, warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
-        let git = self
-            .policy
-            .protect_git
-            .then(|| GitProtection::inspect(&self.policy.root, &self.policy.writable_paths()));
+        let git = self.policy.protect_git.then(|| {
+            let (root, writable) = &self.git_paths;
+            GitProtection::inspect_resolved(root.clone(), writable.clone())
+        });
         if let Some(git) = &git {
             plan.protect_git(git);
         }

@@ -183,21 +183,64 @@ fn close_fds_from(first: u32) {
     }
 }
 
-/// The pid-namespace double fork: the child becomes PID 1 and returns; the middle process closes
-/// every fd, waits, relays the exit status (or the signal) and never returns.
+/// Stack reserved for PID 1 while it shares the middle process' memory (only the pages it
+/// touches are allocated; a guard page below catches an overflow).
+const PID1_STACK: usize = 8 << 20;
+
+/// The pid-namespace double fork: runs `pid1` as PID 1 of the new pid namespace (with
+/// `PR_SET_PDEATHSIG`); this process becomes the middle one, which closes every fd, waits,
+/// relays the exit status (or the signal) and never returns.
+///
+/// PID 1 is made with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` makes its children: it
+/// runs on its own stack in this process' memory while this process sleeps until it execs (or
+/// exits), so nothing is copied. Measured with a few MiB of heap: ~250 µs against ~385 µs for
+/// `fork` (median of 400, unshare included). Safe here because the helper is single-threaded
+/// (no lock can be held by another thread) and this process only waits afterwards; `pid1` must
+/// end in `execve` or `_exit` (see [`super::fail`]), never return or unwind.
 #[allow(unsafe_code)]
-pub(super) fn double_fork() {
-    // SAFETY: the helper is single-threaded, so fork is safe; the child continues normally.
-    let pid = unsafe { libc::fork() };
+pub(super) fn double_fork(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> ! {
+    #[allow(unreachable_code)]
+    extern "C" fn start(arg: *mut libc::c_void) -> libc::c_int {
+        set_pdeathsig();
+        // SAFETY: `arg` is the `&mut dyn FnMut` below, alive while the parent is suspended.
+        let pid1 = unsafe { &mut *arg.cast::<&mut dyn FnMut() -> std::convert::Infallible>() };
+        match pid1() {}
+    }
+    // SAFETY: a fresh private anonymous mapping; checked below.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PID1_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        fail(
+            "namespaces",
+            &format!("stack: {}", std::io::Error::last_os_error()),
+        );
+    }
+    // SAFETY: the lowest page of our own mapping becomes the guard page.
+    unsafe { libc::mprotect(stack, 4096, libc::PROT_NONE) };
+    let mut pid1 = pid1;
+    // SAFETY: the stack top is inside the mapping (stacks grow down); `start` only runs `pid1`,
+    // which execs or exits; CLONE_VFORK keeps this process (and `pid1`) still until then.
+    let pid = unsafe {
+        libc::clone(
+            start,
+            stack.cast::<u8>().add(PID1_STACK).cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_mut(&mut pid1).cast(),
+        )
+    };
     if pid < 0 {
         fail(
             "namespaces",
-            &format!("fork: {}", std::io::Error::last_os_error()),
+            &format!("clone: {}", std::io::Error::last_os_error()),
         );
-    }
-    if pid == 0 {
-        set_pdeathsig();
-        return;
     }
     // The middle process: keep nothing open, so only the target holds the pipes (and only PID 1
     // the error channel).
@@ -210,7 +253,8 @@ pub(super) fn double_fork() {
             break;
         }
         if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            std::process::exit(SETUP_FAILED_STATUS);
+            // SAFETY: exiting without running exit handlers PID 1 may have disturbed.
+            unsafe { libc::_exit(SETUP_FAILED_STATUS) };
         }
     }
     if libc::WIFSIGNALED(status) {
@@ -220,7 +264,9 @@ pub(super) fn double_fork() {
             libc::signal(signal, libc::SIG_DFL);
             libc::kill(libc::getpid(), signal);
         }
-        std::process::exit(128 + signal);
+        // SAFETY: as above.
+        unsafe { libc::_exit(128 + signal) };
     }
-    std::process::exit(libc::WEXITSTATUS(status))
+    // SAFETY: as above.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
 }

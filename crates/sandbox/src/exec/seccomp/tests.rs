@@ -185,3 +185,17 @@ fn each_class_gets_its_own_answer() {
         assert_eq!(answer(0x4000_0000 | 39), errno(libc::EPERM), "x32 getpid");
     }
 }
+
+#[test]
+fn the_program_stays_small() {
+    // Each syscall's check is reached by a binary search; the whole program is what the kernel
+    // emulates per syscall number and JIT-compiles at install (see the module docs).
+    let p = filter();
+    assert!(p.len() < 200, "{} instructions", p.len());
+    let entries = checks(&SeccompPlan {
+        deny_inet: true,
+        deny_unix: true,
+    })
+    .len();
+    assert!(entries >= 30, "{entries}");
+}
