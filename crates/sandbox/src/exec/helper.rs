@@ -32,7 +32,9 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   and its children exercise every fallback path (see [`degrade`](super::degrade)).
 ///
 /// Call it first thing in `main`, before any thread is started (no tokio runtime yet):
-/// `unshare(CLONE_NEWUSER)` fails in a multi-threaded process, and `fork` must be safe.
+/// `unshare(CLONE_NEWUSER)` fails in a multi-threaded process, and PID 1 of the pid namespace
+/// runs in the helper's memory until it execs (`CLONE_VM | CLONE_VFORK`), which is only safe
+/// when no other thread can hold a lock or touch that memory.
 ///
 /// Never returns. On failure it writes one JSON object `{kind, message}` to the error channel
 /// (see the [module docs](super)), or a line to stderr in the other modes, and exits with
