@@ -140,6 +140,7 @@ fn run() -> ! {
     }
     setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
+    setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     if plan.namespaces.pid {
         setup::double_fork(&mut || confine_and_exec(&plan))
     }

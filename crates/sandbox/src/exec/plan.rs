@@ -43,9 +43,16 @@ pub struct RlimitPlan {
     pub data_bytes: Option<u64>,
     /// `RLIMIT_FSIZE`.
     pub file_size_bytes: Option<u64>,
-    /// The `RLIMIT_NPROC` allowance: the helper sets the limit to the uid's current process
-    /// count plus this (only for non-root users; the kernel ignores it for root).
+    /// The `RLIMIT_NPROC` allowance (only for non-root users; the kernel ignores it for root):
+    /// the limit is the uid's current process count plus this, or this alone inside a new user
+    /// namespace ([`processes_in_user_namespace`](Self::processes_in_user_namespace)).
     pub processes: Option<u64>,
+    /// Set `RLIMIT_NPROC` to the allowance itself once inside the new user namespace: since
+    /// Linux 5.14 the kernel counts a uid's processes per user namespace, so only the command's
+    /// own count, and the helper need not read every process' `/proc/<pid>/status` to learn the
+    /// uid's current count (hundreds of files on a busy machine).
+    #[serde(default)]
+    pub processes_in_user_namespace: bool,
 }
 
 /// Namespaces the helper unshares.
@@ -251,6 +258,7 @@ impl Plan {
                 } else {
                     limits.processes.map(u64::from)
                 },
+                processes_in_user_namespace: userns && kernel_at_least(&caps.kernel, (5, 14)),
             },
             namespaces: NamespacePlan {
                 user: userns,
@@ -280,6 +288,20 @@ impl Plan {
             self.mounts.binds = protection.binds();
         }
     }
+}
+
+/// Whether the kernel release `release` (`6.18.44-foo`) is at least `version`.
+fn kernel_at_least(release: &str, version: (u32, u32)) -> bool {
+    let mut numbers = release.split(['.', '-']).map(|part| {
+        part.bytes()
+            .take_while(u8::is_ascii_digit)
+            .fold(0u32, |n, d| {
+                n.saturating_mul(10).saturating_add(u32::from(d - b'0'))
+            })
+    });
+    let major = numbers.next().unwrap_or(0);
+    let minor = numbers.next().unwrap_or(0);
+    (major, minor) >= version
 }
 
 /// The target's environment: the allowlisted variables present in `vars`, then the policy's
@@ -439,6 +461,29 @@ mod tests {
             "sandbox layer unavailable: privilege filter (seccomp): seccomp is unavailable: \
              set-ID files, file capabilities and device nodes could be left behind"
         );
+    }
+
+    #[test]
+    fn process_limits_are_per_user_namespace_from_linux_5_14() {
+        assert!(kernel_at_least("6.18.44-fc-v657", (5, 14)));
+        assert!(kernel_at_least("5.14.0", (5, 14)));
+        assert!(!kernel_at_least("5.10.0-28-amd64", (5, 14)));
+        assert!(!kernel_at_least("test", (5, 14)));
+        let policy = SandboxPolicy::new("/w");
+        let request = ExecRequest::new("true", vec![], "/w");
+        let caps = Capabilities {
+            kernel: "6.1.0".into(),
+            ..full()
+        };
+        let (plan, _) = Plan::build(&policy, &caps, &request, std::iter::empty()).unwrap();
+        assert!(plan.rlimits.processes_in_user_namespace);
+        assert_eq!(plan.rlimits.processes, Some(512));
+        let old = Capabilities {
+            kernel: "5.10.0".into(),
+            ..full()
+        };
+        let (plan, _) = Plan::build(&policy, &old, &request, std::iter::empty()).unwrap();
+        assert!(!plan.rlimits.processes_in_user_namespace);
     }
 
     #[test]

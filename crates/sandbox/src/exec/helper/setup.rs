@@ -36,13 +36,26 @@ pub(super) fn set_rlimits(plan: &RlimitPlan) -> Result<(), String> {
         limit(Resource::Fsize, fsize, fsize)?;
     }
     limit(Resource::Core, 0, 0)?;
-    if let Some(allowance) = plan.processes {
+    if let Some(allowance) = plan.processes
+        && !plan.processes_in_user_namespace
+    {
         // RLIMIT_NPROC counts every task of the real uid, so allow what already runs plus the
         // allowance.
         let nproc = allowance + processes_of(rustix::process::getuid().as_raw());
         limit(Resource::Nproc, nproc, nproc)?;
     }
     Ok(())
+}
+
+/// `RLIMIT_NPROC` = the allowance, inside the new user namespace (where the kernel counts only
+/// its processes); see [`RlimitPlan::processes_in_user_namespace`].
+pub(super) fn set_namespace_process_limit(plan: &RlimitPlan) -> Result<(), String> {
+    match plan.processes {
+        Some(allowance) if plan.processes_in_user_namespace => {
+            limit(Resource::Nproc, allowance, allowance)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// How many tasks (threads count, as `RLIMIT_NPROC` counts them) the processes `uid` owns have.
