@@ -166,12 +166,19 @@ impl Launcher {
     /// [`ExecOutput::timed_out`].
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
         let prepared = self.prepare(request)?;
-        let mut started = self.start(&prepared.plan, Stdio::piped(), Stdio::piped())?;
+        let Started { child, mut channel } =
+            self.start(&prepared.plan, Stdio::piped(), Stdio::piped())?;
+        // If this future is dropped (the call was cancelled), the command still may not leave a
+        // change to git behind.
+        let mut cleanup = Cleanup {
+            group: child.id(),
+            git: prepared.git,
+        };
         let limits = &self.policy.limits;
-        let captured = capture::supervise(started.child, limits.timeout, limits.output_bytes).await;
+        let captured = capture::supervise(child, limits.timeout, limits.output_bytes).await;
         // The helper has exited (with a pid namespace, after every process of the command).
-        let report = channel::collect(&mut started.channel);
-        let undone = prepared.git.map(|git| git.undo()).unwrap_or_default();
+        let report = channel::collect(&mut channel);
+        let undone = cleanup.git.take().map(|git| git.undo()).unwrap_or_default();
         if let Some(error) = channel::error_of(&report) {
             return Err(error);
         }
@@ -268,6 +275,23 @@ pub(crate) struct Started {
     /// (or read it to EOF, blocking, to learn the target was executed) and turn it into an
     /// error with [`channel::error_of`].
     pub(crate) channel: UnixStream,
+}
+
+/// What a cancelled run still does when its future is dropped: kill the command's process group
+/// (the supervisor's own guard does too; this one must not depend on drop order), then undo
+/// what the command changed in git's state.
+struct Cleanup {
+    group: Option<u32>,
+    git: Option<GitProtection>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(git) = self.git.take() {
+            capture::kill_group(self.group);
+            git.undo();
+        }
+    }
 }
 
 /// The runtime's environment variables that are valid UTF-8 (`std::env::vars` would panic).

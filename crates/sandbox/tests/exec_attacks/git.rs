@@ -276,3 +276,32 @@ async fn with_protection_off_the_same_writes_succeed() {
     assert!(root.join(".git/hooks/pre-commit").exists());
     assert!(root.join(".git/commondir").exists());
 }
+
+/// A cancelled call (its future dropped) is undone too.
+#[tokio::test]
+async fn a_cancelled_command_is_undone_too() {
+    if !git() || !protected() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let l = launcher(&root, |_| {});
+    let request = toolsmith_sandbox::exec::ExecRequest::new(
+        "sh",
+        vec![
+            "-c".into(),
+            "echo /elsewhere > .git/commondir; sleep 331.7".into(),
+        ],
+        &root,
+    );
+    let cancelled =
+        tokio::time::timeout(std::time::Duration::from_millis(500), l.run(&request)).await;
+    assert!(cancelled.is_err());
+    assert!(!root.join(".git/commondir").exists());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        super::survivors("331.7"),
+        0,
+        "the cancelled command survived"
+    );
+}
