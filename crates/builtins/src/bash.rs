@@ -70,7 +70,8 @@ struct Opts {
 ///    [`PROCESS_CANCELLED`] `Command cancelled` when the call's cancellation token fires.
 ///
 /// On success the app value is `{exitCode, signal, stdout, stderr, truncated, totalBytes}` (plus
-/// `warnings` when best-effort mode skipped a layer) and the model sees stdout then stderr.
+/// `warnings` when best-effort mode skipped a layer, and `undone` when git protection undid a
+/// change) and the model sees stdout then stderr, then each `undone` note on its own line.
 pub struct Bash {
     spec: ToolSpec,
     meta: ToolMeta,
@@ -230,7 +231,14 @@ impl Tool for Bash {
                 "command": cmd, "args": args, "cwd": cwd, "timeoutMs": ms as u64,
             })));
         }
-        let combined = truncate(format!("{}{}", out.stdout, out.stderr), limit);
+        let mut combined = truncate(format!("{}{}", out.stdout, out.stderr), limit);
+        for note in &out.undone {
+            if !combined.is_empty() && !combined.ends_with('\n') {
+                combined.push('\n');
+            }
+            combined.push_str(note);
+            combined.push('\n');
+        }
         if out.exit_code != 0 {
             return Err(ToolError::new(
                 "TOOL_COMMAND_FAILED",
@@ -253,6 +261,9 @@ fn app_value(out: &ExecOutput) -> Value {
     });
     if !out.warnings.is_empty() {
         value["warnings"] = json!(out.warnings);
+    }
+    if !out.undone.is_empty() {
+        value["undone"] = json!(out.undone);
     }
     value
 }

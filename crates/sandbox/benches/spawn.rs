@@ -4,7 +4,8 @@
 //! same run. bubblewrap is skipped, with a message, when `bwrap` is not installed
 //! (`apt-get install bubblewrap`).
 //!
-//! Run: `cargo bench -p toolsmith-sandbox --bench spawn`.
+//! Run: `cargo bench -p toolsmith-sandbox --bench spawn`. `TOOLSMITH_SANDBOX_HELPER` names another
+//! helper binary (to compare builds: copy a bench binary and its helper aside, run both).
 
 use std::process::Command;
 use std::time::Duration;
@@ -16,7 +17,10 @@ use toolsmith_sandbox::{Capabilities, SandboxPolicy};
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let helper = HelperCommand::new(env!("CARGO_BIN_EXE_toolsmith-sandbox-exec"));
+    let helper = HelperCommand::new(
+        std::env::var_os("TOOLSMITH_SANDBOX_HELPER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolsmith-sandbox-exec").into()),
+    );
     let caps = Capabilities::detect_with(Some(&helper));
     let launcher = Launcher::with_capabilities(helper, SandboxPolicy::new(&root), caps);
     let runtime = tokio::runtime::Builder::new_multi_thread()

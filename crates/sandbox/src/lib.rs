@@ -25,6 +25,7 @@
 //! (via symlink)`).
 
 pub mod exec;
+pub mod git;
 mod policy;
 mod probe;
 mod root_dir;

@@ -2,7 +2,8 @@
 //!
 //! Landlock, openat2 and seccomp are probed in-process with harmless syscalls. Namespaces are
 //! probed without forking the runtime: the helper is posix_spawned in its `probe` mode, tries
-//! `unshare` on itself and prints what worked.
+//! `unshare` on itself, then bind mounts and a procfs mount in a child (container runtimes and
+//! LSMs often refuse mounts even where `unshare` works), and prints what worked.
 
 use std::sync::OnceLock;
 
@@ -27,6 +28,13 @@ pub struct Capabilities {
     pub net_namespaces: bool,
     /// Whether the helper could create a pid namespace.
     pub pid_namespaces: bool,
+    /// Whether the helper could create a mount namespace and bind-mount read-only in it (git
+    /// protection).
+    #[serde(default)]
+    pub mount_namespaces: bool,
+    /// Whether the helper could mount a fresh procfs for its pid namespace (a private `/proc`).
+    #[serde(default)]
+    pub private_proc: bool,
     /// Whether the runtime runs as uid 0 (`RLIMIT_NPROC` is not enforced for root).
     pub running_as_root: bool,
     /// The kernel release (`uname -r`).
@@ -40,6 +48,12 @@ pub(crate) struct NamespaceProbe {
     pub user: bool,
     pub net: bool,
     pub pid: bool,
+    /// A mount namespace, with a read-only bind mount in it.
+    #[serde(default)]
+    pub mount: bool,
+    /// A procfs mounted for the new pid namespace.
+    #[serde(default)]
+    pub private_proc: bool,
 }
 
 /// One layer of the policy and whether it is enforced on this machine.
@@ -72,6 +86,8 @@ impl Capabilities {
             user_namespaces: ns.user,
             net_namespaces: ns.net,
             pid_namespaces: ns.pid,
+            mount_namespaces: ns.mount,
+            private_proc: ns.private_proc,
             running_as_root: rustix::process::geteuid().is_root(),
             kernel: rustix::system::uname()
                 .release()
@@ -176,6 +192,7 @@ impl Capabilities {
                 "setsid + process-group kill only: `setsid` escapees survive".into(),
             )
         });
+        layers.extend(self.hardening_layers(policy));
         layers.push(layer(
             "rlimits",
             true,
@@ -189,6 +206,90 @@ impl Capabilities {
             "env",
             true,
             "environment cleared; only the policy's allowlist and explicit values".into(),
+        ));
+        layers
+    }
+}
+
+impl Capabilities {
+    /// Whether the helper can make a namespace the probe found (without a user namespace only
+    /// root can).
+    fn can_ns(&self, available: bool) -> bool {
+        available && (self.user_namespaces || self.running_as_root)
+    }
+
+    /// The private `/proc`, git protection, the privilege and keyring filters.
+    fn hardening_layers(&self, policy: &SandboxPolicy) -> Vec<Layer> {
+        let layer = |name: &str, enforced: bool, detail: &str| Layer {
+            name: name.into(),
+            enforced,
+            detail: detail.into(),
+        };
+        let pid = self.can_ns(self.pid_namespaces);
+        let mount = self.can_ns(self.mount_namespaces);
+        let allowlist = matches!(policy.read, ReadPolicy::Allowlist(_));
+        let mut layers = vec![if pid && mount && self.private_proc {
+            layer(
+                "private /proc",
+                true,
+                "a procfs of the command's own pid namespace: other processes are invisible",
+            )
+        } else if self.landlock_abi.is_some() && allowlist {
+            layer(
+                "private /proc",
+                true,
+                "no procfs of its own (pid namespace or mount refused): Landlock limits /proc \
+                 to the command's own entry and system files (its children cannot read their \
+                 /proc/self)",
+            )
+        } else {
+            layer(
+                "private /proc",
+                false,
+                "no private /proc and no Landlock allowlist: other processes' command lines are \
+                 readable",
+            )
+        }];
+        layers.push(if !policy.protect_git {
+            layer(
+                "git protection",
+                true,
+                "policy lets commands change .git/config and hooks",
+            )
+        } else if mount {
+            layer(
+                "git protection",
+                true,
+                "mount namespace: .git bound onto itself, config/hooks/modules/worktrees \
+                 read-only; a created .git, commondir or config.worktree is undone after the \
+                 command",
+            )
+        } else {
+            layer(
+                "git protection",
+                false,
+                "no mount namespace: .git/config and hooks are writable by commands",
+            )
+        });
+        layers.push(layer(
+            "privilege filter",
+            self.seccomp,
+            if self.seccomp {
+                "seccomp denies set-user-ID/set-group-ID modes (chmod, open, mkdir, mknod), \
+                 device nodes, extended attributes (file capabilities, ACLs) and mounts"
+            } else {
+                "seccomp unavailable: commands could leave set-ID files, file capabilities and \
+                 device nodes"
+            },
+        ));
+        layers.push(layer(
+            "kernel keyring",
+            self.seccomp,
+            if self.seccomp {
+                "seccomp denies add_key, request_key and keyctl (ENOSYS)"
+            } else {
+                "seccomp unavailable: the caller's session and user keyrings are readable"
+            },
         ));
         layers
     }

@@ -274,6 +274,62 @@ async fn best_effort_runs_with_warnings_and_the_network_stays_off() {
     assert!(warnings.contains("filesystem (Landlock)"), "{out}");
 }
 
+/// Without Landlock and namespaces (best effort), seccomp still refuses set-ID bits, the git
+/// snapshot still undoes a planted `.git`, and the warnings name what is missing.
+#[tokio::test]
+async fn privileges_and_git_undo_hold_without_namespaces() {
+    if !degraded_child("privileges_and_git_undo_hold_without_namespaces") {
+        return;
+    }
+    let (_dir, root) = root();
+    let l = launcher(policy(&root, |p| p.strictness = Strictness::BestEffort));
+    let out = run(
+        &l,
+        "sh",
+        &["-c", "cp /bin/sh x; chmod 4755 x; echo chmod=$?"],
+    )
+    .await;
+    assert_eq!(out.stdout, "chmod=1\n", "{out:?}");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(root.join("x")).unwrap().mode() & 0o6000,
+        0
+    );
+    let warnings = out.warnings.join("\n");
+    assert!(
+        warnings.contains(
+            "sandbox layer not enforced: git protection (mount namespace): no mount namespace"
+        ),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains(
+            "no private /proc (no pid namespace): other processes' command lines are readable"
+        ),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("privilege filter"), "{warnings}");
+
+    let out = run(
+        &l,
+        "sh",
+        &[
+            "-c",
+            "mkdir .git && printf '[core]\\n\\tfsmonitor = x\\n' > .git/config",
+        ],
+    )
+    .await;
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert_eq!(
+        out.undone,
+        [
+            "commands cannot change what git runs for you (git protection); the change to .git \
+          was undone"
+        ]
+    );
+    assert!(!root.join(".git").exists());
+}
+
 /// Without a pid namespace the timeout still kills background grandchildren (process-group
 /// kill).
 #[tokio::test]

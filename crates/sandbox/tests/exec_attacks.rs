@@ -1,8 +1,21 @@
 //! Attacks against the real sandbox: real processes, the real helper, loopback listeners this
 //! test starts itself. Everything is bounded in time; what the machine cannot enforce is skipped
 //! with a printed reason.
+//!
+//! The hardening's attacks live in `exec_attacks/`: privileges planted for later and the kernel
+//! keyring (`privileges.rs`), `/proc` (`proc.rs`), git protection (`git.rs`), the helper's
+//! error channel (`channel.rs`).
 
 mod common;
+
+#[path = "exec_attacks/channel.rs"]
+mod channel;
+#[path = "exec_attacks/git.rs"]
+mod git;
+#[path = "exec_attacks/privileges.rs"]
+mod privileges;
+#[path = "exec_attacks/proc.rs"]
+mod proc;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -395,14 +408,26 @@ fn the_probe_reports_every_layer() {
             "network",
             "unix sockets",
             "process tree kill",
+            "private /proc",
+            "git protection",
+            "privilege filter",
+            "kernel keyring",
             "rlimits",
             "env"
         ]
     );
     eprintln!("{}", serde_json::to_string_pretty(caps()).unwrap());
-    for layer in report {
+    for layer in &report {
         eprintln!("{:<18} {:<5} {}", layer.name, layer.enforced, layer.detail);
     }
+    let enforced = |name: &str| report.iter().find(|l| l.name == name).unwrap().enforced;
+    assert_eq!(enforced("privilege filter"), caps().seccomp);
+    assert_eq!(enforced("kernel keyring"), caps().seccomp);
+    let can_ns = caps().user_namespaces || caps().running_as_root;
+    assert_eq!(
+        enforced("git protection"),
+        can_ns && caps().mount_namespaces
+    );
 }
 
 #[tokio::test]

@@ -204,3 +204,20 @@ async fn cancellation_kills_the_command() {
     );
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test]
+async fn git_protection_notes_reach_the_model() {
+    let (dir, ws) = workspace(|_| {});
+    let Some(tool) = runnable(&ws) else { return };
+    let note = "commands cannot change what git runs for you (git protection); the change to \
+                .git was undone";
+    let out = call(
+        &tool,
+        json!({"cmd": "sh", "args": ["-c", "mkdir .git && touch .git/config && echo made"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.model, ModelOutput::text(format!("made\n{note}\n")));
+    assert_eq!(out.value["undone"], json!([note]));
+    assert!(!dir.path().join(".git").exists());
+}

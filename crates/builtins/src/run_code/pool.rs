@@ -106,6 +106,9 @@ fn worker_policy(
         ..Limits::default()
     };
     policy.strictness = strictness;
+    // It can write nothing, so there is no git state for it to change (and its "root" is its
+    // own binary, not a workspace).
+    policy.protect_git = false;
     policy
 }
 

@@ -121,7 +121,7 @@ impl Drop for GroupGuard {
 
 /// `kill(-pgid, SIGKILL)`; the helper's pid is its process group after `setsid` (and before
 /// that, it is killed through the child handle).
-fn kill_group(pid: Option<u32>) {
+pub(crate) fn kill_group(pid: Option<u32>) {
     let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
         return;
     };

@@ -1,15 +1,17 @@
 //! [`Launcher`] and [`HelperCommand`]: posix_spawn the helper with the plan.
+//!
+//! [`Launcher::run`] is [`Launcher::prepare`] (plan, warnings, git snapshot), [`Launcher::start`]
+//! (spawn the helper, send the plan), the supervisor, then the channel's report and the git
+//! undo. The crate's other launchers reuse the first two and `channel`.
 
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::io::AsyncWriteExt;
-
 use super::capture::{self, Captured};
-use super::helper::ERROR_MARKER;
-use super::{ExecError, ExecOutput, ExecRequest, HELPER_ARG, Plan};
+use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
-use crate::{Capabilities, SandboxPolicy};
+use crate::{Capabilities, SandboxPolicy, git};
 
 /// The environment variable naming the helper program explicitly.
 pub const HELPER_ENV: &str = "TOOLSMITH_SANDBOX_HELPER";
@@ -119,6 +121,8 @@ pub struct Launcher {
     pub(super) helper: HelperCommand,
     policy: SandboxPolicy,
     caps: Capabilities,
+    /// The root and writable paths, resolved once for git protection's inspections.
+    git_paths: (PathBuf, Vec<PathBuf>),
 }
 
 impl Launcher {
@@ -134,10 +138,12 @@ impl Launcher {
         policy: SandboxPolicy,
         caps: Capabilities,
     ) -> Self {
+        let git_paths = git::resolve(&policy.root, &policy.writable_paths());
         Launcher {
             helper,
             policy,
             caps,
+            git_paths,
         }
     }
 
@@ -159,27 +165,157 @@ impl Launcher {
     /// [`ExecError::Setup`], [`ExecError::Spawn`]. A timeout is not an error: see
     /// [`ExecOutput::timed_out`].
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
-        let (plan, warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
-        let json = serde_json::to_vec(&plan).map_err(|e| ExecError::Setup(e.to_string()))?;
-        let mut command = tokio::process::Command::from(self.helper.command("run"));
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| {
-            ExecError::Helper(format!(
-                "cannot start {}: {e}",
-                self.helper.program.display()
-            ))
-        })?;
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        // The helper reads the plan before anything else; a failed write shows as its error.
-        let _ = stdin.write_all(&json).await;
-        drop(stdin);
+        let prepared = self.prepare(request)?;
+        let Started { child, mut channel } =
+            self.start(&prepared.plan, Stdio::piped(), Stdio::piped())?;
+        // If this future is dropped (the call was cancelled), the command still may not leave a
+        // change to git behind.
+        let mut cleanup = Cleanup {
+            group: child.id(),
+            git: prepared.git,
+        };
         let limits = &self.policy.limits;
-        let captured = capture::supervise(child, limits.timeout, limits.output_bytes).await?;
-        into_output(captured, warnings)
+        let captured = capture::supervise(child, limits.timeout, limits.output_bytes).await;
+        // The helper has exited (with a pid namespace, after every process of the command).
+        let report = channel::collect(&mut channel);
+        let undone = cleanup.git.take().map(|git| git.undo()).unwrap_or_default();
+        if let Some(error) = channel::error_of(&report) {
+            return Err(error);
+        }
+        Ok(into_output(captured?, prepared.warnings, undone))
+    }
+
+    /// The plan for `request`, its warnings, and the git snapshot to undo changes against.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Unavailable`] (fail-closed and a layer missing).
+    pub(crate) fn prepare(&self, request: &ExecRequest) -> Result<Prepared, ExecError> {
+        let (mut plan, warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
+        let git = self.policy.protect_git.then(|| {
+            let (root, writable) = &self.git_paths;
+            GitProtection::inspect_resolved(root.clone(), writable.clone())
+        });
+        if let Some(git) = &git {
+            plan.protect_git(git);
+        }
+        Ok(Prepared {
+            plan,
+            warnings,
+            git,
+        })
+    }
+
+    /// Starts the helper with `plan` (its stdin is the plan-and-error channel), `stdout` and
+    /// `stderr` as given, killed when the returned child is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Helper`] when it cannot be started; [`ExecError::Setup`] when the plan
+    /// cannot be serialised or sent.
+    pub(crate) fn start(
+        &self,
+        plan: &Plan,
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<Started, ExecError> {
+        let json = serde_json::to_vec(plan).map_err(|e| ExecError::Setup(e.to_string()))?;
+        let (command, ours) = self.helper_command(stdout, stderr)?;
+        let mut command = tokio::process::Command::from(command);
+        command.kill_on_drop(true);
+        let spawned = command.spawn();
+        // The command holds the helper's end of the channel: drop it, or EOF never comes.
+        drop(command);
+        let child = spawned.map_err(|e| self.cannot_start(e))?;
+        // On error `child` is dropped, which kills the helper.
+        self.hand_over(child.id(), &ours, &json)?;
+        Ok(Started {
+            child,
+            channel: ours,
+        })
+    }
+
+    /// The helper's command in `run` mode, its stdin the helper's end of a new channel, and
+    /// the launcher's end. Spawn it, drop the command (it holds the helper's end, and EOF must
+    /// come), then [`hand_over`](Self::hand_over) the plan.
+    pub(crate) fn helper_command(
+        &self,
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<(std::process::Command, UnixStream), ExecError> {
+        let (ours, theirs) = channel::pair()
+            .map_err(|e| ExecError::Helper(format!("cannot create the helper's channel: {e}")))?;
+        let mut command = self.helper.command("run");
+        command
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(stdout)
+            .stderr(stderr);
+        Ok((command, ours))
+    }
+
+    /// The error for a helper that cannot be started.
+    pub(crate) fn cannot_start(&self, e: std::io::Error) -> ExecError {
+        ExecError::Helper(format!(
+            "cannot start {}: {e}",
+            self.helper.program.display()
+        ))
+    }
+
+    /// Gives the spawned helper (`pid`) its plan. The helper blocks reading the plan until it
+    /// is written here, so whatever must happen to its pid before it runs anything goes first.
+    /// A helper that died before reading shows as `EPIPE`.
+    pub(crate) fn hand_over(
+        &self,
+        pid: Option<u32>,
+        ours: &UnixStream,
+        json: &[u8],
+    ) -> Result<(), ExecError> {
+        // A cgroup for the command's whole tree goes here: move `pid` into it before the plan is
+        // written (until then the helper only waits on its stdin).
+        let _ = pid;
+        channel::send_plan(ours, json)
+            .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))
+    }
+}
+
+/// A plan ready to run ([`Launcher::prepare`]).
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// What the helper applies.
+    pub(crate) plan: Plan,
+    /// Layers not enforced, for the result.
+    pub(crate) warnings: Vec<String>,
+    /// The git snapshot taken before the command (protection on), to
+    /// [`undo`](GitProtection::undo) once every process of it is gone.
+    pub(crate) git: Option<GitProtection>,
+}
+
+/// A helper that received its plan ([`Launcher::start`]).
+#[derive(Debug)]
+pub(crate) struct Started {
+    /// The helper (killed on drop). With a pid namespace it stays the middle process and exits
+    /// with the command's status.
+    pub(crate) child: tokio::process::Child,
+    /// The launcher's end of the channel: [`channel::collect`] it once the helper has exited
+    /// (or read it to EOF, blocking, to learn the target was executed) and turn it into an
+    /// error with [`channel::error_of`].
+    pub(crate) channel: UnixStream,
+}
+
+/// What a cancelled run still does when its future is dropped: kill the command's process group
+/// (the supervisor's own guard does too; this one must not depend on drop order), then undo
+/// what the command changed in git's state.
+struct Cleanup {
+    group: Option<u32>,
+    git: Option<GitProtection>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(git) = self.git.take() {
+            capture::kill_group(self.group);
+            git.undo();
+        }
     }
 }
 
@@ -188,25 +324,11 @@ pub(super) fn utf8_vars() -> impl Iterator<Item = (String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
 }
 
-/// Turns the capture into the result, recognising the helper's own error line.
-fn into_output(captured: Captured, warnings: Vec<String>) -> Result<ExecOutput, ExecError> {
-    if !captured.timed_out
-        && captured.signal.is_none()
-        && let Some(rest) = captured.stderr.strip_prefix(ERROR_MARKER.as_bytes())
-    {
-        let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
-        let value: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-        let kind = value["kind"].as_str().unwrap_or("setup").to_string();
-        let message = value["message"].as_str().unwrap_or("unknown").to_string();
-        return Err(if kind == "exec" {
-            ExecError::Spawn(message)
-        } else {
-            ExecError::Setup(format!("{kind}: {message}"))
-        });
-    }
+/// Turns the capture into the result.
+fn into_output(captured: Captured, warnings: Vec<String>, undone: Vec<String>) -> ExecOutput {
     let (stdout, cut_out) = capture::utf8_prefix(&captured.stdout, captured.cap);
     let (stderr, cut_err) = capture::utf8_prefix(&captured.stderr, captured.cap);
-    Ok(ExecOutput {
+    ExecOutput {
         exit_code: captured.code.unwrap_or(1),
         signal: captured.signal.map(capture::signal_name),
         stdout,
@@ -215,5 +337,6 @@ fn into_output(captured: Captured, warnings: Vec<String>) -> Result<ExecOutput, 
         total_bytes: captured.total_bytes,
         timed_out: captured.timed_out,
         warnings,
-    })
+        undone,
+    }
 }

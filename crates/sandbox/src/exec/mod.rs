@@ -2,15 +2,22 @@
 //!
 //! The runtime never forks itself (a fork of a large process costs ~20 ms, §3.4 of the sandbox
 //! spec). [`Launcher::run`] posix_spawns the helper program ([`HelperCommand`]) with an empty
-//! environment and writes the [`Plan`] to the helper's **stdin** as one JSON document; the
-//! helper reads it to EOF, reopens stdin on `/dev/null`, applies every layer to itself
+//! environment and one end of a Unix socket pair as its **stdin**, and writes the [`Plan`] to
+//! it as one JSON document; the helper reads it to EOF, keeps the socket as its error channel
+//! (close-on-exec), reopens stdin on `/dev/null`, applies every layer to itself
 //! ([`helper_main`]) and `execve`s the target. The supervisor captures stdout and stderr with
 //! separate caps and kills the process group (and the pid namespace with it) on timeout.
 //!
-//! When the helper cannot apply a layer it exits with status 125 (127 when the target cannot
-//! be executed) after writing one line to stderr that starts with the record separator
-//! `\x1e` and `toolsmith-sandbox-exec:` followed by a JSON object `{kind, message}`; the
-//! launcher turns it into an [`ExecError`].
+//! When the helper cannot apply a layer it writes a JSON object `{kind, message}` to the error
+//! channel and exits with status 125 (127 when the target cannot be executed); the launcher
+//! turns the report into an [`ExecError`]. The command never holds the channel, so nothing it
+//! writes (to stderr or anywhere) can pass for a setup error, and its own exit status 125 or
+//! 127 is just an exit status.
+//!
+//! With [`SandboxPolicy::protect_git`](crate::SandboxPolicy::protect_git), the launcher also
+//! inspects the workspace's git metadata before the command ([`GitProtection`]), the helper
+//! binds it (read-only where it decides what git executes), and what the command created there
+//! anyway is undone once it is over: [`ExecOutput::undone`] says what.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the helper exits, so call
 //! [`Launcher::run`] from long-lived threads (tokio workers are; `spawn_blocking` threads that
@@ -21,6 +28,7 @@
 
 mod capture;
 mod cgroup;
+mod channel;
 pub mod degrade;
 mod helper;
 mod landlock;
@@ -32,12 +40,14 @@ mod spawn;
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
 pub use launcher::{HelperCommand, Launcher};
-pub use plan::{LandlockPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
+pub use plan::{LandlockPlan, MountPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
 pub use spawn::{Ended, GroupKiller, SandboxedChild, SpawnRequest};
 
 use std::path::PathBuf;
 
 use serde::Serialize;
+
+use crate::git::GitProtection;
 
 /// The argument that selects the helper in the `toolsmith` binary (`toolsmith __sandbox-exec`).
 pub const HELPER_ARG: &str = "__sandbox-exec";
@@ -88,8 +98,13 @@ pub struct ExecOutput {
     pub total_bytes: u64,
     /// Whether the wall-clock timeout killed it.
     pub timed_out: bool,
-    /// Layers the policy asked for that were not enforced (best-effort mode only).
+    /// Layers the policy asked for that were not enforced (best-effort mode only), and layers
+    /// that stand in for a missing one (no private `/proc`, no pid namespace).
     pub warnings: Vec<String>,
+    /// Changes to what git executes that were undone after the command (git protection): one
+    /// sentence each, for the model (`commands cannot change what git runs for you (git
+    /// protection); the change to .git/commondir was undone`). Empty almost always.
+    pub undone: Vec<String>,
 }
 
 /// Why a command could not be run.

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{ExecError, ExecRequest};
-use crate::{Capabilities, NetworkPolicy, SandboxPolicy, Strictness, UnixSockets};
+use crate::git::{Bind, GitProtection};
+use crate::{Capabilities, NetworkPolicy, ReadPolicy, SandboxPolicy, Strictness, UnixSockets};
 
 /// What the helper applies before it execs the target. Serialised as JSON on the helper's stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +25,8 @@ pub struct Plan {
     pub rlimits: RlimitPlan,
     /// Namespaces to create.
     pub namespaces: NamespacePlan,
+    /// Mounts made in the new mount namespace (when [`NamespacePlan::mount`]).
+    pub mounts: MountPlan,
     /// Landlock rules, when Landlock is used.
     pub landlock: Option<LandlockPlan>,
     /// The seccomp filter, when seccomp is used.
@@ -40,9 +43,16 @@ pub struct RlimitPlan {
     pub data_bytes: Option<u64>,
     /// `RLIMIT_FSIZE`.
     pub file_size_bytes: Option<u64>,
-    /// The `RLIMIT_NPROC` allowance: the helper sets the limit to the uid's current process
-    /// count plus this (only for non-root users; the kernel ignores it for root).
+    /// The `RLIMIT_NPROC` allowance (only for non-root users; the kernel ignores it for root):
+    /// the limit is the uid's current process count plus this, or this alone inside a new user
+    /// namespace ([`processes_in_user_namespace`](Self::processes_in_user_namespace)).
     pub processes: Option<u64>,
+    /// Set `RLIMIT_NPROC` to the allowance itself once inside the new user namespace: since
+    /// Linux 5.14 the kernel counts a uid's processes per user namespace, so only the command's
+    /// own count, and the helper need not read every process' `/proc/<pid>/status` to learn the
+    /// uid's current count (hundreds of files on a busy machine).
+    #[serde(default)]
+    pub processes_in_user_namespace: bool,
 }
 
 /// Namespaces the helper unshares.
@@ -57,6 +67,24 @@ pub struct NamespacePlan {
     pub loopback_up: bool,
     /// `CLONE_NEWPID` and the double fork.
     pub pid: bool,
+    /// `CLONE_NEWNS`: a private mount namespace for the private `/proc` and git protection.
+    pub mount: bool,
+}
+
+/// What the helper mounts in its mount namespace, before Landlock (whose rules must name the
+/// new mounts) and seccomp (which then denies every mount call).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MountPlan {
+    /// Make every mount private (`MS_REC | MS_PRIVATE` on `/`) first, so nothing propagates back
+    /// to the host. Needed only without a user namespace: a mount namespace created inside a new
+    /// user namespace already receives shared mounts as slaves.
+    pub make_private: bool,
+    /// Mount a fresh procfs on `/proc` (`nosuid`, `nodev`, `noexec`) in PID 1 of the new pid
+    /// namespace: the command sees its own processes only.
+    pub proc: bool,
+    /// Git protection's bind mounts ([`GitProtection::binds`]), in order.
+    pub binds: Vec<Bind>,
 }
 
 /// Landlock rules.
@@ -73,9 +101,14 @@ pub struct LandlockPlan {
     pub deny_tcp: bool,
     /// Scope abstract Unix sockets and signals to the sandbox (ABI ≥ 6).
     pub scope: bool,
+    /// Without a private `/proc`: the read rule for `/proc` becomes the command's own
+    /// `/proc/<pid>` plus a few whole-system files (`cpuinfo`, `meminfo`, `stat`…), so other
+    /// processes' command lines and environments stay unreadable.
+    pub proc_self_only: bool,
 }
 
-/// The seccomp filter. `io_uring_*` is always denied, and so is the x32 ABI.
+/// The seccomp filter. Always (see [`seccomp`](super::seccomp)): no set-ID modes, device nodes,
+/// extended attributes, mounts, kernel keyrings, `openat2`, `io_uring` or x32 syscalls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SeccompPlan {
@@ -111,6 +144,9 @@ impl Plan {
         let wants_net_isolation = policy.network != NetworkPolicy::Full;
         let net = wants_net_isolation && can_ns(caps.net_namespaces);
         let pid = can_ns(caps.pid_namespaces);
+        // The mount namespace is made only for what needs it.
+        let mount = can_ns(caps.mount_namespaces) && (pid || policy.protect_git);
+        let private_proc = pid && mount && caps.private_proc;
         let mut deny_inet = policy.network == NetworkPolicy::Off;
         if policy.network == NetworkPolicy::LoopbackOnly && !net {
             deny_inet = true;
@@ -132,16 +168,21 @@ impl Plan {
                 "seccomp is unavailable".into(),
             ));
         }
+        let read = policy.readable_paths();
+        let proc_self_only = !private_proc
+            && matches!(policy.read, ReadPolicy::Allowlist(_))
+            && read.iter().any(|p| p == std::path::Path::new("/proc"));
         let landlock = match caps.landlock_abi {
             Some(abi) => {
                 let mut write = policy.writable_paths();
                 write.extend(DEVICES.iter().map(PathBuf::from));
                 Some(LandlockPlan {
                     abi,
-                    read: policy.readable_paths(),
+                    read,
                     write,
                     deny_tcp: policy.network == NetworkPolicy::Off && abi >= 4,
                     scope: abi >= 6,
+                    proc_self_only,
                 })
             }
             None => {
@@ -152,6 +193,20 @@ impl Plan {
                 None
             }
         };
+        if !caps.seccomp {
+            missing.push((
+                "privilege filter (seccomp)".into(),
+                "seccomp is unavailable: set-ID files, file capabilities and device nodes could \
+                 be left behind"
+                    .into(),
+            ));
+        }
+        if policy.protect_git && !mount {
+            missing.push((
+                "git protection (mount namespace)".into(),
+                "no mount namespace: .git/config and .git/hooks stay writable".into(),
+            ));
+        }
         let warnings: Vec<String> = missing
             .iter()
             .map(|(layer, reason)| format!("sandbox layer not enforced: {layer}: {reason}"))
@@ -166,6 +221,23 @@ impl Plan {
             warnings.push(
                 "no pid namespace: processes that call setsid may outlive the command".into(),
             );
+        }
+        if !private_proc {
+            let why = if !pid {
+                "no pid namespace"
+            } else if !mount {
+                "no mount namespace"
+            } else {
+                "the kernel refused to mount a procfs"
+            };
+            warnings.push(if proc_self_only && landlock.is_some() {
+                format!(
+                    "no private /proc ({why}): /proc is limited to the command's own entry and \
+                     a few system files; its child processes cannot read their /proc/self"
+                )
+            } else {
+                format!("no private /proc ({why}): other processes' command lines are readable")
+            });
         }
 
         let env = build_env(policy, vars);
@@ -186,12 +258,19 @@ impl Plan {
                 } else {
                     limits.processes.map(u64::from)
                 },
+                processes_in_user_namespace: userns && kernel_at_least(&caps.kernel, (5, 14)),
             },
             namespaces: NamespacePlan {
                 user: userns,
                 net,
                 loopback_up: net && policy.network == NetworkPolicy::LoopbackOnly,
                 pid,
+                mount,
+            },
+            mounts: MountPlan {
+                make_private: mount && !userns,
+                proc: private_proc,
+                binds: Vec::new(),
             },
             landlock,
             seccomp: caps.seccomp.then_some(SeccompPlan {
@@ -201,6 +280,28 @@ impl Plan {
         };
         Ok((plan, warnings))
     }
+
+    /// Adds git protection's bind mounts (when the plan has a mount namespace; without one the
+    /// launcher's snapshot and [`GitProtection::undo`] are all there is).
+    pub fn protect_git(&mut self, protection: &GitProtection) {
+        if self.namespaces.mount {
+            self.mounts.binds = protection.binds();
+        }
+    }
+}
+
+/// Whether the kernel release `release` (`6.18.44-foo`) is at least `version`.
+fn kernel_at_least(release: &str, version: (u32, u32)) -> bool {
+    let mut numbers = release.split(['.', '-']).map(|part| {
+        part.bytes()
+            .take_while(u8::is_ascii_digit)
+            .fold(0u32, |n, d| {
+                n.saturating_mul(10).saturating_add(u32::from(d - b'0'))
+            })
+    });
+    let major = numbers.next().unwrap_or(0);
+    let minor = numbers.next().unwrap_or(0);
+    (major, minor) >= version
 }
 
 /// The target's environment: the allowlisted variables present in `vars`, then the policy's
@@ -238,6 +339,8 @@ mod tests {
             user_namespaces: false,
             net_namespaces: false,
             pid_namespaces: false,
+            mount_namespaces: false,
+            private_proc: false,
             running_as_root: false,
             kernel: "test".into(),
         }
@@ -260,6 +363,127 @@ mod tests {
         let (plan, warnings) = Plan::build(&policy, &caps(), &request, std::iter::empty()).unwrap();
         assert!(plan.landlock.is_none());
         assert!(warnings[0].contains("filesystem (Landlock)"));
+    }
+
+    fn full() -> Capabilities {
+        Capabilities {
+            landlock_abi: Some(6),
+            user_namespaces: true,
+            net_namespaces: true,
+            pid_namespaces: true,
+            mount_namespaces: true,
+            private_proc: true,
+            ..caps()
+        }
+    }
+
+    #[test]
+    fn a_private_proc_needs_pid_and_mount_namespaces_else_proc_is_narrowed() {
+        let policy = SandboxPolicy::new("/w");
+        let request = ExecRequest::new("true", vec![], "/w");
+        let build =
+            |caps: &Capabilities| Plan::build(&policy, caps, &request, std::iter::empty()).unwrap();
+        let (plan, warnings) = build(&full());
+        assert!(plan.namespaces.mount && plan.mounts.proc && !plan.mounts.make_private);
+        assert!(!plan.landlock.unwrap().proc_self_only);
+        assert!(warnings.is_empty(), "{warnings:?}");
+
+        let refused = Capabilities {
+            private_proc: false,
+            ..full()
+        };
+        let (plan, warnings) = build(&refused);
+        assert!(plan.namespaces.mount && !plan.mounts.proc);
+        assert!(plan.landlock.unwrap().proc_self_only);
+        assert_eq!(
+            warnings,
+            [
+                "no private /proc (the kernel refused to mount a procfs): /proc is limited to the \
+              command's own entry and a few system files; its child processes cannot read their \
+              /proc/self"
+            ]
+        );
+
+        // Read everywhere: nothing to narrow, and the warning says so.
+        let mut everywhere = SandboxPolicy::new("/w");
+        everywhere.read = ReadPolicy::Everywhere;
+        let (plan, warnings) =
+            Plan::build(&everywhere, &refused, &request, std::iter::empty()).unwrap();
+        assert!(!plan.landlock.unwrap().proc_self_only);
+        assert!(warnings[0].ends_with("other processes' command lines are readable"));
+    }
+
+    #[test]
+    fn git_protection_fails_closed_without_a_mount_namespace() {
+        let mut policy = SandboxPolicy::new("/w");
+        let request = ExecRequest::new("true", vec![], "/w");
+        let no_mount = Capabilities {
+            mount_namespaces: false,
+            private_proc: false,
+            ..full()
+        };
+        let err = Plan::build(&policy, &no_mount, &request, std::iter::empty()).unwrap_err();
+        assert_eq!(
+            err,
+            ExecError::Unavailable {
+                layer: "git protection (mount namespace)".into(),
+                reason: "no mount namespace: .git/config and .git/hooks stay writable".into()
+            }
+        );
+        policy.protect_git = false;
+        let (plan, _) = Plan::build(&policy, &no_mount, &request, std::iter::empty()).unwrap();
+        assert!(!plan.namespaces.mount);
+        // Without a pid namespace the mount namespace is made for git protection alone; as
+        // root without a user namespace, propagation is made private first.
+        policy.protect_git = true;
+        let root_only = Capabilities {
+            user_namespaces: false,
+            pid_namespaces: false,
+            running_as_root: true,
+            ..full()
+        };
+        let (plan, _) = Plan::build(&policy, &root_only, &request, std::iter::empty()).unwrap();
+        assert!(plan.namespaces.mount && plan.mounts.make_private && !plan.mounts.proc);
+    }
+
+    #[test]
+    fn the_privilege_filter_needs_seccomp() {
+        let request = ExecRequest::new("true", vec![], "/w");
+        let no_seccomp = Capabilities {
+            seccomp: false,
+            ..full()
+        };
+        let mut policy = SandboxPolicy::new("/w");
+        policy.unix_sockets = UnixSockets::Allow;
+        let err = Plan::build(&policy, &no_seccomp, &request, std::iter::empty()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sandbox layer unavailable: privilege filter (seccomp): seccomp is unavailable: \
+             set-ID files, file capabilities and device nodes could be left behind"
+        );
+    }
+
+    #[test]
+    fn process_limits_are_per_user_namespace_from_linux_5_14() {
+        assert!(kernel_at_least("6.18.44-fc-v657", (5, 14)));
+        assert!(kernel_at_least("5.14.0", (5, 14)));
+        assert!(!kernel_at_least("5.10.0-28-amd64", (5, 14)));
+        assert!(!kernel_at_least("test", (5, 14)));
+        let policy = SandboxPolicy::new("/w");
+        let request = ExecRequest::new("true", vec![], "/w");
+        let caps = Capabilities {
+            kernel: "6.1.0".into(),
+            ..full()
+        };
+        let (plan, _) = Plan::build(&policy, &caps, &request, std::iter::empty()).unwrap();
+        assert!(plan.rlimits.processes_in_user_namespace);
+        assert_eq!(plan.rlimits.processes, Some(512));
+        let old = Capabilities {
+            kernel: "5.10.0".into(),
+            ..full()
+        };
+        let (plan, _) = Plan::build(&policy, &old, &request, std::iter::empty()).unwrap();
+        assert!(!plan.rlimits.processes_in_user_namespace);
     }
 
     #[test]

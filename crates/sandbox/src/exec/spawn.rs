@@ -14,9 +14,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStderr, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::helper::ERROR_MARKER;
-use super::launcher::utf8_vars;
-use super::{EXEC_FAILED_STATUS, ExecError, ExecRequest, Launcher, Plan, SETUP_FAILED_STATUS};
+use super::{ExecError, ExecRequest, Launcher, channel};
+use crate::git::GitProtection;
 
 /// The most of the program's stderr that [`SandboxedChild::finish`] keeps.
 const STDERR_KEPT: usize = 64 * 1024;
@@ -64,9 +63,13 @@ impl SpawnRequest {
 pub struct SandboxedChild {
     child: Child,
     channel: UnixStream,
+    /// The helper's plan-and-error channel, read once the helper has exited.
+    helper: UnixStream,
     stderr: Option<ChildStderr>,
     killer: GroupKiller,
     warnings: Vec<String>,
+    /// The git snapshot of a writable spawn, undone once the tree is gone.
+    git: Option<GitProtection>,
 }
 
 /// How a [`SandboxedChild`] ended.
@@ -202,14 +205,10 @@ impl SandboxedChild {
             }
         };
         let stderr = self.stderr.take().map(read_available).unwrap_or_default();
-        let error = if matches!(
-            status.code(),
-            Some(SETUP_FAILED_STATUS | EXEC_FAILED_STATUS)
-        ) {
-            helper_error(&stderr)
-        } else {
-            None
-        };
+        let error = channel::error_of(&channel::collect(&mut self.helper));
+        if let Some(git) = self.git.take() {
+            git.undo();
+        }
         Ended {
             status,
             error,
@@ -242,20 +241,6 @@ fn read_available(stderr: ChildStderr) -> Vec<u8> {
         .take(STDERR_KEPT as u64)
         .read_to_end(&mut kept);
     kept
-}
-
-/// The helper's error line at the start of `stderr` as an [`ExecError`].
-pub(crate) fn helper_error(stderr: &[u8]) -> Option<ExecError> {
-    let rest = stderr.strip_prefix(ERROR_MARKER.as_bytes())?;
-    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
-    let value: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-    let kind = value["kind"].as_str().unwrap_or("setup").to_string();
-    let message = value["message"].as_str().unwrap_or("unknown").to_string();
-    Some(if kind == "exec" {
-        ExecError::Spawn(message)
-    } else {
-        ExecError::Setup(format!("{kind}: {message}"))
-    })
 }
 
 impl Launcher {
@@ -299,32 +284,24 @@ impl Launcher {
     /// [`ExecError::Unavailable`] (fail-closed and a layer missing) and [`ExecError::Helper`]
     /// (the helper cannot be started or given its plan).
     pub fn spawn(&self, request: &SpawnRequest) -> Result<SandboxedChild, ExecError> {
-        let (mut plan, warnings) = Plan::build(
-            self.policy(),
-            self.capabilities(),
-            &request.exec,
-            utf8_vars(),
-        )?;
-        if !request.writable
-            && let Some(landlock) = plan.landlock.as_mut()
-        {
-            landlock.write.clear();
+        let mut prepared = self.prepare(&request.exec)?;
+        if !request.writable {
+            // Nothing to protect from a program that cannot write.
+            prepared.git = None;
+            if let Some(landlock) = prepared.plan.landlock.as_mut() {
+                landlock.write.clear();
+            }
         }
-        let json = serde_json::to_vec(&plan).map_err(|e| ExecError::Setup(e.to_string()))?;
+        let json =
+            serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the channel: {e}")))?;
-        let program = self.helper.program().display().to_string();
-        let mut command = self.helper.command("run");
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::from(OwnedFd::from(theirs)))
-            .stderr(Stdio::piped());
-        let mut child = command
-            .spawn()
-            .map_err(|e| ExecError::Helper(format!("cannot start {program}: {e}")))?;
-        // The program's end now lives in the child only: EOF on ours means the tree is gone.
+        let (mut command, helper) =
+            self.helper_command(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
+        let spawned = command.spawn();
+        // The command holds the program's end of both channels: EOF on ours means it is gone.
         drop(command);
-        let stdin = child.stdin.take();
+        let mut child = spawned.map_err(|e| self.cannot_start(e))?;
         let stderr = child.stderr.take();
         let killer = GroupKiller {
             inner: Arc::new(KillerState {
@@ -336,36 +313,15 @@ impl Launcher {
         let spawned = SandboxedChild {
             child,
             channel: ours,
+            helper,
             stderr,
             killer,
-            warnings,
+            warnings: prepared.warnings,
+            git: prepared.git,
         };
-        // The helper reads the plan to EOF before anything else; a failed write (it died) shows
-        // as EOF on the channel and its error in `finish`.
-        if let Some(mut stdin) = stdin {
-            use std::io::Write;
-            let _ = stdin.write_all(&json);
-        }
+        // A helper that died before reading its plan shows as EOF on the channel and its exit in
+        // `finish`, which says more than the `EPIPE` here would.
+        let _ = self.hand_over(Some(spawned.id()), &spawned.helper, &json);
         Ok(spawned)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn helper_errors_are_recognised() {
-        let line = format!("{ERROR_MARKER}{{\"kind\":\"landlock\",\"message\":\"nope\"}}\nmore");
-        assert_eq!(
-            helper_error(line.as_bytes()),
-            Some(ExecError::Setup("landlock: nope".into()))
-        );
-        let line = format!("{ERROR_MARKER}{{\"kind\":\"exec\",\"message\":\"/x: ENOENT\"}}");
-        assert_eq!(
-            helper_error(line.as_bytes()),
-            Some(ExecError::Spawn("/x: ENOENT".into()))
-        );
-        assert_eq!(helper_error(b"thread 'main' panicked"), None);
     }
 }

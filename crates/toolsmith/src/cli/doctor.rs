@@ -8,7 +8,9 @@ use toolsmith_sandbox::{Capabilities, SandboxPolicy};
 
 #[derive(Args)]
 pub(crate) struct DoctorArgs {
-    /// Print JSON: {"capabilities": {...}, "layers": [{"name","enforced","detail"}]}.
+    /// Print JSON: {"capabilities": {...}, "layers": [{"name","enforced","detail"}]}. Layers
+    /// include the hardening: "private /proc", "git protection", "privilege filter", "kernel
+    /// keyring".
     #[arg(long)]
     json: bool,
 }
@@ -36,6 +38,11 @@ pub(crate) fn doctor(args: DoctorArgs) -> ExitCode {
         println!("user namespaces   {}", yes_no(capabilities.user_namespaces));
         println!("net namespaces    {}", yes_no(capabilities.net_namespaces));
         println!("pid namespaces    {}", yes_no(capabilities.pid_namespaces));
+        println!(
+            "mount namespaces  {}",
+            yes_no(capabilities.mount_namespaces)
+        );
+        println!("private /proc     {}", yes_no(capabilities.private_proc));
         println!("running as root   {}", yes_no(capabilities.running_as_root));
         println!();
         let width = layers.iter().map(|l| l.name.len()).max().unwrap_or(0);

@@ -1,0 +1,136 @@
+//! The helper's plan-and-error channel: one end of a Unix socket pair, the helper's stdin.
+//!
+//! The launcher writes the [`Plan`](super::Plan) and shuts its writing half down; the helper
+//! reads to EOF, moves the socket to a close-on-exec fd above 2 and reopens stdin on
+//! `/dev/null`. If it cannot apply a layer (or exec the target) it writes one JSON object
+//! `{kind, message}` to the socket and exits; otherwise `execve` closes the socket. The command
+//! never holds it, so nothing it prints can pass for a setup error (stderr is the command's
+//! own), and EOF without data means the target was executed. With a pid namespace the middle
+//! process of the double fork closes it at once; only PID 1 keeps it.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+
+use super::ExecError;
+
+/// The most bytes of a report the launcher reads (a report is one short JSON object).
+const REPORT_MAX: usize = 64 * 1024;
+
+/// A connected pair: `(the launcher's end, the helper's stdin)`, both close-on-exec in this
+/// process (the spawn makes the helper's end its fd 0).
+pub(crate) fn pair() -> std::io::Result<(UnixStream, UnixStream)> {
+    UnixStream::pair()
+}
+
+/// Writes the plan and shuts the writing half down (the helper reads to EOF). A helper that
+/// died before reading makes this fail with `EPIPE` (never `SIGPIPE`).
+pub(crate) fn send_plan(stream: &UnixStream, plan: &[u8]) -> std::io::Result<()> {
+    let mut rest = plan;
+    while !rest.is_empty() {
+        match send(stream, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    stream.shutdown(std::net::Shutdown::Write)
+}
+
+/// What the helper reported, once it has exited: the report's bytes (empty when the target was
+/// executed, or the helper was killed before it could say anything). Reads without blocking:
+/// every writer has exited or exec'd by then, so what was written is queued.
+pub(crate) fn collect(stream: &mut UnixStream) -> Vec<u8> {
+    let mut report = Vec::new();
+    if stream.set_nonblocking(true).is_ok() {
+        let _ = stream.take(REPORT_MAX as u64).read_to_end(&mut report);
+    }
+    report
+}
+
+/// The error a non-empty report describes: [`ExecError::Spawn`] for `kind: "exec"`, else
+/// [`ExecError::Setup`] (`"<kind>: <message>"`).
+pub(crate) fn error_of(report: &[u8]) -> Option<ExecError> {
+    if report.is_empty() {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(report).unwrap_or_default();
+    let kind = value["kind"].as_str().unwrap_or("setup").to_string();
+    let message = value["message"].as_str().map_or_else(
+        || String::from_utf8_lossy(report).into_owned(),
+        String::from,
+    );
+    Some(if kind == "exec" {
+        ExecError::Spawn(message)
+    } else {
+        ExecError::Setup(format!("{kind}: {message}"))
+    })
+}
+
+/// Helper side: writes `report` to the channel `fd`. `false` when it could not (not a socket,
+/// or the launcher is gone).
+#[allow(unsafe_code)]
+pub(crate) fn report(fd: i32, report: &[u8]) -> bool {
+    // SAFETY: `fd` is the helper's open channel for the duration of this call.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut rest = report;
+    while !rest.is_empty() {
+        match send(&borrowed, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// `send(fd, buf, MSG_NOSIGNAL)`.
+#[allow(unsafe_code)]
+fn send(fd: &impl std::os::fd::AsRawFd, buf: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: a valid fd and a buffer of `buf.len()` readable bytes.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_become_errors_and_silence_is_success() {
+        assert_eq!(error_of(b""), None);
+        assert_eq!(
+            error_of(br#"{"kind":"exec","message":"nope: No such file"}"#),
+            Some(ExecError::Spawn("nope: No such file".into()))
+        );
+        assert_eq!(
+            error_of(br#"{"kind":"landlock","message":"x"}"#),
+            Some(ExecError::Setup("landlock: x".into()))
+        );
+        assert_eq!(
+            error_of(b"garbled"),
+            Some(ExecError::Setup("setup: garbled".into()))
+        );
+    }
+
+    #[test]
+    fn the_plan_goes_one_way_and_the_report_the_other() {
+        let (mut ours, theirs) = pair().unwrap();
+        send_plan(&ours, b"{plan}").unwrap();
+        let mut plan = Vec::new();
+        (&theirs).read_to_end(&mut plan).unwrap();
+        assert_eq!(plan, b"{plan}");
+        assert!(report(
+            std::os::fd::AsRawFd::as_raw_fd(&theirs),
+            b"{report}"
+        ));
+        drop(theirs);
+        assert_eq!(collect(&mut ours), b"{report}");
+    }
+}
