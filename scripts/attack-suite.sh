@@ -3,11 +3,12 @@
 #
 # `cargo test` runs them as whoever runs it; in CI that is root, for whom the kernel skips
 # some checks (RLIMIT_NPROC, namespace permissions). When this script runs as root and
-# `setpriv` exists, it copies the compiled `fs_attacks`, `exec_attacks` and `degraded` test
-# binaries and the `toolsmith-sandbox-exec` helper into a temporary directory and runs each as
-# uid/gid 65534 (nobody) with a clean environment, TOOLSMITH_SANDBOX_HELPER pointing at the
-# copied helper and TMPDIR at a directory only that user can write. Otherwise it says why it
-# skips the pass.
+# `setpriv` exists, it copies the compiled test binaries of the sandbox's attack suites
+# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`) and of `run_code`
+# (builtins), the `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a
+# temporary directory and runs each as uid/gid 65534 (nobody) with a clean environment,
+# TOOLSMITH_SANDBOX_HELPER and TOOLSMITH_RUN_CODE_WORKER pointing at the copies and TMPDIR at a
+# directory only that user can write. Otherwise it says why it skips the pass.
 #
 # Output: one summary line per binary, then, as the very last line, `N passed, M failed` summed
 # over everything it ran. Exits non-zero on any failure. Each binary is limited to
@@ -19,7 +20,9 @@ cd "$(dirname "$0")/.."
 
 UID_NOBODY=65534
 LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
-BINARIES=(fs_attacks exec_attacks degraded)
+BINARIES=(fs_attacks exec_attacks degraded read_allowlist cgroup run_code)
+# The test binaries' packages, and the programs they need besides themselves.
+PROGRAMS=(toolsmith-sandbox-exec toolsmith-run-code-worker)
 
 echo "== unprivileged attack suite (uid $UID_NOBODY)"
 
@@ -52,10 +55,12 @@ if ! cargo test --workspace --locked --no-run --message-format=json \
     exit 1
 fi
 
-# "name path" for the three test binaries and the helper (its bin target, not its unit tests).
+# "name path" for the test binaries and the programs (bin targets, not their unit tests).
 python3 - "$work/cargo.json" "${BINARIES[@]}" >"$work/binaries" <<'EOF'
 import json, sys
 path, wanted = sys.argv[1], set(sys.argv[2:])
+packages = ("toolsmith-sandbox", "toolsmith-builtins")
+programs = ("toolsmith-sandbox-exec", "toolsmith-run-code-worker")
 found = {}
 for line in open(path):
     try:
@@ -65,13 +70,14 @@ for line in open(path):
     if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
         continue
     target, profile = msg["target"], msg.get("profile", {})
-    if "toolsmith-sandbox" not in msg.get("package_id", "") + msg.get("manifest_path", ""):
+    origin = msg.get("package_id", "") + msg.get("manifest_path", "")
+    if not any(p in origin for p in packages):
         continue
     if target["name"] in wanted and "test" in target["kind"]:
         found[target["name"]] = msg["executable"]
-    elif target["name"] == "toolsmith-sandbox-exec" and "bin" in target["kind"] \
+    elif target["name"] in programs and "bin" in target["kind"] \
             and not profile.get("test"):
-        found["toolsmith-sandbox-exec"] = msg["executable"]
+        found[target["name"]] = msg["executable"]
 for name, exe in sorted(found.items()):
     print(name, exe)
 EOF
@@ -80,7 +86,7 @@ declare -A exe=()
 while read -r name path; do
     exe[$name]="$path"
 done <"$work/binaries"
-for name in toolsmith-sandbox-exec "${BINARIES[@]}"; do
+for name in "${PROGRAMS[@]}" "${BINARIES[@]}"; do
     if [ -z "${exe[$name]:-}" ]; then
         echo "attack suite: cargo reported no executable for $name"
         echo "0 passed, 1 failed"
@@ -99,6 +105,7 @@ for name in "${BINARIES[@]}"; do
             exec timeout --kill-after=5 "$LIMIT" \
                 setpriv --reuid="$UID_NOBODY" --regid="$UID_NOBODY" --clear-groups --reset-env \
                 env TOOLSMITH_SANDBOX_HELPER="$work/bin/toolsmith-sandbox-exec" \
+                TOOLSMITH_RUN_CODE_WORKER="$work/bin/toolsmith-run-code-worker" \
                 TOOLSMITH_FS_ATTACKS_BIN="$work/bin/fs_attacks" \
                 TMPDIR="$work/tmp" RUST_BACKTRACE=0 \
                 "$work/bin/$name"

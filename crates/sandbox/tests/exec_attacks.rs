@@ -16,6 +16,8 @@ mod git;
 mod privileges;
 #[path = "exec_attacks/proc.rs"]
 mod proc;
+#[path = "exec_attacks/tree.rs"]
+mod tree;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};

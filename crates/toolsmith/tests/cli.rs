@@ -453,7 +453,7 @@ fn the_sandbox_helper_entry_has_the_degrade_mode() {
     let probe: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(
         probe,
-        json!({"user": false, "net": false, "pid": false}),
+        json!({"user": false, "net": false, "pid": false, "mount": false, "privateProc": false}),
         "{}",
         stderr(&out)
     );

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use super::capture::{self, Captured};
+use super::cgroup::{Cgroup, CgroupSupport};
+use super::tree::TreeLimits;
 use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
 use crate::{Capabilities, SandboxPolicy, git};
@@ -123,6 +125,8 @@ pub struct Launcher {
     caps: Capabilities,
     /// The root and writable paths, resolved once for git protection's inspections.
     git_paths: (PathBuf, Vec<PathBuf>),
+    /// The control group of each command's whole tree.
+    tree: TreeLimits,
 }
 
 impl Launcher {
@@ -139,11 +143,13 @@ impl Launcher {
         caps: Capabilities,
     ) -> Self {
         let git_paths = git::resolve(&policy.root, &policy.writable_paths());
+        let tree = TreeLimits::new(CgroupSupport::detect(), &policy.limits);
         Launcher {
             helper,
             policy,
             caps,
             git_paths,
+            tree,
         }
     }
 
@@ -166,8 +172,20 @@ impl Launcher {
     /// [`ExecOutput::timed_out`].
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
         let prepared = self.prepare(request)?;
-        let Started { child, mut channel } =
-            self.start(&prepared.plan, Stdio::piped(), Stdio::piped())?;
+        let group = prepared.group;
+        let started = self.start(
+            &prepared.plan,
+            group.as_ref(),
+            Stdio::piped(),
+            Stdio::piped(),
+        );
+        let Started { child, mut channel } = match started {
+            Ok(started) => started,
+            Err(e) => {
+                self.tree.recycle(group);
+                return Err(e);
+            }
+        };
         // If this future is dropped (the call was cancelled), the command still may not leave a
         // change to git behind.
         let mut cleanup = Cleanup {
@@ -178,6 +196,9 @@ impl Launcher {
         let captured = capture::supervise(child, limits.timeout, limits.output_bytes).await;
         // The helper has exited (with a pid namespace, after every process of the command).
         let report = channel::collect(&mut channel);
+        // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the
+        // group, before git's state is checked.
+        self.tree.recycle(group);
         let undone = cleanup.git.take().map(|git| git.undo()).unwrap_or_default();
         if let Some(error) = channel::error_of(&report) {
             return Err(error);
@@ -191,7 +212,12 @@ impl Launcher {
     ///
     /// [`ExecError::Unavailable`] (fail-closed and a layer missing).
     pub(crate) fn prepare(&self, request: &ExecRequest) -> Result<Prepared, ExecError> {
-        let (mut plan, warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
+        let (mut plan, mut warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
+        let group = self.tree.take().unwrap_or_else(|warning| {
+            warnings.push(warning);
+            None
+        });
+        warnings.extend(self.tree.warning(self.caps.running_as_root));
         let git = self.policy.protect_git.then(|| {
             let (root, writable) = &self.git_paths;
             GitProtection::inspect_resolved(root.clone(), writable.clone())
@@ -203,6 +229,7 @@ impl Launcher {
             plan,
             warnings,
             git,
+            group,
         })
     }
 
@@ -216,6 +243,7 @@ impl Launcher {
     pub(crate) fn start(
         &self,
         plan: &Plan,
+        group: Option<&Cgroup>,
         stdout: Stdio,
         stderr: Stdio,
     ) -> Result<Started, ExecError> {
@@ -228,7 +256,7 @@ impl Launcher {
         drop(command);
         let child = spawned.map_err(|e| self.cannot_start(e))?;
         // On error `child` is dropped, which kills the helper.
-        self.hand_over(child.id(), &ours, &json)?;
+        self.hand_over(child.id(), group, &ours, &json)?;
         Ok(Started {
             child,
             channel: ours,
@@ -267,15 +295,29 @@ impl Launcher {
     pub(crate) fn hand_over(
         &self,
         pid: Option<u32>,
+        group: Option<&Cgroup>,
         ours: &UnixStream,
         json: &[u8],
     ) -> Result<(), ExecError> {
-        // A cgroup for the command's whole tree goes here: move `pid` into it before the plan is
-        // written (until then the helper only waits on its stdin).
-        let _ = pid;
+        enter_group(group, pid)?;
         channel::send_plan(ours, json)
             .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))
     }
+}
+
+/// Moves the helper (`pid`) into the tree's control group. Call it before the plan is written:
+/// until then the helper only waits on its stdin, so nothing of the tree is outside.
+///
+/// # Errors
+///
+/// [`ExecError::Setup`] when the move fails (the caller kills the helper).
+pub(crate) fn enter_group(group: Option<&Cgroup>, pid: Option<u32>) -> Result<(), ExecError> {
+    if let (Some(group), Some(pid)) = (group, pid) {
+        group.add(pid).map_err(|e| {
+            ExecError::Setup(format!("moving the command into its control group: {e}"))
+        })?;
+    }
+    Ok(())
 }
 
 /// A plan ready to run ([`Launcher::prepare`]).
@@ -288,6 +330,8 @@ pub(crate) struct Prepared {
     /// The git snapshot taken before the command (protection on), to
     /// [`undo`](GitProtection::undo) once every process of it is gone.
     pub(crate) git: Option<GitProtection>,
+    /// The control group of the command's whole tree, when tree limits are enforced.
+    pub(crate) group: Option<Cgroup>,
 }
 
 /// A helper that received its plan ([`Launcher::start`]).

@@ -36,6 +36,7 @@ mod launcher;
 mod plan;
 mod seccomp;
 mod spawn;
+mod tree;
 
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;

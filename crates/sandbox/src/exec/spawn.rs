@@ -14,6 +14,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStderr, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::cgroup::Cgroup;
+use super::launcher::enter_group;
 use super::{ExecError, ExecRequest, Launcher, channel};
 use crate::git::GitProtection;
 
@@ -70,6 +72,8 @@ pub struct SandboxedChild {
     warnings: Vec<String>,
     /// The git snapshot of a writable spawn, undone once the tree is gone.
     git: Option<GitProtection>,
+    /// The control group of the tree, removed (what is left in it killed) on reaping.
+    group: Option<Cgroup>,
 }
 
 /// How a [`SandboxedChild`] ended.
@@ -206,6 +210,7 @@ impl SandboxedChild {
         };
         let stderr = self.stderr.take().map(read_available).unwrap_or_default();
         let error = channel::error_of(&channel::collect(&mut self.helper));
+        drop(self.group.take());
         if let Some(git) = self.git.take() {
             git.undo();
         }
@@ -318,10 +323,13 @@ impl Launcher {
             killer,
             warnings: prepared.warnings,
             git: prepared.git,
+            group: prepared.group,
         };
         // A helper that died before reading its plan shows as EOF on the channel and its exit in
         // `finish`, which says more than the `EPIPE` here would.
-        let _ = self.hand_over(Some(spawned.id()), &spawned.helper, &json);
+        // On error `spawned` is dropped: the tree is killed and reaped.
+        enter_group(spawned.group.as_ref(), Some(spawned.id()))?;
+        let _ = channel::send_plan(&spawned.helper, &json);
         Ok(spawned)
     }
 }
