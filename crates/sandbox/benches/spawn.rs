@@ -22,7 +22,13 @@ fn bench(c: &mut Criterion) {
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_toolsmith-sandbox-exec").into()),
     );
     let caps = Capabilities::detect_with(Some(&helper));
-    let launcher = Launcher::with_capabilities(helper, SandboxPolicy::new(&root), caps);
+    let launcher =
+        Launcher::with_capabilities(helper.clone(), SandboxPolicy::new(&root), caps.clone());
+    // The same without the whole tree's control group (what it costs, where one can be made).
+    let mut policy = SandboxPolicy::new(&root);
+    policy.limits.tree_memory_bytes = None;
+    policy.limits.tree_processes = None;
+    let untreed = Launcher::with_capabilities(helper, policy, caps);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -41,6 +47,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("sandboxed", |b| {
         b.iter(|| {
             let out = runtime.block_on(launcher.run(&request)).unwrap();
+            assert_eq!(out.exit_code, 0);
+        })
+    });
+    group.bench_function("sandboxed, no tree limits", |b| {
+        b.iter(|| {
+            let out = runtime.block_on(untreed.run(&request)).unwrap();
             assert_eq!(out.exit_code, 0);
         })
     });

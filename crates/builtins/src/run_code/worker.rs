@@ -73,38 +73,8 @@ impl RunCodeWorker {
     ///
     /// A message saying where it looked.
     pub fn locate() -> Result<RunCodeWorker, String> {
-        if let Some(path) = std::env::var_os(RUN_CODE_WORKER_ENV) {
-            let path = PathBuf::from(path);
-            if path.is_file() {
-                return Ok(RunCodeWorker::new(path));
-            }
-            return Err(format!(
-                "{RUN_CODE_WORKER_ENV}={} is not a file",
-                path.display()
-            ));
-        }
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the current executable: {e}"))?;
-        let mut dirs: Vec<&Path> = exe.parent().into_iter().collect();
-        if let Some(dir) = dirs.first().copied()
-            && dir.file_name().is_some_and(|n| n == "deps")
-            && let Some(up) = dir.parent()
-        {
-            dirs.push(up);
-        }
-        for dir in &dirs {
-            let candidate = dir.join(WORKER_BIN);
-            if candidate.is_file() {
-                return Ok(RunCodeWorker::new(candidate));
-            }
-        }
-        if exe.file_name().is_some_and(|n| n == "toolsmith") {
-            return Ok(RunCodeWorker::new(exe));
-        }
-        Err(format!(
-            "{WORKER_BIN} not found next to {} (set {RUN_CODE_WORKER_ENV})",
-            exe.display()
-        ))
+        toolsmith_sandbox::exec::locate_program(RUN_CODE_WORKER_ENV, WORKER_BIN)
+            .map(RunCodeWorker::new)
     }
 
     /// The arguments of a worker for `limits`.

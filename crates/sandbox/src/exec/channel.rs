@@ -22,10 +22,35 @@ pub(crate) fn pair() -> std::io::Result<(UnixStream, UnixStream)> {
     UnixStream::pair()
 }
 
-/// Writes the plan and shuts the writing half down (the helper reads to EOF). A helper that
-/// died before reading makes this fail with `EPIPE` (never `SIGPIPE`).
-pub(crate) fn send_plan(stream: &UnixStream, plan: &[u8]) -> std::io::Result<()> {
+/// Writes the plan, with `fds` as `SCM_RIGHTS` on its first bytes, and shuts the writing half
+/// down (the helper reads to EOF). A helper that died before reading makes this fail with
+/// `EPIPE` (never `SIGPIPE`).
+pub(crate) fn send_plan(
+    stream: &UnixStream,
+    plan: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> std::io::Result<()> {
     let mut rest = plan;
+    if !fds.is_empty() && !rest.is_empty() {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+        let mut space =
+            vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(fds.len()))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(fds));
+        let sent = loop {
+            match sendmsg(
+                stream,
+                &[std::io::IoSlice::new(rest)],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => break n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        rest = &rest[sent..];
+    }
     while !rest.is_empty() {
         match send(stream, rest) {
             Ok(n) => rest = &rest[n..],
@@ -34,6 +59,41 @@ pub(crate) fn send_plan(stream: &UnixStream, plan: &[u8]) -> std::io::Result<()>
         }
     }
     stream.shutdown(std::net::Shutdown::Write)
+}
+
+/// Helper side: reads the plan from the channel `fd` to EOF, with the descriptors sent on its
+/// first bytes (received close-on-exec, so the target never holds them).
+pub(crate) fn receive_plan(
+    fd: std::os::fd::BorrowedFd<'_>,
+) -> std::io::Result<(Vec<u8>, Vec<std::os::fd::OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+    let mut plan = Vec::new();
+    let mut fds = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
+    loop {
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let received = recvmsg(
+            fd,
+            &mut [std::io::IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let n = match received {
+            Ok(msg) => msg.bytes,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        if n == 0 {
+            return Ok((plan, fds));
+        }
+        plan.extend_from_slice(&buf[..n]);
+    }
 }
 
 /// What the helper reported, once it has exited: the report's bytes (empty when the target was
@@ -122,10 +182,19 @@ mod tests {
     #[test]
     fn the_plan_goes_one_way_and_the_report_the_other() {
         let (mut ours, theirs) = pair().unwrap();
-        send_plan(&ours, b"{plan}").unwrap();
-        let mut plan = Vec::new();
-        (&theirs).read_to_end(&mut plan).unwrap();
+        let file = std::fs::File::open("/dev/null").unwrap();
+        send_plan(&ours, b"{plan}", &[std::os::fd::AsFd::as_fd(&file)]).unwrap();
+        let (plan, fds) = receive_plan(std::os::fd::AsFd::as_fd(&theirs)).unwrap();
         assert_eq!(plan, b"{plan}");
+        assert_eq!(fds.len(), 1);
+        assert_eq!(
+            std::fs::read_link(format!(
+                "/proc/self/fd/{}",
+                std::os::fd::AsRawFd::as_raw_fd(&fds[0])
+            ))
+            .unwrap(),
+            std::path::Path::new("/dev/null")
+        );
         assert!(report(
             std::os::fd::AsRawFd::as_raw_fd(&theirs),
             b"{report}"

@@ -4,7 +4,7 @@ mod mounts;
 mod setup;
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -115,10 +115,11 @@ fn probe() -> ! {
 fn run() -> ! {
     // Until it moves, the channel is fd 0 itself (the socket is bidirectional).
     CHANNEL.store(0, Ordering::Relaxed);
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
-        fail("plan", &format!("cannot read the plan: {e}"));
-    }
+    setup::close_stray_fds();
+    let (input, rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
+        Ok(received) => received,
+        Err(e) => fail("plan", &format!("cannot read the plan: {e}")),
+    };
     let plan: Plan = match serde_json::from_slice(&input) {
         Ok(plan) => plan,
         Err(e) => fail("plan", &format!("invalid plan: {e}")),
@@ -142,14 +143,14 @@ fn run() -> ! {
     setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     if plan.namespaces.pid {
-        setup::double_fork(&mut || confine_and_exec(&plan))
+        setup::double_fork(&mut || confine_and_exec(&plan, &rule_fds))
     }
-    match confine_and_exec(&plan) {}
+    match confine_and_exec(&plan, &rule_fds) {}
 }
 
 /// The rest, in PID 1 when there is a pid namespace: mounts, working directory, Landlock,
 /// seccomp, `execve`. Never returns (`Infallible`): it execs or [`fail`]s.
-fn confine_and_exec(plan: &Plan) -> std::convert::Infallible {
+fn confine_and_exec(plan: &Plan, rule_fds: &[OwnedFd]) -> std::convert::Infallible {
     if plan.namespaces.mount {
         mounts::apply(&plan.mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
@@ -158,7 +159,7 @@ fn confine_and_exec(plan: &Plan) -> std::convert::Infallible {
         fail("exec", &format!("cannot enter {}: {e}", plan.cwd.display()));
     }
     if let Some(landlock) = &plan.landlock {
-        super::landlock::apply(landlock).unwrap_or_else(|e| fail("landlock", &e));
+        super::landlock::apply(landlock, rule_fds).unwrap_or_else(|e| fail("landlock", &e));
     }
     if let Some(seccomp) = &plan.seccomp {
         let program = super::seccomp::program(seccomp).unwrap_or_else(|e| fail("seccomp", &e));

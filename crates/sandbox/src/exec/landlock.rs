@@ -2,6 +2,8 @@
 //!
 //! Rules are created here, after the helper's mounts, so `/proc` names the new procfs.
 
+use std::collections::HashSet;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -15,7 +17,9 @@ use super::plan::LandlockPlan;
 ///
 /// Paths that do not exist are skipped (they grant nothing). Returns an error when the kernel
 /// did not enforce the ruleset at all.
-pub(crate) fn apply(plan: &LandlockPlan) -> Result<(), String> {
+/// The rules in [`LandlockPlan::inherited`] use the descriptors the launcher sent (`fds`, in
+/// order); their paths are not opened again.
+pub(crate) fn apply(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<(), String> {
     let abi = ABI::from(i32::from(plan.abi));
     let err = |e: landlock::RulesetError| format!("landlock: {e}");
     let mut ruleset = Ruleset::default()
@@ -33,7 +37,37 @@ pub(crate) fn apply(plan: &LandlockPlan) -> Result<(), String> {
     let mut created = ruleset.create().map_err(err)?;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
+    // Rules whose descriptor arrived, each only if the plan itself grants its path that access
+    // (the plan is the authority; a descriptor cannot widen it). A missing one (fewer
+    // descriptors than rules) is opened by path below like any other.
+    let granted: HashSet<(&Path, bool)> = plan
+        .read
+        .iter()
+        .map(|p| (p.as_path(), false))
+        .chain(plan.write.iter().map(|p| (p.as_path(), true)))
+        .collect();
+    let mut sent: HashSet<(&Path, bool)> = HashSet::new();
+    for (rule, fd) in plan.inherited.iter().zip(fds) {
+        let key = (rule.path.as_path(), rule.write);
+        if !granted.contains(&key) {
+            continue;
+        }
+        let wanted = if rule.write { all } else { read };
+        let access = if rule.dir {
+            wanted
+        } else {
+            wanted & AccessFs::from_file(abi)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd.as_fd(), access))
+            .map_err(err)?;
+        sent.insert(key);
+    }
+    let sent = |path: &Path, write: bool| sent.contains(&(path, write));
     for path in &plan.read {
+        if sent(path, false) {
+            continue;
+        }
         let paths = if plan.proc_self_only && path == Path::new("/proc") {
             proc_self_paths()
         } else {
@@ -46,6 +80,9 @@ pub(crate) fn apply(plan: &LandlockPlan) -> Result<(), String> {
         }
     }
     for path in &plan.write {
+        if sent(path, true) {
+            continue;
+        }
         if let Some(rule) = rule(path, all, abi) {
             created = created.add_rule(rule).map_err(err)?;
         }

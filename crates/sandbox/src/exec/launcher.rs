@@ -10,6 +10,7 @@ use std::process::Stdio;
 
 use super::capture::{self, Captured};
 use super::cgroup::{Cgroup, CgroupSupport};
+use super::rules::RuleFds;
 use super::tree::TreeLimits;
 use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
@@ -55,42 +56,13 @@ impl HelperCommand {
     ///
     /// [`ExecError::Helper`] saying where it looked.
     pub fn locate() -> Result<HelperCommand, ExecError> {
-        if let Some(path) = std::env::var_os(HELPER_ENV) {
-            let path = PathBuf::from(path);
-            if path.is_file() {
-                return Ok(if path.file_name().is_some_and(|n| n == "toolsmith") {
-                    HelperCommand::cli(path)
-                } else {
-                    HelperCommand::new(path)
-                });
-            }
-            return Err(ExecError::Helper(format!(
-                "{HELPER_ENV}={} is not a file",
-                path.display()
-            )));
-        }
-        let exe = std::env::current_exe()
-            .map_err(|e| ExecError::Helper(format!("cannot find the current executable: {e}")))?;
-        let mut dirs: Vec<&Path> = exe.parent().into_iter().collect();
-        if let Some(dir) = dirs.first().copied()
-            && dir.file_name().is_some_and(|n| n == "deps")
-            && let Some(up) = dir.parent()
-        {
-            dirs.push(up);
-        }
-        for dir in &dirs {
-            let candidate = dir.join("toolsmith-sandbox-exec");
-            if candidate.is_file() {
-                return Ok(HelperCommand::new(candidate));
-            }
-        }
-        if exe.file_name().is_some_and(|n| n == "toolsmith") {
-            return Ok(HelperCommand::cli(exe));
-        }
-        Err(ExecError::Helper(format!(
-            "toolsmith-sandbox-exec not found next to {} (set {HELPER_ENV})",
-            exe.display()
-        )))
+        let path =
+            locate_program(HELPER_ENV, "toolsmith-sandbox-exec").map_err(ExecError::Helper)?;
+        Ok(if path.file_name().is_some_and(|n| n == "toolsmith") {
+            HelperCommand::cli(path)
+        } else {
+            HelperCommand::new(path)
+        })
     }
 
     pub(super) fn command(&self, mode: &str) -> std::process::Command {
@@ -104,6 +76,52 @@ impl HelperCommand {
         let output = self.command("probe").stdin(Stdio::null()).output()?;
         serde_json::from_slice(&output.stdout).map_err(std::io::Error::other)
     }
+}
+
+/// Finds one of toolsmith's own programs: `$<env>` when set (it must be a file); else `name`
+/// next to the current executable (or one directory up when that is cargo's `deps/`, as for
+/// tests); else the current executable itself when it is the `toolsmith` CLI, which serves
+/// every such program through a hidden first argument.
+///
+/// ```
+/// let err = toolsmith_sandbox::exec::locate_program("TOOLSMITH_NO_SUCH_VAR", "no-such-program")
+///     .unwrap_err();
+/// assert!(err.starts_with("no-such-program not found next to "), "{err}");
+/// ```
+///
+/// # Errors
+///
+/// A message saying where it looked.
+pub fn locate_program(env: &str, name: &str) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(env) {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Ok(path);
+        }
+        return Err(format!("{env}={} is not a file", path.display()));
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the current executable: {e}"))?;
+    let mut dirs: Vec<&Path> = exe.parent().into_iter().collect();
+    if let Some(dir) = dirs.first().copied()
+        && dir.file_name().is_some_and(|n| n == "deps")
+        && let Some(up) = dir.parent()
+    {
+        dirs.push(up);
+    }
+    for dir in &dirs {
+        let candidate = dir.join(name);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    if exe.file_name().is_some_and(|n| n == "toolsmith") {
+        return Ok(exe);
+    }
+    Err(format!(
+        "{name} not found next to {} (set {env})",
+        exe.display()
+    ))
 }
 
 /// Runs commands under a [`SandboxPolicy`] through the helper.
@@ -127,6 +145,8 @@ pub struct Launcher {
     git_paths: (PathBuf, Vec<PathBuf>),
     /// The control group of each command's whole tree.
     tree: TreeLimits,
+    /// The Landlock rules' paths, opened once and sent with each plan.
+    rules: RuleFds,
 }
 
 impl Launcher {
@@ -150,6 +170,7 @@ impl Launcher {
             caps,
             git_paths,
             tree,
+            rules: RuleFds::default(),
         }
     }
 
@@ -173,12 +194,8 @@ impl Launcher {
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
         let prepared = self.prepare(request)?;
         let group = prepared.group;
-        let started = self.start(
-            &prepared.plan,
-            group.as_ref(),
-            Stdio::piped(),
-            Stdio::piped(),
-        );
+        let mut plan = prepared.plan;
+        let started = self.start(&mut plan, group.as_ref(), Stdio::piped(), Stdio::piped());
         let Started { child, mut channel } = match started {
             Ok(started) => started,
             Err(e) => {
@@ -242,11 +259,12 @@ impl Launcher {
     /// cannot be serialised or sent.
     pub(crate) fn start(
         &self,
-        plan: &Plan,
+        plan: &mut Plan,
         group: Option<&Cgroup>,
         stdout: Stdio,
         stderr: Stdio,
     ) -> Result<Started, ExecError> {
+        let rule_fds = self.attach_rules(plan);
         let json = serde_json::to_vec(plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let (command, ours) = self.helper_command(stdout, stderr)?;
         let mut command = tokio::process::Command::from(command);
@@ -256,11 +274,23 @@ impl Launcher {
         drop(command);
         let child = spawned.map_err(|e| self.cannot_start(e))?;
         // On error `child` is dropped, which kills the helper.
-        self.hand_over(child.id(), group, &ours, &json)?;
+        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        self.hand_over(child.id(), group, &ours, &json, &fds)?;
         Ok(Started {
             child,
             channel: ours,
         })
+    }
+
+    /// Sends the Landlock rules' paths as descriptors (see [`RuleFds`]): fills
+    /// `plan.landlock.inherited` and returns the opening to send. Call it on the final plan.
+    pub(crate) fn attach_rules(
+        &self,
+        plan: &mut Plan,
+    ) -> Option<std::sync::Arc<super::rules::Opened>> {
+        plan.landlock
+            .as_mut()
+            .map(|landlock| self.rules.attach(landlock))
     }
 
     /// The helper's command in `run` mode, its stdin the helper's end of a new channel, and
@@ -298,9 +328,10 @@ impl Launcher {
         group: Option<&Cgroup>,
         ours: &UnixStream,
         json: &[u8],
+        fds: &[std::os::fd::BorrowedFd<'_>],
     ) -> Result<(), ExecError> {
         enter_group(group, pid)?;
-        channel::send_plan(ours, json)
+        channel::send_plan(ours, json, fds)
             .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))
     }
 }

@@ -34,14 +34,17 @@ mod helper;
 mod landlock;
 mod launcher;
 mod plan;
+mod rules;
 mod seccomp;
 mod spawn;
 mod tree;
 
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
-pub use launcher::{HelperCommand, Launcher};
-pub use plan::{LandlockPlan, MountPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan};
+pub use launcher::{HelperCommand, Launcher, locate_program};
+pub use plan::{
+    InheritedRule, LandlockPlan, MountPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan,
+};
 pub use spawn::{Ended, GroupKiller, SandboxedChild, SpawnRequest};
 
 use std::path::PathBuf;

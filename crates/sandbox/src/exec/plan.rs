@@ -105,6 +105,25 @@ pub struct LandlockPlan {
     /// `/proc/<pid>` plus a few whole-system files (`cpuinfo`, `meminfo`, `stat`…), so other
     /// processes' command lines and environments stay unreadable.
     pub proc_self_only: bool,
+    /// The rules whose paths the launcher opened itself and sends with the plan (`SCM_RIGHTS`
+    /// on the helper's channel), in the order of the descriptors: the helper walks none of
+    /// these paths again (~70 rules, most of the ruleset's cost). Paths not here, or whose
+    /// descriptor did not arrive, the helper opens itself; `/proc` is always among those (it
+    /// must name the helper's own procfs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherited: Vec<InheritedRule>,
+}
+
+/// A Landlock rule whose path the launcher opened (`O_PATH`) and sends with the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InheritedRule {
+    /// The path, as in [`LandlockPlan::read`] or [`LandlockPlan::write`].
+    pub path: PathBuf,
+    /// Whether it is a write rule (else a read rule).
+    pub write: bool,
+    /// Whether it is a directory (else only the file rights apply).
+    pub dir: bool,
 }
 
 /// The seccomp filter. Always (see [`seccomp`](super::seccomp)): no set-ID modes, device nodes,
@@ -183,6 +202,7 @@ impl Plan {
                     deny_tcp: policy.network == NetworkPolicy::Off && abi >= 4,
                     scope: abi >= 6,
                     proc_self_only,
+                    inherited: Vec::new(),
                 })
             }
             None => {

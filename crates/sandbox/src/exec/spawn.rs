@@ -297,6 +297,7 @@ impl Launcher {
                 landlock.write.clear();
             }
         }
+        let rule_fds = self.attach_rules(&mut prepared.plan);
         let json =
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let (ours, theirs) = UnixStream::pair()
@@ -329,7 +330,8 @@ impl Launcher {
         // `finish`, which says more than the `EPIPE` here would.
         // On error `spawned` is dropped: the tree is killed and reaped.
         enter_group(spawned.group.as_ref(), Some(spawned.id()))?;
-        let _ = channel::send_plan(&spawned.helper, &json);
+        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        let _ = channel::send_plan(&spawned.helper, &json, &fds);
         Ok(spawned)
     }
 }

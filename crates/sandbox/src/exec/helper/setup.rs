@@ -162,13 +162,11 @@ fn loopback_up() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Turns the plan socket on fd 0 into the error channel: closes every other fd above 2 (fds
-/// another thread of the runtime leaked into the spawn), moves the socket to the lowest free fd
-/// above 2 with `FD_CLOEXEC` (so `execve` closes it: EOF without data tells the launcher the
+/// Turns the plan socket on fd 0 into the error channel ([`close_stray_fds`] ran before the plan
+/// came): moves the socket to the lowest free fd above 2 with `FD_CLOEXEC` (so `execve` closes it: EOF without data tells the launcher the
 /// target runs), and reopens fd 0 on `/dev/null`. Returns the channel's fd.
 #[allow(unsafe_code)]
 pub(super) fn stdin_to_channel() -> Result<i32, String> {
-    close_fds_from(3);
     // SAFETY: fcntl on fd 0, which this process owns; the new fd is ours.
     let channel = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
     if channel < 0 {
@@ -181,6 +179,12 @@ pub(super) fn stdin_to_channel() -> Result<i32, String> {
         return Err(format!("dup2: {}", std::io::Error::last_os_error()));
     }
     Ok(channel)
+}
+
+/// Closes every fd above 2 (another thread of the runtime may have leaked one into the spawn):
+/// first thing, before the plan brings the launcher's rule descriptors.
+pub(super) fn close_stray_fds() {
+    close_fds_from(3);
 }
 
 /// Closes every fd from `first` up.

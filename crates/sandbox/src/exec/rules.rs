@@ -1,0 +1,114 @@
+//! [`RuleFds`]: the Landlock rules' paths, opened once by the launcher and sent to every helper
+//! with its plan.
+//!
+//! The default read allowlist names ~70 paths (a strict `/etc` subset, single devices, the
+//! toolchains); opening each in the helper — a path walk, then `fstat` — cost more than the
+//! whole ruleset did with the old, wider list, and made the sandboxed spawn slower. The
+//! launcher opens them (`O_PATH`) once, keeps them for [`MAX_AGE`], and sends the descriptors
+//! over the helper's channel (`SCM_RIGHTS`, received close-on-exec), so the helper only adds
+//! the rules. `/proc` is never among them: the helper opens it after mounting its own procfs.
+//!
+//! A rule attaches to the inode the descriptor names. A directory replaced on the host (a
+//! package upgrade renaming a new `/etc/ssl/certs` into place) is seen within [`MAX_AGE`];
+//! until then the old inode's rule applies, which can only deny, never widen.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::plan::{InheritedRule, LandlockPlan};
+
+/// How long opened paths are reused before they are opened again.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(10);
+
+/// The most descriptors one `SCM_RIGHTS` message carries (the kernel's `SCM_MAX_FD`).
+const MAX_FDS: usize = 253;
+
+/// Opened rule paths, shared by a launcher's clones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleFds {
+    cache: Arc<Mutex<Option<Arc<Opened>>>>,
+}
+
+/// One opening of a plan's paths.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    /// The plan's read and write lists they were opened for.
+    key: (Vec<PathBuf>, Vec<PathBuf>),
+    at: Instant,
+    rules: Vec<InheritedRule>,
+    fds: Vec<OwnedFd>,
+}
+
+impl Opened {
+    /// The descriptors, in the order of [`LandlockPlan::inherited`].
+    pub(crate) fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.fds.iter().map(AsFd::as_fd).collect()
+    }
+}
+
+impl RuleFds {
+    /// Fills `plan.inherited` and returns the descriptors to send with it: reused when the same
+    /// paths were opened less than [`MAX_AGE`] ago, opened now otherwise. Paths that cannot be
+    /// opened (missing ones grant nothing) are left out.
+    pub(crate) fn attach(&self, plan: &mut LandlockPlan) -> Arc<Opened> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let opened = match cache.as_ref() {
+            Some(o)
+                if o.key.0 == plan.read && o.key.1 == plan.write && o.at.elapsed() < MAX_AGE =>
+            {
+                Arc::clone(o)
+            }
+            _ => {
+                let o = Arc::new(open((plan.read.clone(), plan.write.clone())));
+                *cache = Some(Arc::clone(&o));
+                o
+            }
+        };
+        drop(cache);
+        // A launch keeps its opening alive (its `Arc`) while a later one refreshes the cache.
+        plan.inherited = opened.rules.clone();
+        opened
+    }
+}
+
+/// Opens the read paths (but `/proc`) and the write paths, `O_PATH`, noting which are
+/// directories.
+fn open(key: (Vec<PathBuf>, Vec<PathBuf>)) -> Opened {
+    let mut rules = Vec::new();
+    let mut fds = Vec::new();
+    let paths = key
+        .0
+        .iter()
+        .filter(|p| *p != Path::new("/proc"))
+        .map(|p| (p, false))
+        .chain(key.1.iter().map(|p| (p, true)));
+    for (path, write) in paths {
+        if fds.len() == MAX_FDS {
+            break;
+        }
+        let Ok(fd) = rustix::fs::open(
+            path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
+            continue;
+        };
+        let Ok(stat) = rustix::fs::fstat(&fd) else {
+            continue;
+        };
+        rules.push(InheritedRule {
+            path: path.clone(),
+            write,
+            dir: rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir(),
+        });
+        fds.push(fd);
+    }
+    Opened {
+        key,
+        at: Instant::now(),
+        rules,
+        fds,
+    }
+}
