@@ -21,7 +21,7 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const FIXTURES = process.env.FIXTURES ?? join(here, '../../../shared/fixtures');
+const FIXTURES = process.env.FIXTURES ?? join(here, '../../crates/providers/fixtures');
 
 // Synthetic broken fixtures: they end in an error by design (same list as the Rust side).
 const BROKEN = ['duplicate-message-start', 'spliced-message-start', 'parallel-tool-call-wrapper'];

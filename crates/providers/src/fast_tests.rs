@@ -44,7 +44,7 @@ where
 /// The recorded streams (`*.chunks.txt`, a payload a line) in these folders of the shared
 /// fixtures, as `(file name, payloads)`, blank lines left out.
 pub(crate) fn chunks_fixtures(dirs: &[&str]) -> Vec<(String, Vec<String>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut streams = Vec::new();
     for dir in dirs {
         for entry in std::fs::read_dir(root.join(dir)).expect("the fixtures") {

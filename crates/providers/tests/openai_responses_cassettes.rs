@@ -4,7 +4,7 @@
 //! (id and encrypted content), the function call (with its item id) and its output.
 //!
 //! The `parsed_body`s below were copied as JSON from
-//! `../shared/fixtures/pydantic-ai-cassettes/test_tool_choice_matrix[{auto,required,list_single}-openai_responses].yaml`
+//! `crates/providers/fixtures/pydantic-ai-cassettes/test_tool_choice_matrix[{auto,required,list_single}-openai_responses].yaml`
 //! (there is no YAML parser among the dependencies).
 
 use std::sync::Arc;

@@ -157,7 +157,7 @@ proptest! {
 /// The whole of a real recorded stream, one chunk and byte by byte.
 #[test]
 fn a_recorded_stream_matches() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -19,9 +19,9 @@ use toolsmith_providers::openai_chat::ChatStreamDecoder;
 use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
 use toolsmith_providers::sse::sse_events;
 
-/// The recorded streams (`../shared/fixtures` next to the repository, in CI as on the
-/// development machine).
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+/// The recorded streams, kept in the crate (`fixtures/`: their origin and licence are in its
+/// `README.md` and `MANIFEST.tsv`).
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 
 /// Synthetic broken fixtures (see the fixtures' README): they end in an error by design, so
 /// they measure the error path, not decoding.

@@ -12,8 +12,7 @@ pub const RECURSION_DEPTH: usize = 2;
 ///
 /// Rules, in order (sources: the `Schema` and `FunctionDeclaration` REST references of the
 /// Gemini API and Vertex AI; the Gemini API's 400 errors as reported in provider issues; the
-/// transformers of the Vercel AI SDK and Pydantic AI, see `../shared/spec/peers.md` pain
-/// point 2):
+/// transformers of the Vercel AI SDK and Pydantic AI, whose users report these 400s):
 ///
 /// 1. **References.** Local `$ref`s (`#/$defs/…`, `#/definitions/…`, `#`) are inlined, their
 ///    sibling keywords laid over the target; `$defs`/`definitions` are dropped. A recursive

@@ -13,7 +13,7 @@ use toolsmith_core::{FinishReason, ModelError, ModelPart, ModelStream, ModelTool
 
 /// The shared fixtures directory.
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
 /// A fixture as the raw SSE body a server would send.

@@ -92,7 +92,7 @@ fn declines_the_rest() {
 /// Every payload of the recorded Chat Completions streams (`openai-compatible-local` is LM
 /// Studio speaking Responses, another decoder), `[DONE]` included.
 fn fixture_payloads() -> Vec<(String, Vec<String>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut streams = Vec::new();
     for entry in std::fs::read_dir(dir.join("openai-chat")).expect("the fixtures") {
         let path = entry.unwrap().path();
