@@ -460,22 +460,26 @@ mod tests {
         std::fs::write(dir.join("config"), "[core]\n").unwrap();
     }
 
+    /// The protection's binds as (path relative to `root`, read-only).
+    fn relative_binds(p: &GitProtection, root: &Path) -> Vec<(PathBuf, bool)> {
+        p.binds()
+            .into_iter()
+            .map(|b| {
+                (
+                    b.path.strip_prefix(root).unwrap().to_path_buf(),
+                    b.read_only,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn a_git_directory_is_bound_onto_itself_and_its_state_read_only() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         init(&root.join(".git"));
         let p = GitProtection::inspect(&root, std::slice::from_ref(&root));
-        let binds: Vec<(PathBuf, bool)> = p
-            .binds()
-            .into_iter()
-            .map(|b| {
-                (
-                    b.path.strip_prefix(&root).unwrap().to_path_buf(),
-                    b.read_only,
-                )
-            })
-            .collect();
+        let binds = relative_binds(&p, &root);
         assert_eq!(
             binds,
             [
@@ -498,16 +502,7 @@ mod tests {
         init(&root.join("meta"));
         std::fs::write(root.join(".git"), "gitdir: meta\n").unwrap();
         let p = GitProtection::inspect(&root, std::slice::from_ref(&root));
-        let binds: Vec<(PathBuf, bool)> = p
-            .binds()
-            .into_iter()
-            .map(|b| {
-                (
-                    b.path.strip_prefix(&root).unwrap().to_path_buf(),
-                    b.read_only,
-                )
-            })
-            .collect();
+        let binds = relative_binds(&p, &root);
         assert_eq!(
             binds,
             [

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -352,23 +351,7 @@ fn on_a_terminal(root: &Path, base: &str, input: &str) -> String {
         env!("CARGO_BIN_EXE_toolsmith"),
         root.display()
     );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("OPENAI_API_KEY", "sk-test-key")
-        .env_remove("TOOLSMITH_MODEL")
-        .env_remove("TOOLSMITH_DB")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("util-linux script runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout).replace('\r', "")
+    common::on_a_terminal(&command, &[("OPENAI_API_KEY", "sk-test-key")], input)
 }
 
 #[test]

@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
@@ -378,21 +377,7 @@ fn ask_on_a_terminal(input: &str) -> (Vec<Value>, String) {
         env!("CARGO_BIN_EXE_toolsmith"),
         config.display()
     );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("TOOLSMITH_MODEL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("util-linux script runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let screen = common::on_a_terminal(&command, &[], input);
     let parts = screen
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -117,15 +117,18 @@ struct KillerState {
     channel: Option<UnixStream>,
 }
 
+impl KillerState {
+    /// Whether the helper is still unreaped, locked (a poisoned lock still holds the flag).
+    fn alive(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.alive.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 impl GroupKiller {
     /// Sends `SIGKILL` to the whole tree (nothing once it has been reaped) and shuts the
     /// channel down. Idempotent.
     pub fn kill(&self) {
-        let alive = self
-            .inner
-            .alive
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let alive = self.inner.alive();
         if *alive {
             signal_tree(self.inner.pid);
         }
@@ -136,11 +139,7 @@ impl GroupKiller {
 
     /// Kills the tree and marks it reaped-to-be: no signal is sent after this.
     fn kill_for_reaping(&self) {
-        let mut alive = self
-            .inner
-            .alive
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut alive = self.inner.alive();
         if *alive {
             signal_tree(self.inner.pid);
             *alive = false;
@@ -224,13 +223,7 @@ impl SandboxedChild {
 
 impl Drop for SandboxedChild {
     fn drop(&mut self) {
-        if *self
-            .killer
-            .inner
-            .alive
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        if *self.killer.inner.alive() {
             self.reap();
         }
     }

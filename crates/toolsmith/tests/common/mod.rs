@@ -139,3 +139,26 @@ pub fn run_config(base: &str, config: &Path, args: &[&str]) -> Output {
         .output()
         .expect("the binary runs")
 }
+
+/// Runs the shell `command` on a pseudo-terminal (util-linux's `script`), with `env` set and
+/// the model and store variables of the caller's environment removed, answering `input` at its
+/// prompts: the screen, without carriage returns.
+pub fn on_a_terminal(command: &str, env: &[(&str, &str)], input: &str) -> String {
+    let mut child = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .envs(env.iter().copied())
+        .env_remove("TOOLSMITH_MODEL")
+        .env_remove("TOOLSMITH_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
+}
