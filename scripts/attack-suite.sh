@@ -4,10 +4,10 @@
 # `cargo test` runs them as whoever runs it; in CI that is root, for whom the kernel skips
 # some checks (RLIMIT_NPROC, namespace permissions). When this script runs as root and
 # `setpriv` exists, it copies the compiled test binaries of the sandbox's attack suites
-# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`) and of the built-in
-# tools' hardening (`run_code`, `run_code_worker`, `file_guards`, `grep_glob`, `grep_cancel`), the
-# `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a temporary
-# directory and runs each as uid/gid 65534 (nobody) with a clean environment,
+# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`, `spare_helper`) and of
+# the built-in tools' hardening (`run_code`, `run_code_worker`, `file_guards`, `grep_glob`,
+# `grep_cancel`), the `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a
+# temporary directory and runs each as uid/gid 65534 (nobody) with a clean environment,
 # TOOLSMITH_SANDBOX_HELPER and TOOLSMITH_RUN_CODE_WORKER pointing at the copies and TMPDIR at a
 # directory only that user can write. Otherwise it says why it skips the pass.
 #
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 UID_NOBODY=65534
 LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
-BINARIES=(fs_attacks exec_attacks degraded read_allowlist cgroup run_code run_code_worker file_guards grep_glob grep_cancel)
+BINARIES=(fs_attacks exec_attacks degraded read_allowlist cgroup spare_helper run_code run_code_worker file_guards grep_glob grep_cancel)
 # The test binaries' packages, and the programs they need besides themselves.
 PROGRAMS=(toolsmith-sandbox-exec toolsmith-run-code-worker)
 

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Child;
 use tokio::sync::watch;
 
 use super::ExecError;
+use super::process::HelperProcess;
 
 /// How long to keep reading after the child exits (a background grandchild may hold the pipes).
 pub(crate) const GRACE: Duration = Duration::from_millis(500);
@@ -26,20 +26,25 @@ pub(crate) struct Captured {
     pub timed_out: bool,
 }
 
-/// Waits for `child` (the helper, a session leader) with `timeout`, capturing both pipes with
-/// `cap` bytes each; kills the process group on timeout, and after exit + [`GRACE`] if the pipes
-/// are still open.
+/// Waits for `child` (the helper, a session leader, with piped stdout and stderr) with
+/// `timeout`, capturing both pipes with `cap` bytes each; kills the process group on timeout,
+/// and after exit + [`GRACE`] if the pipes are still open.
 pub(crate) async fn supervise(
-    mut child: Child,
+    child: &mut HelperProcess,
     timeout: Duration,
     cap: usize,
 ) -> Result<Captured, ExecError> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
+    let pipes = match child.take_pipes() {
+        (Some(stdout), Some(stderr)) => tokio::process::ChildStdout::from_std(stdout)
+            .and_then(|out| Ok((out, tokio::process::ChildStderr::from_std(stderr)?))),
+        _ => Err(std::io::Error::other("the helper's output is not piped")),
+    };
+    let (stdout, stderr) =
+        pipes.map_err(|e| ExecError::Setup(format!("capturing the helper's output: {e}")))?;
     let out_task = tokio::spawn(read_capped(stdout, cap, stop_rx.clone()));
     let err_task = tokio::spawn(read_capped(stderr, cap, stop_rx));
-    let pid = child.id();
+    let pid = Some(child.id());
     // If this future is dropped (the call was cancelled), the whole group dies with it.
     let guard = GroupGuard(pid);
 
@@ -49,7 +54,7 @@ pub(crate) async fn supervise(
         Err(_) => {
             timed_out = true;
             kill_group(pid);
-            let _ = child.start_kill();
+            child.kill();
             child.wait().await
         }
     }

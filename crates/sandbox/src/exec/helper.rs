@@ -18,9 +18,9 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 
 /// The helper's entry point: `toolsmith-sandbox-exec [__sandbox-exec] run|probe|degrade`.
 ///
-/// - `run` (the default): reads the JSON [`Plan`] from stdin (a socket) to EOF, keeps that
-///   socket as its error channel (close-on-exec) and reopens stdin on `/dev/null`, then
-///   applies in order: close stray fds, `setsid`, `PR_SET_PDEATHSIG`, rlimits, `unshare`
+/// - `run` (the default): closes stray fds, calls `setsid`, reads the JSON [`Plan`] from stdin
+///   (a socket) to EOF, keeps that socket as its error channel (close-on-exec) and reopens stdin
+///   on `/dev/null`, then applies in order: `PR_SET_PDEATHSIG`, rlimits, `unshare`
 ///   (user, net, pid, mount; identity uid/gid maps; `lo` up for loopback-only), the pid
 ///   namespace double fork (the middle process relays the status, PID 1 gets `PDEATHSIG`),
 ///   the mounts (private propagation, a fresh `/proc`, git protection's binds), `chdir`,
@@ -116,6 +116,10 @@ fn run() -> ! {
     // Until it moves, the channel is fd 0 itself (the socket is bidirectional).
     CHANNEL.store(0, Ordering::Relaxed);
     setup::close_stray_fds();
+    // A session of its own before the wait for the plan, which may be long (a spare helper, see
+    // `warm`): a Ctrl-C on toolsmith's terminal must not kill it, and the launcher's group kill
+    // must reach it.
+    rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
     let (input, rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
         Ok(received) => received,
         Err(e) => fail("plan", &format!("cannot read the plan: {e}")),
@@ -134,7 +138,6 @@ fn run() -> ! {
     if parent() != plan.parent_pid {
         fail("parent", "the launcher is gone");
     }
-    rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
     setup::set_pdeathsig();
     if parent() != plan.parent_pid {
         fail("parent", "the launcher is gone");

@@ -1,17 +1,20 @@
-//! [`Launcher`] and [`HelperCommand`]: posix_spawn the helper with the plan.
+//! [`Launcher`] and [`HelperCommand`]: give a helper the plan.
 //!
-//! [`Launcher::run`] is [`Launcher::prepare`] (plan, warnings, git snapshot), [`Launcher::start`]
-//! (spawn the helper, send the plan), the supervisor, then the channel's report and the git
-//! undo. The crate's other launchers reuse the first two and `channel`.
+//! [`Launcher::run`] is [`Launcher::prepare`] (plan, warnings, git snapshot), the hand-over (the
+//! spare helper, or a fresh one, gets the plan: see [`warm`](super::warm)), the supervisor, then
+//! the channel's report and the git undo. [`Launcher::spawn`] reuses `prepare` and `channel`.
 
+use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
 use super::capture::{self, Captured};
 use super::cgroup::{Cgroup, CgroupSupport};
 use super::rules::RuleFds;
 use super::tree::TreeLimits;
+use super::warm::{Waiting, Warm};
 use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
 use crate::{Capabilities, SandboxPolicy, git};
@@ -69,6 +72,29 @@ impl HelperCommand {
         let mut command = std::process::Command::new(&self.program);
         command.args(&self.prefix).arg(mode).env_clear();
         command
+    }
+
+    /// The helper's command in `run` mode, its stdin the helper's end of a new channel, and
+    /// the launcher's end. Spawn it, drop the command (it holds the helper's end, and EOF must
+    /// come), then send the plan on the launcher's end.
+    pub(crate) fn run_command(
+        &self,
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<(std::process::Command, UnixStream), ExecError> {
+        let (ours, theirs) = channel::pair()
+            .map_err(|e| ExecError::Helper(format!("cannot create the helper's channel: {e}")))?;
+        let mut command = self.command("run");
+        command
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(stdout)
+            .stderr(stderr);
+        Ok((command, ours))
+    }
+
+    /// The error for a helper that cannot be started.
+    pub(crate) fn cannot_start(&self, e: std::io::Error) -> ExecError {
+        ExecError::Helper(format!("cannot start {}: {e}", self.program.display()))
     }
 
     /// Runs the helper's `probe` mode (namespaces), synchronously.
@@ -144,7 +170,9 @@ pub struct Launcher {
     /// The root and writable paths, resolved once for git protection's inspections.
     git_paths: (PathBuf, Vec<PathBuf>),
     /// The control group of each command's whole tree.
-    tree: TreeLimits,
+    pub(super) tree: TreeLimits,
+    /// The helper started ahead for the next launch (shared by clones).
+    warm: Arc<Warm>,
     /// The Landlock rules' paths, opened once and sent with each plan.
     rules: RuleFds,
 }
@@ -171,6 +199,7 @@ impl Launcher {
             git_paths,
             tree,
             rules: RuleFds::default(),
+            warm: Arc::default(),
         }
     }
 
@@ -192,25 +221,26 @@ impl Launcher {
     /// [`ExecError::Setup`], [`ExecError::Spawn`]. A timeout is not an error: see
     /// [`ExecOutput::timed_out`].
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
-        let prepared = self.prepare(request)?;
-        let group = prepared.group;
-        let mut plan = prepared.plan;
-        let started = self.start(&mut plan, group.as_ref(), Stdio::piped(), Stdio::piped());
-        let Started { child, mut channel } = match started {
-            Ok(started) => started,
-            Err(e) => {
-                self.tree.recycle(group);
-                return Err(e);
-            }
-        };
+        let mut prepared = self.prepare(request)?;
+        let rule_fds = self.attach_rules(&mut prepared.plan);
+        let json =
+            serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
+        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        let Waiting {
+            mut process,
+            mut channel,
+            group,
+            warning,
+        } = self.hand_over(&json, &fds)?;
+        prepared.warnings.extend(warning);
         // If this future is dropped (the call was cancelled), the command still may not leave a
         // change to git behind.
         let mut cleanup = Cleanup {
-            group: child.id(),
+            group: Some(process.id()),
             git: prepared.git,
         };
         let limits = &self.policy.limits;
-        let captured = capture::supervise(child, limits.timeout, limits.output_bytes).await;
+        let captured = capture::supervise(&mut process, limits.timeout, limits.output_bytes).await;
         // The helper has exited (with a pid namespace, after every process of the command).
         let report = channel::collect(&mut channel);
         // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the
@@ -223,6 +253,50 @@ impl Launcher {
         Ok(into_output(captured?, prepared.warnings, undone))
     }
 
+    /// Gives the plan (`json`, with the rules' descriptors `fds`) to a helper: the spare when
+    /// there is one and it is alive, else a helper started for this launch; then starts the
+    /// next spare ([`warm`](super::warm)).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Helper`] when no helper can be started; [`ExecError::Setup`] when it cannot
+    /// be moved into its control group or given its plan.
+    fn hand_over(&self, json: &[u8], fds: &[BorrowedFd<'_>]) -> Result<Waiting, ExecError> {
+        let spare = self
+            .warm
+            .take()
+            .and_then(|spare| self.send(spare, json, fds).ok());
+        let helper = match spare {
+            Some(spare) => spare,
+            None => {
+                let fresh = Waiting::start_on_launcher_thread(&self.helper, &self.tree)?;
+                self.send(fresh, json, fds)
+                    .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))?
+            }
+        };
+        self.warm.refill(&self.helper, &self.tree);
+        Ok(helper)
+    }
+
+    /// Sends the plan to `helper`; on failure (it died: `EPIPE`) kills it and takes its group
+    /// back.
+    fn send(
+        &self,
+        helper: Waiting,
+        json: &[u8],
+        fds: &[BorrowedFd<'_>],
+    ) -> std::io::Result<Waiting> {
+        match channel::send_plan(&helper.channel, json, fds) {
+            Ok(()) => Ok(helper),
+            Err(e) => {
+                let Waiting { process, group, .. } = helper;
+                drop(process);
+                self.tree.recycle(group);
+                Err(e)
+            }
+        }
+    }
+
     /// The plan for `request`, its warnings, and the git snapshot to undo changes against.
     ///
     /// # Errors
@@ -230,10 +304,6 @@ impl Launcher {
     /// [`ExecError::Unavailable`] (fail-closed and a layer missing).
     pub(crate) fn prepare(&self, request: &ExecRequest) -> Result<Prepared, ExecError> {
         let (mut plan, mut warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
-        let group = self.tree.take().unwrap_or_else(|warning| {
-            warnings.push(warning);
-            None
-        });
         warnings.extend(self.tree.warning(self.caps.running_as_root));
         let git = self.policy.protect_git.then(|| {
             let (root, writable) = &self.git_paths;
@@ -246,39 +316,6 @@ impl Launcher {
             plan,
             warnings,
             git,
-            group,
-        })
-    }
-
-    /// Starts the helper with `plan` (its stdin is the plan-and-error channel), `stdout` and
-    /// `stderr` as given, killed when the returned child is dropped.
-    ///
-    /// # Errors
-    ///
-    /// [`ExecError::Helper`] when it cannot be started; [`ExecError::Setup`] when the plan
-    /// cannot be serialised or sent.
-    pub(crate) fn start(
-        &self,
-        plan: &mut Plan,
-        group: Option<&Cgroup>,
-        stdout: Stdio,
-        stderr: Stdio,
-    ) -> Result<Started, ExecError> {
-        let rule_fds = self.attach_rules(plan);
-        let json = serde_json::to_vec(plan).map_err(|e| ExecError::Setup(e.to_string()))?;
-        let (command, ours) = self.helper_command(stdout, stderr)?;
-        let mut command = tokio::process::Command::from(command);
-        command.kill_on_drop(true);
-        let spawned = command.spawn();
-        // The command holds the helper's end of the channel: drop it, or EOF never comes.
-        drop(command);
-        let child = spawned.map_err(|e| self.cannot_start(e))?;
-        // On error `child` is dropped, which kills the helper.
-        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
-        self.hand_over(child.id(), group, &ours, &json, &fds)?;
-        Ok(Started {
-            child,
-            channel: ours,
         })
     }
 
@@ -291,48 +328,6 @@ impl Launcher {
         plan.landlock
             .as_mut()
             .map(|landlock| self.rules.attach(landlock))
-    }
-
-    /// The helper's command in `run` mode, its stdin the helper's end of a new channel, and
-    /// the launcher's end. Spawn it, drop the command (it holds the helper's end, and EOF must
-    /// come), then [`hand_over`](Self::hand_over) the plan.
-    pub(crate) fn helper_command(
-        &self,
-        stdout: Stdio,
-        stderr: Stdio,
-    ) -> Result<(std::process::Command, UnixStream), ExecError> {
-        let (ours, theirs) = channel::pair()
-            .map_err(|e| ExecError::Helper(format!("cannot create the helper's channel: {e}")))?;
-        let mut command = self.helper.command("run");
-        command
-            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-            .stdout(stdout)
-            .stderr(stderr);
-        Ok((command, ours))
-    }
-
-    /// The error for a helper that cannot be started.
-    pub(crate) fn cannot_start(&self, e: std::io::Error) -> ExecError {
-        ExecError::Helper(format!(
-            "cannot start {}: {e}",
-            self.helper.program.display()
-        ))
-    }
-
-    /// Gives the spawned helper (`pid`) its plan. The helper blocks reading the plan until it
-    /// is written here, so whatever must happen to its pid before it runs anything goes first.
-    /// A helper that died before reading shows as `EPIPE`.
-    pub(crate) fn hand_over(
-        &self,
-        pid: Option<u32>,
-        group: Option<&Cgroup>,
-        ours: &UnixStream,
-        json: &[u8],
-        fds: &[std::os::fd::BorrowedFd<'_>],
-    ) -> Result<(), ExecError> {
-        enter_group(group, pid)?;
-        channel::send_plan(ours, json, fds)
-            .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))
     }
 }
 
@@ -361,20 +356,6 @@ pub(crate) struct Prepared {
     /// The git snapshot taken before the command (protection on), to
     /// [`undo`](GitProtection::undo) once every process of it is gone.
     pub(crate) git: Option<GitProtection>,
-    /// The control group of the command's whole tree, when tree limits are enforced.
-    pub(crate) group: Option<Cgroup>,
-}
-
-/// A helper that received its plan ([`Launcher::start`]).
-#[derive(Debug)]
-pub(crate) struct Started {
-    /// The helper (killed on drop). With a pid namespace it stays the middle process and exits
-    /// with the command's status.
-    pub(crate) child: tokio::process::Child,
-    /// The launcher's end of the channel: [`channel::collect`] it once the helper has exited
-    /// (or read it to EOF, blocking, to learn the target was executed) and turn it into an
-    /// error with [`channel::error_of`].
-    pub(crate) channel: UnixStream,
 }
 
 /// What a cancelled run still does when its future is dropped: kill the command's process group

@@ -1,12 +1,14 @@
 //! The sandboxed process launcher.
 //!
 //! The runtime never forks itself (a fork of a large process costs ~20 ms, §3.4 of the sandbox
-//! spec). [`Launcher::run`] posix_spawns the helper program ([`HelperCommand`]) with an empty
-//! environment and one end of a Unix socket pair as its **stdin**, and writes the [`Plan`] to
-//! it as one JSON document; the helper reads it to EOF, keeps the socket as its error channel
-//! (close-on-exec), reopens stdin on `/dev/null`, applies every layer to itself
-//! ([`helper_main`]) and `execve`s the target. The supervisor captures stdout and stderr with
-//! separate caps and kills the process group (and the pid namespace with it) on timeout.
+//! spec). The helper program ([`HelperCommand`]) is posix_spawned with an empty environment and
+//! one end of a Unix socket pair as its **stdin**; it calls `setsid` and blocks reading its
+//! [`Plan`], one JSON document. [`Launcher::run`] writes the plan to a helper started ahead of
+//! time, its *spare* (`warm.rs`), or to a fresh one when there is none; the helper reads it to EOF,
+//! keeps the socket as its error channel (close-on-exec), reopens stdin on `/dev/null`, applies
+//! every layer to itself ([`helper_main`]) and `execve`s the target. The supervisor captures
+//! stdout and stderr with separate caps and kills the process group (and the pid namespace with
+//! it) on timeout.
 //!
 //! When the helper cannot apply a layer it writes a JSON object `{kind, message}` to the error
 //! channel and exits with status 125 (127 when the target cannot be executed); the launcher
@@ -19,9 +21,9 @@
 //! binds it (read-only where it decides what git executes), and what the command created there
 //! anyway is undone once it is over: [`ExecOutput::undone`] says what.
 //!
-//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the helper exits, so call
-//! [`Launcher::run`] from long-lived threads (tokio workers are; `spawn_blocking` threads that
-//! idle out are not). Dropping the `run` future kills the whole process group.
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the helper exits, so `run`'s helpers
+//! are all spawned on one process-wide thread that never exits (`warm.rs`): `run` may be called
+//! from any thread. Dropping the `run` future kills the whole process group.
 //!
 //! The helper also has a [`degrade`] mode, a testing aid that runs a command on an emulated
 //! machine without Landlock, openat2 or namespaces.
@@ -34,10 +36,12 @@ mod helper;
 mod landlock;
 mod launcher;
 mod plan;
+mod process;
 mod rules;
 mod seccomp;
 mod spawn;
 mod tree;
+mod warm;
 
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;

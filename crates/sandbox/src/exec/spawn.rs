@@ -283,6 +283,10 @@ impl Launcher {
     /// (the helper cannot be started or given its plan).
     pub fn spawn(&self, request: &SpawnRequest) -> Result<SandboxedChild, ExecError> {
         let mut prepared = self.prepare(&request.exec)?;
+        let group = self.tree.take().unwrap_or_else(|warning| {
+            prepared.warnings.push(warning);
+            None
+        });
         if !request.writable {
             // Nothing to protect from a program that cannot write.
             prepared.git = None;
@@ -295,12 +299,13 @@ impl Launcher {
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the channel: {e}")))?;
-        let (mut command, helper) =
-            self.helper_command(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
+        let (mut command, helper) = self
+            .helper
+            .run_command(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
         let spawned = command.spawn();
         // The command holds the program's end of both channels: EOF on ours means it is gone.
         drop(command);
-        let mut child = spawned.map_err(|e| self.cannot_start(e))?;
+        let mut child = spawned.map_err(|e| self.helper.cannot_start(e))?;
         let stderr = child.stderr.take();
         let killer = GroupKiller {
             inner: Arc::new(KillerState {
@@ -317,7 +322,7 @@ impl Launcher {
             killer,
             warnings: prepared.warnings,
             git: prepared.git,
-            group: prepared.group,
+            group,
         };
         // A helper that died before reading its plan shows as EOF on the channel and its exit in
         // `finish`, which says more than the `EPIPE` here would.

@@ -12,8 +12,9 @@
 //!
 //! Making and removing a group costs ~150–185 µs and ~95 µs (measured as root on cgroup v1,
 //! 2 cores, loaded), and doing both per launch, even off its path, cost the launches ~0.3 ms on
-//! 2 cores: so a group whose command has ended empty is kept for the next launch, and only the
-//! move of the helper into it (~50 µs) and a look at whether it emptied are paid per launch.
+//! 2 cores: so a group whose command has ended empty is kept for the next launch. The helper is
+//! moved into its group (~50 µs) when it is started, which for `run` is ahead of the launch
+//! (the spare helper, `warm.rs`); per launch only a look at whether the group emptied is paid.
 //!
 //! Where groups cannot be made, the launch goes on with the per-process rlimits and says so in
 //! a warning when running as root (the only case where the process count is then unbounded):

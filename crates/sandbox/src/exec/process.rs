@@ -1,0 +1,131 @@
+//! [`HelperProcess`]: a started helper, waited for from whichever tokio runtime runs the launch.
+//!
+//! Helpers are spawned on the launcher thread ([`warm`](super::warm)), often before the launch
+//! that uses them and outside any runtime, so a helper cannot be a `tokio::process::Child`
+//! (whose reaping belongs to the runtime that spawned it). It is a `std::process::Child`, and a
+//! launch waits for its exit on a pidfd registered with the waiting runtime (Linux ≥ 5.3); where
+//! pidfds are missing, a blocking thread only *peeks* at the exit (`waitid(WNOWAIT)`), so the
+//! child is still reaped here and its pid, the process group's id, stays taken until then.
+//! Dropped before it was reaped, the helper is killed and reaped on a thread of its own.
+
+use std::io;
+use std::process::{Child, ChildStderr, ChildStdout, ExitStatus};
+
+use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions, pidfd_open, waitid};
+use tokio::io::unix::AsyncFd;
+
+/// A helper process with piped stdout and stderr (see the [module docs](self)).
+#[derive(Debug)]
+pub(crate) struct HelperProcess {
+    /// `None` only once dropped.
+    child: Option<Child>,
+    /// Whether `child` has been reaped (its status is cached in it).
+    reaped: bool,
+}
+
+impl HelperProcess {
+    /// Takes charge of `child`.
+    pub(crate) fn new(child: Child) -> HelperProcess {
+        HelperProcess {
+            child: Some(child),
+            reaped: false,
+        }
+    }
+
+    /// The helper's pid, which is its process group once it has called `setsid`.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The helper's stdout and stderr pipes (`None` once taken, or when not piped).
+    pub(crate) fn take_pipes(&mut self) -> (Option<ChildStdout>, Option<ChildStderr>) {
+        match self.child.as_mut() {
+            Some(child) => (child.stdout.take(), child.stderr.take()),
+            None => (None, None),
+        }
+    }
+
+    /// Sends `SIGKILL` to the helper itself (not its group); nothing once it has been reaped.
+    pub(crate) fn kill(&mut self) {
+        if let Some(child) = self.child.as_mut().filter(|_| !self.reaped) {
+            let _ = child.kill();
+        }
+    }
+
+    /// Waits for the helper to exit and reaps it. Cancel-safe: dropping the future leaves the
+    /// helper unreaped (and [`Drop`] kills and reaps it).
+    #[allow(unsafe_code)]
+    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.try_wait()? {
+            return Ok(status);
+        }
+        let pid = Pid::from_raw(i32::try_from(self.id()).unwrap_or(0))
+            .ok_or_else(|| io::Error::other("the helper has no pid"))?;
+        match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(pidfd) => {
+                // SAFETY: an `OwnedFd`, owned by the `AsyncFd` from here on, always returns the
+                // same open descriptor.
+                let pidfd = unsafe {
+                    AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+                }
+                .map_err(io::Error::from)?;
+                loop {
+                    let mut ready = pidfd.readable().await?;
+                    // A pidfd is readable once the process has exited.
+                    if let Some(status) = self.try_wait()? {
+                        return Ok(status);
+                    }
+                    ready.clear_ready();
+                }
+            }
+            Err(_) => {
+                let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+                let peek = tokio::task::spawn_blocking(move || {
+                    loop {
+                        match waitid(WaitId::Pid(pid), options) {
+                            Err(rustix::io::Errno::INTR) => continue,
+                            other => break other.map(drop),
+                        }
+                    }
+                });
+                peek.await.map_err(io::Error::other)??;
+                let status = self.child_mut()?.wait()?;
+                self.reaped = true;
+                Ok(status)
+            }
+        }
+    }
+
+    /// The exit status if the helper has exited (reaping it), without waiting.
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let status = self.child_mut()?.try_wait()?;
+        self.reaped |= status.is_some();
+        Ok(status)
+    }
+
+    fn child_mut(&mut self) -> io::Result<&mut Child> {
+        self.child
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the helper is gone"))
+    }
+}
+
+impl Drop for HelperProcess {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if self.reaped || matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = child.kill();
+        // A killed helper exits at once, unless stuck in the kernel (a hung FUSE mount): reap it
+        // on a thread of its own rather than block whoever dropped it.
+        // (Where no thread can be made, the dead helper stays a zombie until toolsmith exits.)
+        let _ = std::thread::Builder::new()
+            .name("toolsmith-reaper".into())
+            .spawn(move || {
+                let _ = child.wait();
+            });
+    }
+}
