@@ -1,7 +1,7 @@
 //! Resuming a paused run: which calls at the end of the thread wait for an answer, and what
 //! the caller's answers decide for each.
 //!
-//! A pause is data in the thread (DESIGN.md §4): a call without a result, after which the
+//! A pause is data in the thread (docs/approvals.md): a call without a result, after which the
 //! assistant message records a [`ToolApprovalRequest`], or a call to a client tool. Resuming is
 //! running again with the thread plus the answers: approval answers in
 //! [`RunInput::approvals`](crate::RunInput::approvals), client results as a tool message.

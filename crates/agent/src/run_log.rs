@@ -1,5 +1,5 @@
 //! [`RunLog`]: where a run records itself as it goes, so that a crash loses no result and runs
-//! no side effect twice (DESIGN.md §5).
+//! no side effect twice (docs/store.md).
 //!
 //! The loop calls it in a fixed order. It saves the thread once the run has claimed it, then
 //! after each step's assistant message, before any of its calls runs

@@ -1,4 +1,4 @@
-//! Durable storage for toolsmith runs (DESIGN.md §5): threads with tags and parent links, their
+//! Durable storage for toolsmith runs (docs/store.md): threads with tags and parent links, their
 //! messages, where their runs stand, the tool-call journal and the idempotency ledger.
 //!
 //! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default),

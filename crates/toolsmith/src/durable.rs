@@ -1,5 +1,5 @@
 //! Durable runs: a run recorded in a [`Store`] as it goes, so that it survives a crash with no
-//! lost result and no side effect run twice (DESIGN.md §5, seed 001's journal).
+//! lost result and no side effect run twice (docs/store.md, seed 001's journal).
 //!
 //! [`StoredRun`] is the [`RunLog`] over a store: it claims the thread for the run (so that of
 //! two processes continuing one thread exactly one proceeds), saves the thread at the loop's

@@ -30,8 +30,8 @@ use super::{EXIT_FAILURE, usage_error};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// An agent config (JSON): model, instructions, maxSteps, tools, approval, clientTools,
-    /// subagents, prompts and variables (see the `config` module and docs/config.md).
+    /// An agent config (JSON): model, instructions, maxSteps, execution, tools, approval,
+    /// clientTools, subagents, prompts and variables (every key: docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A value for a variable the config declares (repeatable). Without one (nor a --var-file),

@@ -52,7 +52,8 @@
 //! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
 //! `config.tools.googleSearch requires config.model.provider to be google`; an unknown key
 //! anywhere is rejected with its path (`config.subagents[0].blockign is not a supported
-//! setting`). Sub-agents and prompts: `docs/subagents.md`.
+//! setting`). Sub-agents and prompts: `docs/subagents.md`. The user's reference of the file,
+//! every key with its default and errors: `docs/config.md`.
 
 mod build;
 mod composite;
