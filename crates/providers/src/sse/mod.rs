@@ -10,7 +10,7 @@
 //! delivers exactly such chunks. `sse/parser.rs` is our own incremental parser instead: linear in the
 //! bytes however they are chunked (an offset into the buffer, compacted rarely, each byte
 //! scanned once). It follows the WHATWG rules (its module documentation lists them), and a
-//! property test (`tests/sse_oracle.rs`) checks it against `eventsource-stream` itself, kept as
+//! property test (`tests/it/sse_oracle.rs`) checks it against `eventsource-stream` itself, kept as
 //! a dev-dependency for that: random event streams cut at random chunk boundaries must give
 //! exactly the events `eventsource-stream` gives. Where the two differ, we follow the standard:
 //! a `\r` that is the very last byte of the body ends its line (`eventsource-stream` waits for
