@@ -6,6 +6,7 @@ use crate::common::*;
 use serde_json::json;
 use toolsmith_core::{ModelErrorKind, ModelPart, UnifiedFinishReason};
 use toolsmith_providers::anthropic::MessagesStreamDecoder;
+use toolsmith_providers::decode::StreamDecoder;
 
 fn decode_lines(sse: &str) -> Summary {
     let payloads: Vec<&str> = sse
