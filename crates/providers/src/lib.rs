@@ -44,6 +44,7 @@ pub mod request_parts;
 pub mod retry;
 mod scan;
 pub mod scripted;
+mod settings;
 pub mod sse;
 
 pub use anthropic::AnthropicMessages;
@@ -52,3 +53,4 @@ pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 pub use registry::{PROVIDERS, ProviderOptions, resolve};
 pub use scripted::{ScriptedCall, ScriptedError, ScriptedModel, Turn};
+pub use settings::{ModelBuilder, ModelSettings};

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::json;
 use toolsmith_core::{LanguageModel, ModelErrorKind};
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::anthropic::{AnthropicMessages, TRUNCATED};
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::retry::RetryPolicy;

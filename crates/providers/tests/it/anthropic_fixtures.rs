@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use toolsmith_core::{
     LanguageModel, Message, ModelErrorKind, ModelPart, ModelRequest, UnifiedFinishReason,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::anthropic::{
     AnthropicMessages, MessagesStreamDecoder, TRUNCATED, decode_events, decode_response,
 };

@@ -9,6 +9,7 @@ use toolsmith_core::{
     ProviderTool, Role, ToolCallPart, ToolChoice, ToolDeclaration, ToolDeclarations, ToolKind,
     ToolResultPart,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::anthropic::{AnthropicMessages, DIALECT, render_tools};
 use toolsmith_providers::provider_tools::anthropic_web_search;
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_core::{LanguageModel, ModelErrorKind};
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::google::GoogleGemini;
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::retry::RetryPolicy;

@@ -8,6 +8,7 @@ use toolsmith_core::{
     ProviderTool, Role, ToolCallPart, ToolChoice, ToolDeclaration, ToolDeclarations, ToolKind,
     ToolResultPart,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::google::{self, GoogleGemini};
 
 fn declaration(name: &str, schema: Value, kind: ToolKind) -> ToolDeclaration {

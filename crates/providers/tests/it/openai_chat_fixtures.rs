@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::common::*;
 use toolsmith_core::LanguageModel;
 use toolsmith_core::{CallSettings, Message, ModelErrorKind, ModelRequest, UnifiedFinishReason};
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::openai_chat::{ChatStreamDecoder, OpenAiChat, decode_events};
 use toolsmith_providers::retry::RetryPolicy;

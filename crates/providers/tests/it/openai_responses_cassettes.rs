@@ -14,6 +14,7 @@ use toolsmith_core::{
     Message, ModelOutput, ModelPart, ModelRequest, Part, ProviderMetadata, Role, ToolCallPart,
     ToolChoice, ToolDeclaration, ToolDeclarations, ToolKind, ToolResultPart,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::openai_responses::{OpenAiResponses, decode_response};
 
 /// `auto`, first request.

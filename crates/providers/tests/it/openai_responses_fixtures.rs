@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use toolsmith_core::{
     LanguageModel, Message, ModelErrorKind, ModelPart, ModelRequest, UnifiedFinishReason,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::openai_responses::{
     OpenAiResponses, ResponsesStreamDecoder, TRUNCATED, decode_events, decode_response,

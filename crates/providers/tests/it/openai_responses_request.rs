@@ -10,6 +10,7 @@ use toolsmith_core::{
     ProviderMetadata, Role, Tool, ToolCallPart, ToolChoice, ToolDeclaration, ToolDeclarations,
     ToolKind, ToolResultPart,
 };
+use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::decode::StreamDecoder;
 use toolsmith_providers::openai_responses::{OpenAiResponses, ResponsesStreamDecoder};
 use toolsmith_providers::provider_tools::{anthropic_web_search, openai_web_search};
