@@ -9,9 +9,9 @@
 //!   reasons.
 //! - Whole bodies ([`decode_response`]) for `with_streaming(false)`.
 //!
-//! Errors: HTTP failures go through [`JsonPost`] (retries for 429 and 5xx, honouring
-//! `retry-after` and the `RetryInfo` of Google's error bodies); the key travels in the
-//! `x-goog-api-key` header and never appears in an error.
+//! Errors: HTTP failures are retried as the model's [`RetryPolicy`](crate::RetryPolicy) allows
+//! (429 and 5xx, honouring `retry-after` and the `RetryInfo` of Google's error bodies); the key
+//! travels in the `x-goog-api-key` header and never appears in an error.
 
 mod args;
 mod fast;

@@ -43,9 +43,11 @@ pub const CODE_EXECUTION: &str = "code_execution";
 ///   terminator, or a last `partialArgs` chunk when the terminator is missing), else at the next
 ///   named call, the next text, or a `STOP` finish reason. A call still streaming when another
 ///   finish reason (`MAX_TOKENS`, `SAFETY`…) stops the output keeps its arguments unclosed: the
-///   malformed input becomes an error result instead of a call run with a truncated value. A call's `thoughtSignature` rides in its
-///   [`ModelToolCall::provider_metadata`]; the wire `id`, when there is one, is the call id
-///   (also kept there, to be echoed), else a stable id is generated.
+///   malformed input becomes an error result instead of a call run with a truncated value. A
+///   call's `thoughtSignature` rides in its
+///   [`ModelToolCall::provider_metadata`](toolsmith_core::ModelToolCall::provider_metadata); the
+///   wire `id`, when there is one, is the call id (also kept there, to be echoed), else a stable
+///   id is generated.
 /// - **Code execution.** An `executableCode` part is a provider-executed `code_execution` call
 ///   (input `{language, code}`), the next `codeExecutionResult` its [`ModelPart::ToolResult`]
 ///   (`{outcome, output}`, an error unless `OUTCOME_OK`); each run counts in

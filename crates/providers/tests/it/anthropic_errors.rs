@@ -7,8 +7,7 @@ use serde_json::json;
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::anthropic::{AnthropicMessages, TRUNCATED};
-use toolsmith_providers::http::HttpSettings;
-use toolsmith_providers::retry::RetryPolicy;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
 

@@ -12,11 +12,10 @@ use toolsmith_core::{
 };
 use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::anthropic::{
-    AnthropicMessages, MessagesStreamDecoder, TRUNCATED, decode_events, decode_response,
+    AnthropicMessages, MessagesStreamDecoder, TRUNCATED, decode_response,
 };
-use toolsmith_providers::http::HttpSettings;
-use toolsmith_providers::retry::RetryPolicy;
-use toolsmith_providers::sse::sse_events;
+use toolsmith_providers::decode::decode_sse;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const DIR: &str = "anthropic";
 
@@ -439,7 +438,13 @@ fn decode_lines(sse: &str) -> Summary {
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
     let pieces = random_split(sse.as_bytes(), seed, max);
     let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
-    let (parts, error) = collect(decode_events(sse_events(bytes, None), Vec::new())).await;
+    let (parts, error) = collect(decode_sse(
+        bytes,
+        None,
+        MessagesStreamDecoder::new(),
+        Vec::new(),
+    ))
+    .await;
     check(parts, error)
 }
 

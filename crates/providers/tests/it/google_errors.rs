@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
 use toolsmith_providers::google::GoogleGemini;
-use toolsmith_providers::http::HttpSettings;
-use toolsmith_providers::retry::RetryPolicy;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const KEY: &str = "AIzaSyTest-0123456789abcdef";
 

@@ -11,12 +11,9 @@ use toolsmith_core::{
     LanguageModel, Message, ModelErrorKind, ModelPart, ModelRequest, UnifiedFinishReason,
 };
 use toolsmith_providers::ModelBuilder;
-use toolsmith_providers::google::{
-    GeminiStreamDecoder, GoogleGemini, decode_events, decode_response,
-};
-use toolsmith_providers::http::HttpSettings;
-use toolsmith_providers::retry::RetryPolicy;
-use toolsmith_providers::sse::sse_events;
+use toolsmith_providers::decode::decode_sse;
+use toolsmith_providers::google::{GeminiStreamDecoder, GoogleGemini, decode_response};
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const DIR: &str = "google";
 const KEY: &str = "AIzaTest-0123456789abcdef";
@@ -297,7 +294,13 @@ fn decode_payloads<S: AsRef<str>>(payloads: &[S]) -> Summary {
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
     let pieces = random_split(sse.as_bytes(), seed, max);
     let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
-    let (parts, error) = collect(decode_events(sse_events(bytes, None), Vec::new())).await;
+    let (parts, error) = collect(decode_sse(
+        bytes,
+        None,
+        GeminiStreamDecoder::new(),
+        Vec::new(),
+    ))
+    .await;
     check(parts, error)
 }
 

@@ -30,4 +30,3 @@ mod openai_responses_errors;
 mod openai_responses_fixtures;
 mod openai_responses_request;
 mod openai_responses_stream;
-mod sse_oracle;

@@ -6,9 +6,8 @@ use crate::common::*;
 use serde_json::json;
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
-use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::openai_chat::OpenAiChat;
-use toolsmith_providers::retry::RetryPolicy;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 use toolsmith_providers::{ProviderOptions, resolve};
 
 const KEY: &str = "sk-test-0123456789abcdef";

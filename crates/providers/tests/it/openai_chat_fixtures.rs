@@ -8,10 +8,9 @@ use crate::common::*;
 use toolsmith_core::LanguageModel;
 use toolsmith_core::{CallSettings, Message, ModelErrorKind, ModelRequest, UnifiedFinishReason};
 use toolsmith_providers::ModelBuilder;
-use toolsmith_providers::http::HttpSettings;
-use toolsmith_providers::openai_chat::{ChatStreamDecoder, OpenAiChat, decode_events};
-use toolsmith_providers::retry::RetryPolicy;
-use toolsmith_providers::sse::sse_events;
+use toolsmith_providers::decode::decode_sse;
+use toolsmith_providers::openai_chat::{ChatStreamDecoder, OpenAiChat};
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 /// What each fixture must decode to.
 struct Expect {
@@ -122,7 +121,13 @@ fn decode_lines(sse: &str) -> Summary {
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
     let pieces = random_split(sse.as_bytes(), seed, max);
     let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
-    let (parts, error) = collect(decode_events(sse_events(bytes, None), Vec::new())).await;
+    let (parts, error) = collect(decode_sse(
+        bytes,
+        None,
+        ChatStreamDecoder::new(),
+        Vec::new(),
+    ))
+    .await;
     check(parts, error)
 }
 

@@ -6,9 +6,8 @@ use crate::common::*;
 use serde_json::json;
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
-use toolsmith_providers::http::HttpSettings;
 use toolsmith_providers::openai_responses::{OpenAiResponses, TRUNCATED};
-use toolsmith_providers::retry::RetryPolicy;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 

@@ -13,12 +13,11 @@ use toolsmith_core::{
     LanguageModel, Message, ModelErrorKind, ModelPart, ModelRequest, UnifiedFinishReason,
 };
 use toolsmith_providers::ModelBuilder;
-use toolsmith_providers::http::HttpSettings;
+use toolsmith_providers::decode::decode_sse;
 use toolsmith_providers::openai_responses::{
-    OpenAiResponses, ResponsesStreamDecoder, TRUNCATED, decode_events, decode_response,
+    OpenAiResponses, ResponsesStreamDecoder, TRUNCATED, decode_response,
 };
-use toolsmith_providers::retry::RetryPolicy;
-use toolsmith_providers::sse::sse_events;
+use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 fn lines_of(expect: &Expect) -> Vec<String> {
     responses_of(expect.dir, expect.file)[expect.response].clone()
@@ -163,7 +162,13 @@ fn decode_lines<S: AsRef<str>>(lines: &[S]) -> Summary {
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
     let pieces = random_split(sse.as_bytes(), seed, max);
     let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
-    let (parts, error) = collect(decode_events(sse_events(bytes, None), Vec::new())).await;
+    let (parts, error) = collect(decode_sse(
+        bytes,
+        None,
+        ResponsesStreamDecoder::new(),
+        Vec::new(),
+    ))
+    .await;
     check(parts, error)
 }
 

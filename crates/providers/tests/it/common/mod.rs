@@ -90,8 +90,8 @@ pub fn request() -> toolsmith_core::ModelRequest {
 }
 
 /// The default retry policy, with 10 ms first delays so tests stay fast.
-pub fn fast_retries() -> toolsmith_providers::retry::RetryPolicy {
-    toolsmith_providers::retry::RetryPolicy {
+pub fn fast_retries() -> toolsmith_providers::RetryPolicy {
+    toolsmith_providers::RetryPolicy {
         initial_delay: std::time::Duration::from_millis(10),
         ..Default::default()
     }
