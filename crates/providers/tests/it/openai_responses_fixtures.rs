@@ -162,13 +162,8 @@ fn decode_lines<S: AsRef<str>>(lines: &[S]) -> Summary {
 async fn decode_split(sse: &str, seed: u64, max: usize) -> Summary {
     let pieces = random_split(sse.as_bytes(), seed, max);
     let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
-    let (parts, error) = collect(decode_sse(
-        bytes,
-        None,
-        ResponsesStreamDecoder::new(),
-        Vec::new(),
-    ))
-    .await;
+    let decoder = ResponsesStreamDecoder::new();
+    let (parts, error) = collect(decode_sse(bytes, None, decoder, Vec::new())).await;
     check(parts, error)
 }
 
