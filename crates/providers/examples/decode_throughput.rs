@@ -3,15 +3,14 @@
 //! prints the ratio.
 //!
 //! What is measured matches the SDK side: each fixture's SSE body (in memory, one chunk per
-//! event) goes through the production path, `sse::sse_events` and `decode::decode_events`
-//! with a fresh decoder, on a current-thread tokio runtime, and every part is pulled from the
-//! resulting stream. Throughput is in SSE body bytes; the fixtures and the wire table are the
-//! bench's (`benches/support`).
+//! event) goes through the production path, `decode::decode_sse` with a fresh decoder, on a
+//! current-thread tokio runtime, and every part is pulled from the resulting stream. Throughput
+//! is in SSE body bytes; the fixtures and the wire table are the bench's (`benches/support`).
 //!
 //! Each line also gives `decoder_only_mib_per_s`: the same fixtures' payloads pushed straight
 //! into the decoder (no SSE parsing, no stream), over the same body bytes, to show how the time
 //! splits between the decoder and the SSE layer, and `sse_only_mib_per_s`: the bodies through
-//! `sse_events` alone, nothing decoded.
+//! the SSE layer alone (`decode_sse` with a decoder that drops every payload), nothing decoded.
 //!
 //! The body is cut one chunk per event, or into `CHUNK` bytes when that environment variable
 //! is a size (both sides read it).

@@ -1,5 +1,6 @@
-//! One model call, the same for every wire: log the request's warnings, POST the JSON body
-//! (with retries), then decode either the event stream or the whole JSON body into parts.
+//! One model call, the same for every wire (internal: the models make it through their
+//! [`ModelSettings`](crate::ModelSettings)): log the request's warnings, POST the JSON body (with
+//! retries), then decode either the event stream or the whole JSON body into parts.
 
 use serde_json::Value;
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelStream};

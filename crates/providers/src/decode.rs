@@ -86,8 +86,13 @@ pub fn decode_events<D: StreamDecoder>(
 
 /// [`decode_events`] over a body's bytes, each event decoded where the SSE parser holds it:
 /// no copy of its data and no allocation per event (what [`SseStream`]'s owned events cost).
-/// This is how every provider reads a streamed response; `idle_timeout` is as in
-/// [`crate::sse::sse_events`].
+/// This is how every provider reads a streamed response.
+///
+/// The chunks may split lines, CRLF pairs and UTF-8 sequences anywhere; events follow the
+/// WHATWG rules. A read error is a `Network` error, invalid UTF-8 an `InvalidResponse`, and a
+/// silence longer than `idle_timeout` (when given, timed from the first read that has to wait
+/// for the next event until it is complete) a `Timeout`; each is handled as a transport failure
+/// in [`decode_events`].
 ///
 /// ```
 /// use futures::StreamExt;

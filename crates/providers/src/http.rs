@@ -1,4 +1,10 @@
-//! The shared HTTP client and the retrying POST every wire uses.
+//! The shared HTTP client and the retrying POST every wire uses (internal: the crate exports
+//! only [`HttpSettings`], the timeouts and retries a model is given).
+//!
+//! One `reqwest` client serves the whole process ([`shared_client`], [`CONNECT_TIMEOUT`]). A
+//! [`JsonPost`] is serialised once and resent as is: each attempt waits at most
+//! `response_timeout` for the headers, a failed one is retried as [`RetryPolicy`] allows, and
+//! the last error is returned with the key ([`JsonPost::secret`]) removed from its message.
 
 use std::sync::OnceLock;
 use std::time::Duration;

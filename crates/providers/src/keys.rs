@@ -1,4 +1,6 @@
-//! API keys and base URLs: an explicit option, else the provider's environment variable.
+//! API keys and base URLs (internal): an explicit option, else the provider's environment
+//! variable; values are trimmed, empty ones count as unset, and base URLs lose their trailing
+//! slash.
 
 use toolsmith_core::{ModelError, ModelErrorKind};
 
@@ -8,17 +10,6 @@ use toolsmith_core::{ModelError, ModelErrorKind};
 ///
 /// A `Config` error naming the variable exactly when neither is set, for example
 /// `OPENAI_API_KEY is not set: pass --api-key or set OPENAI_API_KEY`.
-///
-/// ```
-/// use toolsmith_providers::keys::require_key;
-///
-/// assert_eq!(require_key(Some("sk-1"), "TOOLSMITH_DOC_UNSET_KEY").unwrap(), "sk-1");
-/// let err = require_key(None, "TOOLSMITH_DOC_UNSET_KEY").unwrap_err();
-/// assert_eq!(
-///     err.to_string(),
-///     "TOOLSMITH_DOC_UNSET_KEY is not set: pass --api-key or set TOOLSMITH_DOC_UNSET_KEY"
-/// );
-/// ```
 pub fn require_key(explicit: Option<&str>, var: &str) -> Result<String, ModelError> {
     optional_key(explicit, var).ok_or_else(|| {
         ModelError::new(
@@ -49,4 +40,22 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_key_names_its_variable() {
+        assert_eq!(
+            require_key(Some("sk-1"), "TOOLSMITH_DOC_UNSET_KEY").unwrap(),
+            "sk-1"
+        );
+        let err = require_key(None, "TOOLSMITH_DOC_UNSET_KEY").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "TOOLSMITH_DOC_UNSET_KEY is not set: pass --api-key or set TOOLSMITH_DOC_UNSET_KEY"
+        );
+    }
 }

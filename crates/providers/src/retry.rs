@@ -1,4 +1,5 @@
-//! Bounded retries: exponential backoff with jitter, honouring `retry-after`.
+//! Bounded retries: exponential backoff with jitter, honouring `retry-after` (internal: the crate
+//! exports only [`RetryPolicy`]; `http` applies it).
 
 use std::time::{Duration, SystemTime};
 
@@ -14,7 +15,7 @@ use toolsmith_core::ModelError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolsmith_providers::retry::RetryPolicy;
+/// use toolsmith_providers::RetryPolicy;
 ///
 /// let policy = RetryPolicy::default();
 /// assert_eq!(policy.max_retries, 2);
@@ -76,16 +77,8 @@ impl RetryPolicy {
     }
 }
 
-/// Parses a `retry-after` header: delay seconds (`"2"`, `"1.5"`) or an HTTP date.
-///
-/// ```
-/// use std::time::Duration;
-/// use toolsmith_providers::retry::parse_retry_after;
-///
-/// assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
-/// assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
-/// assert_eq!(parse_retry_after("soon"), None);
-/// ```
+/// Parses a `retry-after` header: delay seconds (`"2"`, `"1.5"`) or an HTTP date (a past date
+/// is no wait); anything else is `None`.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
@@ -139,6 +132,16 @@ mod tests {
         for attempt in 0..40 {
             assert!(policy.backoff(attempt) <= policy.max_delay);
         }
+    }
+
+    #[test]
+    fn retry_after_is_seconds_a_date_or_nothing() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
     }
 
     #[test]

@@ -8,6 +8,8 @@ pub mod synth;
 
 use std::convert::Infallible;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -17,7 +19,6 @@ use toolsmith_providers::decode::{StreamDecoder, decode_sse};
 use toolsmith_providers::google::GeminiStreamDecoder;
 use toolsmith_providers::openai_chat::ChatStreamDecoder;
 use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
-use toolsmith_providers::sse::sse_events;
 
 /// The recorded streams, kept in the crate (`fixtures/`: their origin and licence are in its
 /// `README.md` and `MANIFEST.tsv`).
@@ -277,38 +278,45 @@ impl StreamDecoder for Boxed {
     }
 }
 
-/// The events of an in-memory body, through [`sse_events`] with no idle timeout.
-fn sse_body(body: &[Bytes]) -> toolsmith_providers::sse::SseStream {
-    // `sse_events` wants an owned stream: the chunks are `Bytes`, so this copies no data.
+/// A decoder that decodes nothing: it counts the payloads it is lent and drops them.
+struct Count(Arc<AtomicU64>);
+
+impl StreamDecoder for Count {
+    fn push(&mut self, data: &str, _out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
+        std::hint::black_box(data);
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// An in-memory body's chunks through [`decode_sse`] (no idle timeout) into `decoder`.
+fn decode_chunks(body: &[Bytes], decoder: impl StreamDecoder) -> ModelStream {
+    // `decode_sse` wants an owned stream: the chunks are `Bytes`, so this copies no data.
     let chunks: Vec<Bytes> = body.to_vec();
-    sse_events(
+    decode_sse(
         futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
         None,
+        decoder,
+        Vec::new(),
     )
 }
 
-/// Parses one response's SSE body into events and drops them, decoding nothing: the SSE
-/// layer's share of [`decode_body`]. Returns the number of events.
+/// Parses one response's SSE body and drops its events, decoding nothing: the SSE layer's share
+/// of [`decode_body`], the same path with a decoder that only counts the payloads. Returns the
+/// number of events.
 pub async fn parse_body(body: &[Bytes]) -> u64 {
-    let mut events = sse_body(body);
-    let mut count = 0;
-    while let Some(event) = events.next().await {
-        std::hint::black_box(&event);
-        count += 1;
+    let count = Arc::new(AtomicU64::new(0));
+    let mut parts = decode_chunks(body, Count(count.clone()));
+    while let Some(part) = parts.next().await {
+        std::hint::black_box(&part);
     }
-    count
+    count.load(Ordering::Relaxed)
 }
 
 /// The parts of one response's SSE body, decoded the way a live response is: the chunks
 /// through [`decode_sse`] (no idle timeout) with a fresh decoder.
 pub fn body_parts(wire: &Wire, body: &[Bytes]) -> ModelStream {
-    let chunks: Vec<Bytes> = body.to_vec();
-    decode_sse(
-        futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>)),
-        None,
-        Boxed((wire.decoder)()),
-        Vec::new(),
-    )
+    decode_chunks(body, Boxed((wire.decoder)()))
 }
 
 /// Decodes one response's SSE body through [`body_parts`], every part pulled from the stream

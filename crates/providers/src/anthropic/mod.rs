@@ -17,9 +17,9 @@ mod wire;
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
-use crate::call::{Decoding, call};
-use crate::http::{HttpSettings, JsonPost, shared_client};
+use self::stream::PROVIDER;
 use crate::keys;
+use crate::settings::{Auth, ModelBuilder, ModelSettings};
 
 pub use request::{DEFAULT_MAX_TOKENS, DIALECT, RenderedTools, build_body, render_tools};
 pub use response::decode_response;
@@ -31,9 +31,11 @@ pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
 /// The `anthropic-version` header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// A model behind the Messages API.
+/// A model behind the Messages API. Its builder methods (streaming, timeouts and retries) are
+/// [`ModelBuilder`]'s.
 ///
 /// ```no_run
+/// use toolsmith_providers::ModelBuilder;
 /// use toolsmith_providers::anthropic::AnthropicMessages;
 ///
 /// // Key from ANTHROPIC_API_KEY, base URL from ANTHROPIC_BASE_URL or api.anthropic.com.
@@ -44,26 +46,9 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// assert_eq!(proxied.endpoint(), "http://localhost:8080/v1/messages");
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct AnthropicMessages {
-    model: String,
-    base_url: String,
-    api_key: String,
-    streaming: bool,
-    http: HttpSettings,
-    client: reqwest::Client,
-}
-
-impl std::fmt::Debug for AnthropicMessages {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key is never printed.
-        f.debug_struct("AnthropicMessages")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("streaming", &self.streaming)
-            .field("http", &self.http)
-            .finish_non_exhaustive()
-    }
+    settings: ModelSettings,
 }
 
 impl AnthropicMessages {
@@ -81,74 +66,52 @@ impl AnthropicMessages {
     ) -> Result<Self, ModelError> {
         let api_key = keys::require_key(api_key, "ANTHROPIC_API_KEY")?;
         let base_url = keys::base_url(base_url, "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL);
+        let auth = Auth::Header("x-api-key");
         Ok(AnthropicMessages {
-            model: model.into(),
-            base_url,
-            api_key,
-            streaming: true,
-            http: HttpSettings::default(),
-            client: shared_client().clone(),
+            settings: ModelSettings::new(PROVIDER, model, base_url, Some(api_key), auth),
         })
-    }
-
-    /// Replaces the timeouts and retry policy.
-    pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
-        self.http = settings;
-        self
-    }
-
-    /// Streams (`true`, the default: SSE decoded as it arrives) or asks for one JSON body
-    /// (`false`: decoded by [`decode_response`] into the same parts).
-    pub fn with_streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
-    }
-
-    /// The base URL requests go to (`…/v1`, without the trailing slash).
-    pub fn base_url(&self) -> &str {
-        &self.base_url
     }
 
     /// The endpoint: `{base_url}/messages`.
     pub fn endpoint(&self) -> String {
-        format!("{}/messages", self.base_url)
+        format!("{}/messages", self.settings.base_url)
     }
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.model, self.streaming)
+        build_body(request, &self.settings.model, self.settings.streaming)
+    }
+}
+
+impl ModelBuilder for AnthropicMessages {
+    fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ModelSettings {
+        &mut self.settings
     }
 }
 
 #[async_trait]
 impl LanguageModel for AnthropicMessages {
     fn provider(&self) -> &str {
-        "anthropic"
+        &self.settings.provider
     }
 
     fn model_id(&self) -> &str {
-        &self.model
+        &self.settings.model
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        let mut post = JsonPost::json("anthropic", self.endpoint(), &body)?
-            .header("x-api-key", &self.api_key)?
+        let post = self
+            .settings
+            .post(self.endpoint(), &body)?
             .header("anthropic-version", ANTHROPIC_VERSION)?;
-        post.secret = Some(self.api_key.clone());
-        let decoding = Decoding {
-            streaming: self.streaming,
-            stream: MessagesStreamDecoder::new(),
-            whole: decode_response,
-        };
-        call(
-            post,
-            &self.client,
-            &self.http,
-            &self.model,
-            warnings,
-            decoding,
-        )
-        .await
+        let decoder = MessagesStreamDecoder::new();
+        self.settings
+            .send(post, warnings, decoder, decode_response)
+            .await
     }
 }

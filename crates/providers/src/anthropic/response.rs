@@ -5,6 +5,7 @@ use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
 use super::stream::{MessagesStreamDecoder, stream_error};
 use super::wire::WireMessage;
+use crate::decode::StreamDecoder;
 
 /// Decodes a non-streamed response body into the parts its stream would have yielded: a
 /// `StreamStart` (without warnings) first, then `ResponseMetadata`, every content block as

@@ -76,6 +76,7 @@ pub const TRUNCATED: &str = "The Anthropic stream ended before message_stop (tru
 /// ```
 /// use toolsmith_core::ModelPart;
 /// use toolsmith_providers::anthropic::MessagesStreamDecoder;
+/// use toolsmith_providers::decode::StreamDecoder;
 ///
 /// let mut decoder = MessagesStreamDecoder::new();
 /// let mut parts = Vec::new();
@@ -151,25 +152,8 @@ impl MessagesStreamDecoder {
         Self::default()
     }
 
-    /// Whether the response is complete (or failed): later payloads are ignored.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Decodes one event payload, appending the parts it yields to `out`.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` for a payload that is not JSON or for a spliced stream (a new message
-    /// while a block is open); the provider's error for an `error` event (`overloaded_error` →
-    /// `Server`, `rate_limit_error` → `RateLimited`…). Open blocks are closed first (no tool
-    /// call for incomplete input) and nothing later is decoded.
-    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        self.push_with(data, out, true)
-    }
-
-    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
-    /// `fast` (always, outside the tests that compare the two paths).
+    /// [`push`](StreamDecoder::push), trying the hand-written reader of the hot event shapes
+    /// first when `fast` (always, outside the tests that compare the two paths).
     pub(super) fn push_with(
         &mut self,
         data: &str,
@@ -251,47 +235,6 @@ impl MessagesStreamDecoder {
             // `ping` and event types this build does not know.
             _ => {}
         }
-        Ok(())
-    }
-
-    /// Ends the response after the last payload: the `Finish` part.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` ([`TRUNCATED`]) when the last message never reached `message_stop`:
-    /// open text and reasoning blocks are closed, open tool inputs ended without a tool call,
-    /// and no `Finish` part is added.
-    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        if self.done {
-            return Ok(());
-        }
-        if self.state != MessageState::Stopped {
-            self.abort(out);
-            return Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED));
-        }
-        let raw = self.last_stop_reason.clone();
-        let unified = match raw.as_deref() {
-            Some("end_turn" | "stop_sequence") => UnifiedFinishReason::Stop,
-            Some("max_tokens" | "model_context_window_exceeded") => UnifiedFinishReason::Length,
-            Some("tool_use") => UnifiedFinishReason::ToolCalls,
-            Some("refusal") => UnifiedFinishReason::ContentFilter,
-            _ => UnifiedFinishReason::Other,
-        };
-        let mut finish_reason = FinishReason::new(unified);
-        finish_reason.raw = raw;
-        let mut provider_metadata = ProviderMetadata::default();
-        if !self.finish_metadata.is_empty() {
-            provider_metadata.insert(
-                PROVIDER,
-                Value::Object(std::mem::take(&mut self.finish_metadata)),
-            );
-        }
-        out.push(ModelPart::Finish {
-            usage: self.total.unwrap_or_default(),
-            finish_reason,
-            provider_metadata,
-        });
-        self.done = true;
         Ok(())
     }
 
@@ -752,16 +695,62 @@ pub(crate) fn stream_error(error: Option<&Value>) -> ModelError {
 }
 
 impl StreamDecoder for MessagesStreamDecoder {
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not JSON or for a spliced stream (a new message
+    /// while a block is open); the provider's error for an `error` event (`overloaded_error` →
+    /// `Server`, `rate_limit_error` → `RateLimited`…). Open blocks are closed first (no tool
+    /// call for incomplete input) and nothing later is decoded.
     fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        MessagesStreamDecoder::push(self, data, out)
+        self.push_with(data, out, true)
     }
 
+    /// Ends the response after the last payload: the `Finish` part.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` ([`TRUNCATED`]) when the last message never reached `message_stop`:
+    /// open text and reasoning blocks are closed, open tool inputs ended without a tool call,
+    /// and no `Finish` part is added.
     fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        MessagesStreamDecoder::finish(self, out)
+        if self.done {
+            return Ok(());
+        }
+        if self.state != MessageState::Stopped {
+            self.abort(out);
+            return Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED));
+        }
+        let raw = self.last_stop_reason.clone();
+        let unified = match raw.as_deref() {
+            Some("end_turn" | "stop_sequence") => UnifiedFinishReason::Stop,
+            Some("max_tokens" | "model_context_window_exceeded") => UnifiedFinishReason::Length,
+            Some("tool_use") => UnifiedFinishReason::ToolCalls,
+            Some("refusal") => UnifiedFinishReason::ContentFilter,
+            _ => UnifiedFinishReason::Other,
+        };
+        let mut finish_reason = FinishReason::new(unified);
+        finish_reason.raw = raw;
+        let mut provider_metadata = ProviderMetadata::default();
+        if !self.finish_metadata.is_empty() {
+            provider_metadata.insert(
+                PROVIDER,
+                Value::Object(std::mem::take(&mut self.finish_metadata)),
+            );
+        }
+        out.push(ModelPart::Finish {
+            usage: self.total.unwrap_or_default(),
+            finish_reason,
+            provider_metadata,
+        });
+        self.done = true;
+        Ok(())
     }
 
+    /// Whether the response is complete (or failed): later payloads are ignored.
     fn is_done(&self) -> bool {
-        MessagesStreamDecoder::is_done(self)
+        self.done
     }
 }
 

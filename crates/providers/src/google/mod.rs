@@ -9,9 +9,9 @@
 //!   reasons.
 //! - Whole bodies ([`decode_response`]) for `with_streaming(false)`.
 //!
-//! Errors: HTTP failures go through [`JsonPost`] (retries for 429 and 5xx, honouring
-//! `retry-after` and the `RetryInfo` of Google's error bodies); the key travels in the
-//! `x-goog-api-key` header and never appears in an error.
+//! Errors: HTTP failures are retried as the model's [`RetryPolicy`](crate::RetryPolicy) allows
+//! (429 and 5xx, honouring `retry-after` and the `RetryInfo` of Google's error bodies); the key
+//! travels in the `x-goog-api-key` header and never appears in an error.
 
 mod args;
 mod fast;
@@ -23,9 +23,8 @@ mod wire;
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
-use crate::call::{Decoding, call};
-use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
+use crate::settings::{Auth, ModelBuilder, ModelSettings};
 
 pub use request::{
     DIALECT, GENERATION_CONFIG_KEYS, RenderedTools, SKIP_SIGNATURE_VALIDATOR, build_body,
@@ -46,12 +45,14 @@ pub const FALLBACK_API_KEY_VAR: &str = "GOOGLE_GENERATIVE_AI_API_KEY";
 /// The variable overriding the base URL.
 pub const BASE_URL_VAR: &str = "GOOGLE_GENERATIVE_AI_BASE_URL";
 
-/// A Gemini model behind the native API.
+/// A Gemini model behind the native API. Its builder methods (streaming, timeouts and retries)
+/// are [`ModelBuilder`]'s.
 ///
 /// Named `GoogleGemini` (provider and wire, like [`OpenAiChat`](crate::openai_chat::OpenAiChat))
 /// so it never clashes with the schema dialect [`dialect::Gemini`](crate::dialect::Gemini).
 ///
 /// ```no_run
+/// use toolsmith_providers::ModelBuilder;
 /// use toolsmith_providers::google::GoogleGemini;
 ///
 /// // Key from GEMINI_API_KEY, base URL from GOOGLE_GENERATIVE_AI_BASE_URL or Google's.
@@ -62,26 +63,9 @@ pub const BASE_URL_VAR: &str = "GOOGLE_GENERATIVE_AI_BASE_URL";
 /// assert!(whole.endpoint().ends_with(":generateContent"));
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct GoogleGemini {
-    model: String,
-    base_url: String,
-    api_key: String,
-    streaming: bool,
-    http: HttpSettings,
-    client: reqwest::Client,
-}
-
-impl std::fmt::Debug for GoogleGemini {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key stays out of logs.
-        f.debug_struct("GoogleGemini")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("streaming", &self.streaming)
-            .field("http", &self.http)
-            .finish_non_exhaustive()
-    }
+    settings: ModelSettings,
 }
 
 impl GoogleGemini {
@@ -106,86 +90,68 @@ impl GoogleGemini {
             },
         };
         let base_url = keys::base_url(base_url, BASE_URL_VAR, GEMINI_BASE_URL);
+        let auth = Auth::Header("x-goog-api-key");
         Ok(GoogleGemini {
-            model: model.into(),
-            base_url,
-            api_key: key,
-            streaming: true,
-            http: HttpSettings::default(),
-            client: shared_client().clone(),
+            settings: ModelSettings::new(PROVIDER, model, base_url, Some(key), auth),
         })
-    }
-
-    /// Replaces the timeouts and retry policy.
-    pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
-        self.http = settings;
-        self
-    }
-
-    /// Streams (`streamGenerateContent?alt=sse`, the default) or asks for one JSON body
-    /// (`generateContent`); both yield the same parts.
-    pub fn with_streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
-    }
-
-    /// The base URL requests go to (`…/v1beta`, without the trailing slash).
-    pub fn base_url(&self) -> &str {
-        &self.base_url
     }
 
     /// The endpoint: `{base_url}/models/{model}:streamGenerateContent?alt=sse`, or
     /// `…:generateContent` without streaming. A model already named `models/…` or
     /// `tunedModels/…` keeps its prefix.
     pub fn endpoint(&self) -> String {
-        let model = if self.model.starts_with("models/") || self.model.starts_with("tunedModels/") {
-            self.model.clone()
+        let ModelSettings {
+            model,
+            base_url,
+            streaming,
+            ..
+        } = &self.settings;
+        let model = if model.starts_with("models/") || model.starts_with("tunedModels/") {
+            model.clone()
         } else {
-            format!("models/{}", self.model)
+            format!("models/{model}")
         };
-        if self.streaming {
-            format!("{}/{model}:streamGenerateContent?alt=sse", self.base_url)
+        if *streaming {
+            format!("{base_url}/{model}:streamGenerateContent?alt=sse")
         } else {
-            format!("{}/{model}:generateContent", self.base_url)
+            format!("{base_url}/{model}:generateContent")
         }
     }
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.model)
+        build_body(request, &self.settings.model)
+    }
+}
+
+impl ModelBuilder for GoogleGemini {
+    fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ModelSettings {
+        &mut self.settings
     }
 }
 
 #[async_trait]
 impl LanguageModel for GoogleGemini {
     fn provider(&self) -> &str {
-        PROVIDER
+        &self.settings.provider
     }
 
     fn model_id(&self) -> &str {
-        &self.model
+        &self.settings.model
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        let mut post = JsonPost::json(PROVIDER, self.endpoint(), &body)?
-            .header("x-goog-api-key", &self.api_key)?;
-        post.secret = Some(self.api_key.clone());
-        let decoding = Decoding {
-            streaming: self.streaming,
-            stream: GeminiStreamDecoder::new(),
-            whole: decode_response,
-        };
-        call(
-            post,
-            &self.client,
-            &self.http,
-            &self.model,
-            warnings,
-            decoding,
-        )
-        .await
-        .map_err(refine_error)
+        let post = self.settings.post(self.endpoint(), &body)?;
+        let decoder = GeminiStreamDecoder::new();
+        self.settings
+            .send(post, warnings, decoder, decode_response)
+            .await
+            .map_err(refine_error)
     }
 }
 

@@ -6,6 +6,7 @@ use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
 use super::stream::GeminiStreamDecoder;
 use super::wire::Chunk;
+use crate::decode::StreamDecoder;
 
 /// Decodes a whole `generateContent` response body into the parts its stream would have
 /// yielded: a `StreamStart` (without warnings) first, then text, reasoning, tool inputs and

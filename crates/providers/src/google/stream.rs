@@ -43,9 +43,11 @@ pub const CODE_EXECUTION: &str = "code_execution";
 ///   terminator, or a last `partialArgs` chunk when the terminator is missing), else at the next
 ///   named call, the next text, or a `STOP` finish reason. A call still streaming when another
 ///   finish reason (`MAX_TOKENS`, `SAFETY`…) stops the output keeps its arguments unclosed: the
-///   malformed input becomes an error result instead of a call run with a truncated value. A call's `thoughtSignature` rides in its
-///   [`ModelToolCall::provider_metadata`]; the wire `id`, when there is one, is the call id
-///   (also kept there, to be echoed), else a stable id is generated.
+///   malformed input becomes an error result instead of a call run with a truncated value. A
+///   call's `thoughtSignature` rides in its
+///   [`ModelToolCall::provider_metadata`](toolsmith_core::ModelToolCall::provider_metadata); the
+///   wire `id`, when there is one, is the call id (also kept there, to be echoed), else a stable
+///   id is generated.
 /// - **Code execution.** An `executableCode` part is a provider-executed `code_execution` call
 ///   (input `{language, code}`), the next `codeExecutionResult` its [`ModelPart::ToolResult`]
 ///   (`{outcome, output}`, an error unless `OUTCOME_OK`); each run counts in
@@ -54,7 +56,7 @@ pub const CODE_EXECUTION: &str = "code_execution";
 ///   `citationMetadata.citationSources` too), each URL once per response; the distinct
 ///   `webSearchQueries` are counted in [`Usage::server_tool_uses`].
 /// - **Finish.** Gemini has no end marker: the [`Finish`](ModelPart::Finish) part comes from
-///   [`finish`](Self::finish) at the end of the body, after a `finishReason` (or a
+///   [`finish`](StreamDecoder::finish) at the end of the body, after a `finishReason` (or a
 ///   `promptFeedback.blockReason`) was seen, with the last chunk's usage: input
 ///   `promptTokenCount` (of which `cachedContentTokenCount` read from cache), output
 ///   `candidatesTokenCount + thoughtsTokenCount` (text and reasoning). `STOP` with function
@@ -67,6 +69,7 @@ pub const CODE_EXECUTION: &str = "code_execution";
 /// ```
 /// use toolsmith_core::{ModelPart, UnifiedFinishReason};
 /// use toolsmith_providers::google::GeminiStreamDecoder;
+/// use toolsmith_providers::decode::StreamDecoder;
 ///
 /// let mut decoder = GeminiStreamDecoder::new();
 /// let mut parts = Vec::new();
@@ -182,26 +185,8 @@ impl GeminiStreamDecoder {
         }
     }
 
-    /// Whether the response is over (finished or failed): later payloads are ignored.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Decodes one event payload, appending the parts it yields to `out`.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` for a payload that is not a JSON object, or for function-call arguments
-    /// that cannot be placed (no open call, a malformed `jsonPath`); the provider's error (kind
-    /// from its `code` / `status`, `retry_after` from a `RetryInfo`) for an in-stream `error`.
-    /// What was open is closed first (no incomplete tool call is emitted) and the stream should
-    /// end there.
-    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        self.push_with(data, out, true)
-    }
-
-    /// [`push`](Self::push), trying the hand-written reader of the hot chunk shapes first when
-    /// `fast` (always, outside the tests that compare the two paths).
+    /// [`push`](StreamDecoder::push), trying the hand-written reader of the hot chunk shapes
+    /// first when `fast` (always, outside the tests that compare the two paths).
     pub(super) fn push_with(
         &mut self,
         data: &str,
@@ -482,66 +467,6 @@ impl GeminiStreamDecoder {
         }));
     }
 
-    /// Ends the response after the last payload, appending the closing parts.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` — `The Gemini stream ended without a finish reason (truncated
-    /// response).` — when no `finishReason` (nor prompt block reason) was seen: open text and
-    /// reasoning blocks are closed and an open tool input ended, but the incomplete call is not
-    /// emitted and there is no `Finish` part.
-    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        if self.done {
-            return Ok(());
-        }
-        if self.finish_reason.is_none() && self.block_reason.is_none() && !self.complete_body {
-            self.abort(out);
-            return Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                "The Gemini stream ended without a finish reason (truncated response).",
-            ));
-        }
-        self.close_blocks(out);
-        self.end_call(out);
-        let unified = match self.finish_reason.as_deref() {
-            Some("STOP") if self.calls > 0 => UnifiedFinishReason::ToolCalls,
-            Some("STOP") => UnifiedFinishReason::Stop,
-            Some("MAX_TOKENS") => UnifiedFinishReason::Length,
-            Some(
-                "SAFETY"
-                | "RECITATION"
-                | "BLOCKLIST"
-                | "PROHIBITED_CONTENT"
-                | "SPII"
-                | "IMAGE_SAFETY"
-                | "IMAGE_PROHIBITED_CONTENT"
-                | "IMAGE_RECITATION",
-            ) => UnifiedFinishReason::ContentFilter,
-            Some(
-                "MALFORMED_FUNCTION_CALL"
-                | "UNEXPECTED_TOOL_CALL"
-                | "TOO_MANY_TOOL_CALLS"
-                | "MISSING_THOUGHT_SIGNATURE"
-                | "MALFORMED_RESPONSE",
-            ) => UnifiedFinishReason::Error,
-            Some(_) => UnifiedFinishReason::Other,
-            None if self.block_reason.is_some() => UnifiedFinishReason::ContentFilter,
-            None if self.calls > 0 => UnifiedFinishReason::ToolCalls,
-            None => UnifiedFinishReason::Stop,
-        };
-        let mut finish_reason = FinishReason::new(unified);
-        finish_reason.raw = self.finish_reason.clone().or(self.block_reason.clone());
-        let mut usage = self.usage.unwrap_or_default();
-        usage.server_tool_uses = self.queries.len() as u64 + self.code_runs;
-        out.push(ModelPart::Finish {
-            usage,
-            finish_reason,
-            provider_metadata: ProviderMetadata::default(),
-        });
-        self.done = true;
-        Ok(())
-    }
-
     /// Closes what is open after a failure (no tool call: its input is incomplete) and ignores
     /// anything later.
     fn abort(&mut self, out: &mut Vec<ModelPart>) {
@@ -659,16 +584,82 @@ impl GeminiStreamDecoder {
 }
 
 impl StreamDecoder for GeminiStreamDecoder {
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not a JSON object, or for function-call arguments
+    /// that cannot be placed (no open call, a malformed `jsonPath`); the provider's error (kind
+    /// from its `code` / `status`, `retry_after` from a `RetryInfo`) for an in-stream `error`.
+    /// What was open is closed first (no incomplete tool call is emitted) and the stream should
+    /// end there.
     fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        GeminiStreamDecoder::push(self, data, out)
+        self.push_with(data, out, true)
     }
 
+    /// Ends the response after the last payload, appending the closing parts.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` — `The Gemini stream ended without a finish reason (truncated
+    /// response).` — when no `finishReason` (nor prompt block reason) was seen: open text and
+    /// reasoning blocks are closed and an open tool input ended, but the incomplete call is not
+    /// emitted and there is no `Finish` part.
     fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        GeminiStreamDecoder::finish(self, out)
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_none() && self.block_reason.is_none() && !self.complete_body {
+            self.abort(out);
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                "The Gemini stream ended without a finish reason (truncated response).",
+            ));
+        }
+        self.close_blocks(out);
+        self.end_call(out);
+        let unified = match self.finish_reason.as_deref() {
+            Some("STOP") if self.calls > 0 => UnifiedFinishReason::ToolCalls,
+            Some("STOP") => UnifiedFinishReason::Stop,
+            Some("MAX_TOKENS") => UnifiedFinishReason::Length,
+            Some(
+                "SAFETY"
+                | "RECITATION"
+                | "BLOCKLIST"
+                | "PROHIBITED_CONTENT"
+                | "SPII"
+                | "IMAGE_SAFETY"
+                | "IMAGE_PROHIBITED_CONTENT"
+                | "IMAGE_RECITATION",
+            ) => UnifiedFinishReason::ContentFilter,
+            Some(
+                "MALFORMED_FUNCTION_CALL"
+                | "UNEXPECTED_TOOL_CALL"
+                | "TOO_MANY_TOOL_CALLS"
+                | "MISSING_THOUGHT_SIGNATURE"
+                | "MALFORMED_RESPONSE",
+            ) => UnifiedFinishReason::Error,
+            Some(_) => UnifiedFinishReason::Other,
+            None if self.block_reason.is_some() => UnifiedFinishReason::ContentFilter,
+            None if self.calls > 0 => UnifiedFinishReason::ToolCalls,
+            None => UnifiedFinishReason::Stop,
+        };
+        let mut finish_reason = FinishReason::new(unified);
+        finish_reason.raw = self.finish_reason.clone().or(self.block_reason.clone());
+        let mut usage = self.usage.unwrap_or_default();
+        usage.server_tool_uses = self.queries.len() as u64 + self.code_runs;
+        out.push(ModelPart::Finish {
+            usage,
+            finish_reason,
+            provider_metadata: ProviderMetadata::default(),
+        });
+        self.done = true;
+        Ok(())
     }
 
+    /// Whether the response is over (finished or failed): later payloads are ignored.
     fn is_done(&self) -> bool {
-        GeminiStreamDecoder::is_done(self)
+        self.done
     }
 }
 

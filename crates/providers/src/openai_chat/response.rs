@@ -4,6 +4,7 @@ use serde_json::Value;
 use toolsmith_core::{ModelError, ModelPart};
 
 use super::ChatStreamDecoder;
+use crate::decode::StreamDecoder;
 
 /// Decodes a non-streamed `chat.completion` body into the parts a stream of it would give,
 /// `StreamStart` first and `Finish` last: the whole completion is one chunk whose `message` the

@@ -28,6 +28,7 @@ use crate::sse::SseStream;
 /// ```
 /// use toolsmith_core::ModelPart;
 /// use toolsmith_providers::openai_chat::ChatStreamDecoder;
+/// use toolsmith_providers::decode::StreamDecoder;
 ///
 /// let mut decoder = ChatStreamDecoder::new();
 /// let mut parts = Vec::new();
@@ -94,23 +95,8 @@ impl ChatStreamDecoder {
         }
     }
 
-    /// Whether `[DONE]` was seen: later payloads are ignored.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Decodes one event payload, appending the parts it yields to `out`.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` for a payload that is not JSON, or the provider's error for an in-stream
-    /// `error` object. Parts already assembled are in `out`; the stream should end there.
-    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        self.push_with(data, out, true)
-    }
-
-    /// [`push`](Self::push), trying the hand-written reader of the hot chunk shapes first when
-    /// `fast` (always, outside the tests that compare the two paths).
+    /// [`push`](StreamDecoder::push), trying the hand-written reader of the hot chunk shapes
+    /// first when `fast` (always, outside the tests that compare the two paths).
     pub(super) fn push_with(
         &mut self,
         data: &str,
@@ -212,28 +198,6 @@ impl ChatStreamDecoder {
                 self.flush_calls(out);
             }
         }
-    }
-
-    /// Ends the response after the last payload, appending the closing parts.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` when the stream ended with neither a finish reason nor `[DONE]`: what
-    /// was assembled is closed first (text and reasoning ends, tool input ends; incomplete tool
-    /// calls are not emitted as calls), and no `Finish` part is added.
-    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        if self.done {
-            return Ok(());
-        }
-        if self.finish_reason.is_some() {
-            self.end(out);
-            return Ok(());
-        }
-        self.abort(out);
-        Err(ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            "The Chat Completions stream ended without a finish reason (truncated response).",
-        ))
     }
 
     /// Closes what is open after a failure: text and reasoning ends, tool input ends (but no
@@ -550,16 +514,41 @@ impl ChatStreamDecoder {
 }
 
 impl StreamDecoder for ChatStreamDecoder {
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not JSON, or the provider's error for an in-stream
+    /// `error` object. Parts already assembled are in `out`; the stream should end there.
     fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        ChatStreamDecoder::push(self, data, out)
+        self.push_with(data, out, true)
     }
 
+    /// Ends the response after the last payload, appending the closing parts.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` when the stream ended with neither a finish reason nor `[DONE]`: what
+    /// was assembled is closed first (text and reasoning ends, tool input ends; incomplete tool
+    /// calls are not emitted as calls), and no `Finish` part is added.
     fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        ChatStreamDecoder::finish(self, out)
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_some() {
+            self.end(out);
+            return Ok(());
+        }
+        self.abort(out);
+        Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            "The Chat Completions stream ended without a finish reason (truncated response).",
+        ))
     }
 
+    /// Whether `[DONE]` was seen: later payloads are ignored.
     fn is_done(&self) -> bool {
-        ChatStreamDecoder::is_done(self)
+        self.done
     }
 }
 

@@ -77,9 +77,8 @@ mod wire;
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
-use crate::call::{Decoding, call};
-use crate::http::{HttpSettings, JsonPost, shared_client};
 use crate::keys;
+use crate::settings::{Auth, ModelBuilder, ModelSettings};
 
 pub use request::{DIALECT, RenderedTools, build_body, render_tools};
 pub use response::decode_response;
@@ -88,9 +87,11 @@ pub use stream::{ResponsesStreamDecoder, TRUNCATED, decode_events};
 /// OpenAI's API, the default base URL of `openai-responses:`.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// A model behind the Responses wire.
+/// A model behind the Responses wire. Its builder methods (streaming, timeouts and retries)
+/// are [`ModelBuilder`]'s.
 ///
 /// ```no_run
+/// use toolsmith_providers::ModelBuilder;
 /// use toolsmith_providers::openai_responses::OpenAiResponses;
 ///
 /// // Key from OPENAI_API_KEY, base URL from OPENAI_BASE_URL or api.openai.com.
@@ -101,29 +102,9 @@ pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// assert_eq!(local.endpoint(), "http://localhost:1234/v1/responses");
 /// # Ok::<(), toolsmith_core::ModelError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct OpenAiResponses {
-    provider: String,
-    model: String,
-    base_url: String,
-    api_key: Option<String>,
-    streaming: bool,
-    http: HttpSettings,
-    client: reqwest::Client,
-}
-
-impl std::fmt::Debug for OpenAiResponses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key stays out of logs.
-        f.debug_struct("OpenAiResponses")
-            .field("provider", &self.provider)
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("streaming", &self.streaming)
-            .field("http", &self.http)
-            .finish_non_exhaustive()
-    }
+    settings: ModelSettings,
 }
 
 impl OpenAiResponses {
@@ -141,7 +122,7 @@ impl OpenAiResponses {
     ) -> Result<Self, ModelError> {
         let key = keys::require_key(api_key, "OPENAI_API_KEY")?;
         let base_url = keys::base_url(base_url, "OPENAI_BASE_URL", OPENAI_BASE_URL);
-        Ok(Self::with_parts(model.into(), base_url, Some(key)))
+        Ok(Self::with_parts(model, base_url, Some(key)))
     }
 
     /// A server speaking the Responses API at `base_url` (for example LM Studio at
@@ -151,91 +132,75 @@ impl OpenAiResponses {
         base_url: impl Into<String>,
         api_key: Option<&str>,
     ) -> Self {
-        let base_url = base_url.into().trim_end_matches('/').to_string();
-        Self::with_parts(
-            model.into(),
-            base_url,
-            api_key.map(str::to_string).filter(|k| !k.is_empty()),
-        )
+        Self::with_parts(model, base_url, api_key.map(str::to_string))
     }
 
-    fn with_parts(model: String, base_url: String, api_key: Option<String>) -> Self {
+    fn with_parts(
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+    ) -> Self {
         OpenAiResponses {
-            provider: "openai-responses".into(),
-            model,
-            base_url,
-            api_key,
-            streaming: true,
-            http: HttpSettings::default(),
-            client: shared_client().clone(),
+            settings: ModelSettings::new(
+                "openai-responses",
+                model,
+                base_url,
+                api_key,
+                Auth::Bearer,
+            ),
         }
-    }
-
-    /// Replaces the timeouts and retry policy.
-    pub fn with_http_settings(mut self, settings: HttpSettings) -> Self {
-        self.http = settings;
-        self
-    }
-
-    /// Streams (`true`, the default: `"stream": true` and SSE) or asks for one JSON body
-    /// (`false`), decoded by [`decode_response`] into the same parts.
-    pub fn with_streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
     }
 
     /// Renames the provider (in warnings, errors and [`LanguageModel::provider`]); its
     /// `provider_options` are then read under this name too, on top of those under `openai`.
     pub fn with_provider_name(mut self, provider: impl Into<String>) -> Self {
-        self.provider = provider.into();
+        self.settings.provider = provider.into();
         self
-    }
-
-    /// The base URL requests go to (`…/v1`, without the trailing slash).
-    pub fn base_url(&self) -> &str {
-        &self.base_url
     }
 
     /// The endpoint: `{base_url}/responses`.
     pub fn endpoint(&self) -> String {
-        format!("{}/responses", self.base_url)
+        format!("{}/responses", self.settings.base_url)
     }
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.provider, &self.model, self.streaming)
+        let settings = &self.settings;
+        build_body(
+            request,
+            &settings.provider,
+            &settings.model,
+            settings.streaming,
+        )
+    }
+}
+
+impl ModelBuilder for OpenAiResponses {
+    fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ModelSettings {
+        &mut self.settings
     }
 }
 
 #[async_trait]
 impl LanguageModel for OpenAiResponses {
     fn provider(&self) -> &str {
-        &self.provider
+        &self.settings.provider
     }
 
     fn model_id(&self) -> &str {
-        &self.model
+        &self.settings.model
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
-        let mut post = JsonPost::json(&self.provider, self.endpoint(), &body)?;
-        if let Some(key) = &self.api_key {
-            post = post.bearer(key)?;
-        }
-        let decoding = Decoding {
-            streaming: self.streaming,
-            stream: ResponsesStreamDecoder::new(),
-            whole: decode_response,
-        };
-        call(
-            post,
-            &self.client,
-            &self.http,
-            &self.model,
-            warnings,
-            decoding,
-        )
-        .await
+        let post = self.settings.post(self.endpoint(), &body)?;
+        let decoder = ResponsesStreamDecoder::new();
+        self.settings
+            .send(post, warnings, decoder, decode_response)
+            .await
     }
 }

@@ -5,6 +5,7 @@ use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
 use super::error::provider_error;
 use super::stream::ResponsesStreamDecoder;
+use crate::decode::StreamDecoder;
 
 /// Decodes a non-streamed response body (`"stream": false`) into the parts its stream would
 /// have produced: `StreamStart` (no warnings) first, then metadata, blocks, calls, results and

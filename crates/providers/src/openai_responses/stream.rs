@@ -63,12 +63,13 @@ pub const TRUNCATED: &str =
 /// cached and reasoning tokens; `tool-calls` when a local call was made, else `stop`;
 /// `length` for `max_output_tokens`, `content-filter` for `content_filter`). An `error` event or
 /// `response.failed` ends it with the provider's error. The decoder stops at the first finished
-/// response ([`is_done`](Self::is_done)); events of a second response in the same body are
+/// response ([`is_done`](StreamDecoder::is_done)); events of a second response in the same body are
 /// ignored. Unknown events and item types are ignored.
 ///
 /// ```
 /// use toolsmith_core::ModelPart;
 /// use toolsmith_providers::openai_responses::ResponsesStreamDecoder;
+/// use toolsmith_providers::decode::StreamDecoder;
 ///
 /// let mut decoder = ResponsesStreamDecoder::new();
 /// let mut parts = Vec::new();
@@ -175,25 +176,8 @@ impl ResponsesStreamDecoder {
         }
     }
 
-    /// Whether the response finished (completed, incomplete, failed or errored): later payloads
-    /// are ignored.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Decodes one event payload, appending the parts it yields to `out`.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` for a payload that is not a JSON object; the provider's error (its
-    /// message and code, the kind mapped from the code) for an `error` event or
-    /// `response.failed`. Open blocks are closed first and the decoder is done.
-    pub fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        self.push_with(data, out, true)
-    }
-
-    /// [`push`](Self::push), trying the hand-written reader of the hot event shapes first when
-    /// `fast` (always, outside the tests that compare the two paths).
+    /// [`push`](StreamDecoder::push), trying the hand-written reader of the hot event shapes
+    /// first when `fast` (always, outside the tests that compare the two paths).
     pub(super) fn push_with(
         &mut self,
         data: &str,
@@ -363,21 +347,6 @@ impl ResponsesStreamDecoder {
         };
         self.abort(out);
         Err(ModelError::new(ModelErrorKind::InvalidResponse, message))
-    }
-
-    /// Ends the response after the last payload.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidResponse` ([`TRUNCATED`]) when no `response.completed` (or `incomplete`) arrived:
-    /// open text and reasoning blocks and tool inputs are closed, no tool call is emitted for an
-    /// unfinished call, and there is no `Finish`.
-    pub fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        if self.done {
-            return Ok(());
-        }
-        self.abort(out);
-        Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED))
     }
 
     fn metadata(&mut self, response: Option<&ResponseInfo>, out: &mut Vec<ModelPart>) {
@@ -731,16 +700,36 @@ impl ResponsesStreamDecoder {
 }
 
 impl StreamDecoder for ResponsesStreamDecoder {
+    /// Decodes one event payload, appending the parts it yields to `out`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` for a payload that is not a JSON object; the provider's error (its
+    /// message and code, the kind mapped from the code) for an `error` event or
+    /// `response.failed`. Open blocks are closed first and the decoder is done.
     fn push(&mut self, data: &str, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        ResponsesStreamDecoder::push(self, data, out)
+        self.push_with(data, out, true)
     }
 
+    /// Ends the response after the last payload.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidResponse` ([`TRUNCATED`]) when no `response.completed` (or `incomplete`) arrived:
+    /// open text and reasoning blocks and tool inputs are closed, no tool call is emitted for an
+    /// unfinished call, and there is no `Finish`.
     fn finish(&mut self, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
-        ResponsesStreamDecoder::finish(self, out)
+        if self.done {
+            return Ok(());
+        }
+        self.abort(out);
+        Err(ModelError::new(ModelErrorKind::InvalidResponse, TRUNCATED))
     }
 
+    /// Whether the response finished (completed, incomplete, failed or errored): later payloads
+    /// are ignored.
     fn is_done(&self) -> bool {
-        ResponsesStreamDecoder::is_done(self)
+        self.done
     }
 }
 

@@ -1,4 +1,12 @@
-//! Server-sent events over any byte stream, with an idle timeout.
+//! Server-sent events over any byte stream, with an idle timeout (internal: the crate exports
+//! only [`SseEvent`] and [`SseStream`], the types of [`crate::decode::decode_events`]).
+//!
+//! The contract: [`Events`] reads a body's chunks, however they split lines, CRLF pairs and
+//! UTF-8 sequences, and yields its events by the WHATWG rules (`parser.rs` lists them), in time
+//! linear in the bytes; a read error ends it with a `Network` error, invalid UTF-8 with an
+//! `InvalidResponse`, a silence longer than the idle timeout with a `Timeout`. The providers
+//! read each event in place through [`crate::decode::decode_sse`]; its [`Stream`] impl copies
+//! each event out as an [`SseEvent`].
 //!
 //! The issue that specified the wires named `eventsource-stream` for this layer; it is not used
 //! at run time. Its parser is quadratic in the chunk size: after every line it re-allocates and
@@ -7,15 +15,15 @@
 //! deltas took 367 ms to parse and 20 000 took 1 431 ms (3.9×), and the fixtures parsed at
 //! about 170 MiB/s even one chunk per event, half the time of the whole decoding path (see
 //! `docs/benchmarks.md`, "Stream decoding"). A server or proxy that writes many events at once
-//! delivers exactly such chunks. `sse/parser.rs` is our own incremental parser instead: linear in the
-//! bytes however they are chunked (an offset into the buffer, compacted rarely, each byte
-//! scanned once). It follows the WHATWG rules (its module documentation lists them), and a
-//! property test (`tests/sse_oracle.rs`) checks it against `eventsource-stream` itself, kept as
-//! a dev-dependency for that: random event streams cut at random chunk boundaries must give
-//! exactly the events `eventsource-stream` gives. Where the two differ, we follow the standard:
-//! a `\r` that is the very last byte of the body ends its line (`eventsource-stream` waits for
-//! a `\n` that never comes); invalid UTF-8 is reported when its line is read (it stalls until
-//! the end of the body); and a leading byte order mark is skipped (0.2.3 panics on it).
+//! delivers exactly such chunks. `sse/parser.rs` is our own incremental parser instead: linear
+//! in the bytes however they are chunked (an offset into the buffer, compacted rarely, each
+//! byte scanned once). A property test (`oracle_tests.rs`) checks it against
+//! `eventsource-stream` itself, kept as a dev-dependency for that: random event streams cut at
+//! random chunk boundaries must give exactly the events `eventsource-stream` gives. Where the
+//! two differ, we follow the standard: a `\r` that is the very last byte of the body ends its
+//! line (`eventsource-stream` waits for a `\n` that never comes); invalid UTF-8 is reported
+//! when its line is read (it stalls until the end of the body); and a leading byte order mark
+//! is skipped (0.2.3 panics on it).
 
 mod parser;
 
@@ -30,7 +38,8 @@ use toolsmith_core::{ModelError, ModelErrorKind};
 
 pub(crate) use parser::Parser;
 
-/// One server-sent event.
+/// One server-sent event: what [`decode_events`](crate::decode::decode_events) hands each
+/// decoder (its `data`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
     /// The `event:` name (`message`, the SSE default, when the server sent none).
@@ -39,28 +48,18 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// A stream of events.
+/// A stream of events, from any source, for [`decode_events`](crate::decode::decode_events): a
+/// transport error ends it (the decoder then decides whether what arrived was complete).
 pub type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ModelError>> + Send>>;
 
-/// Decodes the server-sent events in `bytes`, however its chunks split lines and UTF-8
-/// sequences. A read error becomes a `Network` error, invalid UTF-8 an `InvalidResponse`, and a
-/// silence longer than `idle_timeout` (when given) a `Timeout`; the stream ends after an error.
-///
-/// The timeout runs from the first read that has to wait for the next event until that event
-/// is complete, as a reader waiting on the stream sees it; events already buffered, or bytes
-/// already there, start no timer.
-pub fn sse_events<S, B, E>(bytes: S, idle_timeout: Option<Duration>) -> SseStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]> + Send + 'static,
-    E: Display + Send + 'static,
-{
-    Box::pin(Events::new(bytes, idle_timeout))
-}
-
-/// The stream [`sse_events`] returns. A hand-written `poll_next` rather than
+/// The events of a body's chunks: read in place through [`poll_with`](Events::poll_with), or
+/// copied out as [`SseEvent`]s by its [`Stream`] impl. A hand-written `poll_next` rather than
 /// `futures::stream::unfold`, which moves its whole state (the parser included) in and out of a
 /// new future for every event.
+///
+/// The idle timeout (when given) runs from the first read that has to wait for the next event
+/// until that event is complete, as a reader waiting on the stream sees it; events already
+/// buffered, or bytes already there, start no timer. The stream ends after an error.
 pub(crate) struct Events<S> {
     bytes: Pin<Box<S>>,
     parser: Parser,
@@ -75,7 +74,7 @@ pub(crate) struct Events<S> {
 }
 
 impl<S> Events<S> {
-    /// The events of `bytes` (see [`sse_events`]).
+    /// The events of `bytes`, a silence longer than `idle_timeout` (when given) ending them.
     pub(crate) fn new(bytes: S, idle_timeout: Option<Duration>) -> Self {
         Events {
             bytes: Box::pin(bytes),
@@ -161,14 +160,8 @@ where
     }
 }
 
-/// The events of a successful response's body.
-///
-/// (The providers decode a response with [`crate::decode::decode_sse`], which reads each event
-/// in place; this is the same stream with each event copied out.)
-pub fn response_events(response: reqwest::Response, idle_timeout: Duration) -> SseStream {
-    sse_events(response.bytes_stream(), Some(idle_timeout))
-}
-
+#[cfg(test)]
+mod oracle_tests;
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
@@ -179,7 +172,7 @@ mod tests {
     async fn a_silent_stream_times_out_and_ends() {
         let bytes = futures::stream::iter([Ok::<_, Infallible>(b"data: a\n\nda".to_vec())])
             .chain(futures::stream::pending());
-        let mut events = sse_events(bytes, Some(Duration::from_secs(5)));
+        let mut events = Events::new(bytes, Some(Duration::from_secs(5)));
         assert_eq!(events.next().await.unwrap().unwrap().data, "a");
         let error = events.next().await.unwrap().unwrap_err();
         assert_eq!(error.kind, ModelErrorKind::Timeout);
@@ -190,7 +183,7 @@ mod tests {
     async fn multi_line_data_and_event_names() {
         let body = "event: delta\ndata: one\ndata: two\n\n: comment\n\ndata:three\r\n\r\n";
         let bytes = futures::stream::iter(body.bytes().map(|b| Ok::<_, Infallible>(vec![b])));
-        let events: Vec<_> = sse_events(bytes, None).collect().await;
+        let events: Vec<_> = Events::new(bytes, None).collect().await;
         let events: Vec<SseEvent> = events.into_iter().map(Result::unwrap).collect();
         assert_eq!(
             events,
