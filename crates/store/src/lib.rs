@@ -1,5 +1,6 @@
-//! Durable storage for toolsmith runs (DESIGN.md §5): threads with tags and parent links, their
-//! messages, where their runs stand, the tool-call journal and the idempotency ledger.
+//! Durable storage for toolsmith runs: threads with tags and parent links, their messages, where
+//! their runs stand, the tool-call journal and the idempotency ledger; and [`durable`] runs over
+//! it ([`StoredRun`], the agent loop's run log over any store).
 //!
 //! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default),
 //! [`SqliteStore`] (the embedded default: one file, WAL, versioned migrations) and
@@ -9,6 +10,7 @@
 
 pub mod conformance;
 mod crypto;
+pub mod durable;
 mod error;
 mod journal;
 mod memory;
@@ -19,6 +21,7 @@ mod store;
 mod thread;
 
 pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};
+pub use durable::{DEFAULT_LEASE, DurableError, StoredRun, keep_variables, thread_variables};
 pub use error::StoreError;
 pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};
 pub use memory::MemoryStore;
