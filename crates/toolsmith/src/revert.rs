@@ -65,7 +65,7 @@ use toolsmith_core::{ToolError, ToolOutput};
 use toolsmith_sandbox::RootDir;
 use toolsmith_store::{EffectStatus, JournalEntry, Store, StoreError, ThreadStatus};
 
-use crate::durable::DEFAULT_LEASE;
+use toolsmith_store::DEFAULT_LEASE;
 
 /// Why a thread's changes cannot be listed or reverted.
 #[derive(Debug, thiserror::Error)]
