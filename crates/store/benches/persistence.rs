@@ -29,8 +29,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, Settlement, SqliteStore, Store,
-    ThreadStatus, ThreadWrite,
+    Batch, Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, Settlement, SqliteStore,
+    Store, ThreadStatus, ThreadWrite,
 };
 
 /// Calls per run in `concurrent_runs`.
@@ -54,10 +54,9 @@ impl<S: Store + Clone + 'static> Writer<S> {
     async fn start(store: S, thread: String) -> Self {
         store.create_thread(NewThread::new(&thread)).await.unwrap();
         let prompt = [Message::user("Look these up.")];
-        let v = store
-            .write(&thread, 0, 0, &prompt, ThreadStatus::Running, &[])
-            .await
-            .unwrap();
+        let write = ThreadWrite::new(&thread, 0, 0, &prompt, ThreadStatus::Running);
+        let v = store.commit(Batch::new().write(write)).await.unwrap();
+        let v = v.version.unwrap();
         let run = format!("run-{thread}");
         let version = store.claim(&thread, v, &run).await.unwrap();
         let mut writer = Writer {
@@ -89,18 +88,15 @@ impl<S: Store + Clone + 'static> Writer<S> {
     }
 
     async fn save(&mut self, keep: u64, tail: &[Message]) {
-        self.version = self
-            .store
-            .write(
-                &self.thread,
-                self.version,
-                keep,
-                tail,
-                ThreadStatus::Running,
-                &[],
-            )
-            .await
-            .unwrap();
+        let write = ThreadWrite::new(
+            &self.thread,
+            self.version,
+            keep,
+            tail,
+            ThreadStatus::Running,
+        );
+        let committed = self.store.commit(Batch::new().write(write)).await.unwrap();
+        self.version = committed.version.unwrap();
         self.count = keep + tail.len() as u64;
     }
 
@@ -147,23 +143,26 @@ impl<S: Store + Clone + 'static> Writer<S> {
             })],
         );
         // The intent with the key's claim (and the step's save): one transaction.
-        let claim = if new_step {
+        let committed = if new_step {
             let step = [assistant.clone()];
-            let write = ThreadWrite {
-                thread: &self.thread,
-                expected: self.version,
-                keep: self.count,
-                messages: &step,
-                status: ThreadStatus::Running,
-                pending: &[],
-            };
-            let (version, claim) = self.store.write_and_intend(write, &entry).await.unwrap();
-            (self.version, self.assistant) = (version, self.count);
-            claim
+            let write = ThreadWrite::new(
+                &self.thread,
+                self.version,
+                self.count,
+                &step,
+                ThreadStatus::Running,
+            );
+            let batch = Batch::new().write(write).intend(&entry);
+            let committed = self.store.commit(batch).await.unwrap();
+            (self.version, self.assistant) = (committed.version.unwrap(), self.count);
+            committed
         } else {
-            self.store.intend_call(&entry).await.unwrap()
+            self.store
+                .commit(Batch::new().intend(&entry))
+                .await
+                .unwrap()
         };
-        assert_eq!(claim, Claim::New);
+        assert_eq!(committed.claims, [Claim::New]);
         let output = json!({ "value": value });
         let result = Message::tool_results(vec![ToolResultPart {
             tool_call_id: id,
@@ -181,19 +180,16 @@ impl<S: Store + Clone + 'static> Writer<S> {
             output: &output,
         };
         let messages = [assistant, result];
-        let write = ThreadWrite {
-            thread: &self.thread,
-            expected: self.version,
-            keep: self.assistant,
-            messages: &messages,
-            status: ThreadStatus::Running,
-            pending: &[],
-        };
-        self.version = self
-            .store
-            .settle_and_write(&[settled], write)
-            .await
-            .unwrap();
+        let write = ThreadWrite::new(
+            &self.thread,
+            self.version,
+            self.assistant,
+            &messages,
+            ThreadStatus::Running,
+        );
+        let batch = Batch::new().settle(settled).write(write);
+        let committed = self.store.commit(batch).await.unwrap();
+        self.version = committed.version.unwrap();
         self.count = self.assistant + 2;
     }
 }

@@ -7,6 +7,7 @@
 //! a thread is conditional on the version it expects, so of two processes continuing one
 //! thread exactly one proceeds; every backend passes the same [`conformance`] suite.
 
+mod batch;
 pub mod conformance;
 mod crypto;
 mod error;
@@ -18,6 +19,7 @@ mod sqlite;
 mod store;
 mod thread;
 
+pub use batch::{Batch, Committed, Op};
 pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};
 pub use error::StoreError;
 pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};

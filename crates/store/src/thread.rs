@@ -36,7 +36,7 @@ pub struct Thread {
     pub updated_at: u64,
 }
 
-/// A write of a thread's tail, as [`Store::write`](crate::Store::write) takes it.
+/// A write of a thread's tail ([`Op::Write`](crate::Op::Write)).
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadWrite<'a> {
     /// The thread.
@@ -51,6 +51,32 @@ pub struct ThreadWrite<'a> {
     pub status: ThreadStatus,
     /// What a paused thread waits for.
     pub pending: &'a [Pause],
+}
+
+impl<'a> ThreadWrite<'a> {
+    /// A write of `thread` at version `expected`: keeps its first `keep` messages, then
+    /// `messages`, and sets `status`, with nothing pending.
+    pub fn new(
+        thread: &'a str,
+        expected: u64,
+        keep: u64,
+        messages: &'a [Message],
+        status: ThreadStatus,
+    ) -> Self {
+        ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending: &[],
+        }
+    }
+
+    /// With `pending`, what the thread waits for.
+    pub fn with_pending(self, pending: &'a [Pause]) -> Self {
+        ThreadWrite { pending, ..self }
+    }
 }
 
 /// Where a thread's run stands.

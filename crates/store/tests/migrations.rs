@@ -5,7 +5,8 @@ mod payment;
 
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Claim, EffectStatus, NewThread, SecretKey, SqliteStore, Store, ThreadStatus, Vault,
+    Batch, Claim, EffectStatus, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
+    ThreadWrite, Vault,
 };
 
 #[tokio::test]
@@ -44,11 +45,9 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("t")).await.unwrap();
         let messages = [Message::user("Pay."), Message::assistant("Paying.")];
-        store
-            .write("t", 0, 0, &messages, ThreadStatus::Running, &[])
-            .await
-            .unwrap();
-        store.intend_call(&entry).await.unwrap();
+        let write = ThreadWrite::new("t", 0, 0, &messages, ThreadStatus::Running);
+        let batch = Batch::new().write(write).intend(&entry);
+        store.commit(batch).await.unwrap();
     }
     // Version 3's layout: the same tables with rowids and their keys' indexes.
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -73,11 +72,15 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
     assert_eq!(store.messages("t").await.unwrap().len(), 2);
     assert_eq!(store.journal("t").await.unwrap(), [entry]);
     assert_eq!(
-        store.ledger_claim("r:c1", "t").await.unwrap(),
-        Claim::Existing {
+        store
+            .commit(Batch::new().claim_key("r:c1", "t"))
+            .await
+            .unwrap()
+            .claims,
+        [Claim::Existing {
             status: EffectStatus::Intended,
             output: None
-        }
+        }]
     );
     let conn = rusqlite::Connection::open(&path).unwrap();
     for table in ["messages", "journal", "ledger"] {
@@ -125,17 +128,9 @@ async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
     assert_eq!(page_size(&old), 4096);
     let store = SqliteStore::open(&old).await.unwrap();
     store.create_thread(NewThread::new("t")).await.unwrap();
-    store
-        .write(
-            "t",
-            0,
-            0,
-            &[Message::user("Hi.")],
-            ThreadStatus::Running,
-            &[],
-        )
-        .await
-        .unwrap();
+    let hi = [Message::user("Hi.")];
+    let write = ThreadWrite::new("t", 0, 0, &hi, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
     drop(store);
     assert_eq!(page_size(&old), 4096);

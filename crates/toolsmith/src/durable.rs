@@ -43,8 +43,8 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Message, Pause, ToolError, ToolOutput, Variables, async_trait};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, SecretKey, Settlement, Store, StoreError, Thread,
-    ThreadStatus, ThreadWrite, Vault,
+    Batch, Claim, Committed, EffectStatus, JournalEntry, NewThread, Op, SecretKey, Settlement,
+    Store, StoreError, Thread, ThreadStatus, ThreadWrite, Vault,
 };
 
 /// How long a running thread stays held by its process without a sign of life, by default.
@@ -160,16 +160,15 @@ impl StoredRun {
                 status: found.status.as_str(),
             });
         }
-        let stored = store.write(
+        let write = ThreadWrite::new(
             thread,
             found.version,
             found.message_count,
             &prompt,
             ThreadStatus::Running,
-            &[],
         );
-        let version = match stored.await {
-            Ok(version) => version,
+        let version = match store.commit(Batch::new().write(write)).await {
+            Ok(committed) => written(&committed)?,
             Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
             Err(e) => return Err(e.into()),
         };
@@ -313,7 +312,8 @@ impl StoredRun {
     ) -> Result<(JournalEntry, Claim), RunLogError> {
         let entry = self.new_entry(call, attempt, seq);
         // With the key's claim, when the call is unsafe to repeat: one transaction.
-        let claim = self.store.intend_call(&entry).await.map_err(failed)?;
+        let committed = self.store.commit(Batch::new().intend(&entry)).await;
+        let claim = committed.and_then(the_claim).map_err(failed)?;
         self.remember(entry.clone());
         Ok((entry, claim))
     }
@@ -345,10 +345,12 @@ impl StoredRun {
         call: &LoggedCall<'_>,
         entry: JournalEntry,
     ) -> Result<Intent, RunLogError> {
+        let batch = Batch::new().claim_key(call.idempotency_key, &self.thread);
         let claim = self
             .store
-            .ledger_claim(call.idempotency_key, &self.thread)
+            .commit(batch)
             .await
+            .and_then(the_claim)
             .map_err(failed)?;
         self.decide(entry, claim).await
     }
@@ -380,8 +382,14 @@ impl StoredRun {
         status: EffectStatus,
         output: &Value,
     ) -> Result<(), RunLogError> {
+        // The key holds this outcome already: settling it again with it changes nothing.
+        let settled = Settlement {
+            entry: &entry,
+            status,
+            output,
+        };
         self.store
-            .journal_settle(&entry, status, output)
+            .commit(Batch::new().settle(settled))
             .await
             .map_err(failed)?;
         entry.status = status;
@@ -414,12 +422,10 @@ impl RunLog for StoredRun {
         };
         let unsaved = std::mem::take(&mut *lock(&self.unsaved));
         // The outcomes of the calls just ended, with the messages that carry them.
-        let settled: Vec<Settlement<'_>> = unsaved.iter().map(settlement).collect();
-        let next = self
-            .store
-            .settle_and_write(&settled, write)
-            .await
-            .map_err(failed)?;
+        let mut batch = Batch::new();
+        batch.extend(unsaved.iter().map(|entry| Op::Settle(settlement(entry))));
+        let committed = self.store.commit(batch.write(write)).await;
+        let next = committed.and_then(|c| written(&c)).map_err(failed)?;
         for entry in unsaved {
             self.remember(entry);
         }
@@ -456,10 +462,12 @@ impl RunLog for StoredRun {
             let seq = self.next_seq.fetch_add(1, Ordering::SeqCst);
             let entry = self.new_entry(call, 1, seq);
             let (version, _) = *lock(&self.written);
-            let (next, claim) = self
-                .store
-                .write_and_intend(save.write(&self.thread, version), &entry)
-                .await
+            let batch = Batch::new()
+                .write(save.write(&self.thread, version))
+                .intend(&entry);
+            let committed = self.store.commit(batch).await;
+            let (next, claim) = committed
+                .and_then(|c| Ok((written(&c)?, the_claim(c)?)))
                 .map_err(failed)?;
             *lock(&self.written) = (next, save.total);
             self.remember(entry.clone());
@@ -501,8 +509,13 @@ impl RunLog for StoredRun {
         let entry = self.settled_entry(call, settled)?;
         // The journal entry and, for a call unsafe to repeat, its key: one transaction.
         let output = entry.output.as_ref().unwrap_or(&Value::Null);
+        let settled = Settlement {
+            entry: &entry,
+            status: entry.status,
+            output,
+        };
         self.store
-            .settle_call(&entry, entry.status, output)
+            .commit(Batch::new().settle(settled))
             .await
             .map_err(failed)?;
         self.remember(entry);
@@ -528,18 +541,15 @@ impl StoredRun {
         let deferred = lock(&self.deferred).take();
         if let Some(save) = deferred {
             let (version, _) = *lock(&self.written);
-            let next = self
-                .store
-                .settle_and_write(&[], save.write(&self.thread, version))
-                .await
-                .map_err(failed)?;
+            let batch = Batch::new().write(save.write(&self.thread, version));
+            let committed = self.store.commit(batch).await;
+            let next = committed.and_then(|c| written(&c)).map_err(failed)?;
             *lock(&self.written) = (next, save.total);
         }
         let unsaved = std::mem::take(&mut *lock(&self.unsaved));
         for entry in unsaved {
-            let s = settlement(&entry);
             self.store
-                .settle_call(s.entry, s.status, s.output)
+                .commit(Batch::new().settle(settlement(&entry)))
                 .await
                 .map_err(failed)?;
             self.remember(entry);
@@ -670,6 +680,22 @@ fn now_millis() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The thread's version after a committed batch's write.
+fn written(committed: &Committed) -> Result<u64, StoreError> {
+    committed
+        .version
+        .ok_or_else(|| StoreError::Backend("the store committed a write without a version".into()))
+}
+
+/// The claim of a committed batch's one intent or key's claim.
+fn the_claim(committed: Committed) -> Result<Claim, StoreError> {
+    committed
+        .claims
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Backend("the store committed an intent without a claim".into()))
 }
 
 /// A store error as the loop reports it; a conflict means another process took the thread.

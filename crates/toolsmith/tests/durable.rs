@@ -11,7 +11,10 @@ use toolsmith::agent::{EFFECT_REVERTED, EFFECT_UNKNOWN, RunErrorKind};
 use toolsmith::durable::{DurableError, StoredRun};
 use toolsmith::prelude::*;
 use toolsmith::providers::{ScriptedCall, ScriptedModel, Turn};
-use toolsmith::store::{EffectStatus, JournalEntry, NewThread, SqliteStore, Store, ThreadStatus};
+use toolsmith::store::{
+    Batch, EffectStatus, JournalEntry, NewThread, Settlement, SqliteStore, Store, ThreadStatus,
+    ThreadWrite,
+};
 use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart, VariableKind};
 
 const RUN: &str = "run-1";
@@ -57,33 +60,26 @@ async fn crashed_with(
         Message::user("Pay Bob."),
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
     ];
-    store
-        .write(thread, 1, 0, &messages, ThreadStatus::Running, &[])
-        .await
-        .unwrap();
-    let key = format!("{RUN}:call_1");
-    store
-        .journal_intend(&JournalEntry {
-            thread_id: thread.into(),
-            run_id: RUN.into(),
-            tool_call_id: "call_1".into(),
-            tool_name: tool.into(),
-            seq: 0,
-            attempt: 1,
-            input,
-            side_effect: true,
-            idempotent: !unsafe_call,
-            idempotency_key: Some(key.clone()),
-            accepts_idempotency_key: false,
-            has_revert: false,
-            status: EffectStatus::Intended,
-            output: None,
-        })
-        .await
-        .unwrap();
-    if unsafe_call {
-        store.ledger_claim(&key, thread).await.unwrap();
-    }
+    let write = ThreadWrite::new(thread, 1, 0, &messages, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
+    let entry = JournalEntry {
+        thread_id: thread.into(),
+        run_id: RUN.into(),
+        tool_call_id: "call_1".into(),
+        tool_name: tool.into(),
+        seq: 0,
+        attempt: 1,
+        input,
+        side_effect: true,
+        idempotent: !unsafe_call,
+        idempotency_key: Some(format!("{RUN}:call_1")),
+        accepts_idempotency_key: false,
+        has_revert: false,
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    // Recorded, and its key claimed when the call is unsafe to repeat.
+    store.commit(Batch::new().intend(&entry)).await.unwrap();
 }
 
 /// Resumes `thread` (its lease is long past: the test set the clock) with `agent`.
@@ -286,10 +282,12 @@ async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
     // The call finished and was journaled; the process died before the tool message.
     let output = serde_json::to_value(ToolOutput::json(json!({"paid": "earlier"}))).unwrap();
     let entry = store.journal("t").await.unwrap().remove(0);
-    store
-        .journal_settle(&entry, EffectStatus::Succeeded, &output)
-        .await
-        .unwrap();
+    let settled = Settlement {
+        entry: &entry,
+        status: EffectStatus::Succeeded,
+        output: &output,
+    };
+    store.commit(Batch::new().settle(settled)).await.unwrap();
     let count = Arc::new(AtomicU32::new(0));
     let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
         .tool(pay(count.clone(), side_effect()))
