@@ -29,8 +29,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    Batch, Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, Settlement, SqliteStore,
-    Store, ThreadStatus, ThreadWrite,
+    Batch, Claim, EffectStatus, Holder, JournalEntry, NewThread, PostgresStore, Settlement,
+    SqliteStore, Store, ThreadStatus, ThreadWrite,
 };
 
 /// Calls per run in `concurrent_runs`.
@@ -58,7 +58,10 @@ impl<S: Store + Clone + 'static> Writer<S> {
         let v = store.commit(Batch::new().write(write)).await.unwrap();
         let v = v.version.unwrap();
         let run = format!("run-{thread}");
-        let version = store.claim(&thread, v, &run).await.unwrap();
+        let version = store
+            .claim(&thread, v, &run, &Holder::current())
+            .await
+            .unwrap();
         let mut writer = Writer {
             store,
             thread,

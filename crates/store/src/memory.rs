@@ -9,7 +9,7 @@ use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Batch, Claim, Committed, EffectStatus, JournalEntry, NewThread, Op, Settlement, Store,
+    Batch, Claim, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, Settlement, Store,
     StoreError, StoredValue, Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
@@ -191,6 +191,9 @@ impl State {
         record.version += 1;
         record.message_count = stored.len() as u64;
         record.status = write.status;
+        if write.status != ThreadStatus::Running {
+            record.holder = None;
+        }
         record.pending = write.pending.to_vec();
         record.updated_at = now_millis();
         Ok(record.version)
@@ -246,6 +249,7 @@ impl Store for MemoryStore {
             message_count: 0,
             status: ThreadStatus::Idle,
             run_id: None,
+            holder: None,
             pending: Vec::new(),
             created_at: now,
             updated_at: now,
@@ -289,12 +293,19 @@ impl Store for MemoryStore {
         self.state().commit(&batch)
     }
 
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
+    async fn claim(
+        &self,
+        thread: &str,
+        expected: u64,
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
         let mut state = self.state();
         let (record, _) = at_version(&mut state, thread, expected)?;
         record.version += 1;
         record.status = ThreadStatus::Running;
         record.run_id = Some(run_id.to_string());
+        record.holder = Some(holder.clone());
         record.updated_at = now_millis();
         Ok(record.version)
     }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use toolsmith_core::Message;
 
-use crate::{Batch, Committed, JournalEntry, NewThread, StoreError, Thread, ThreadQuery};
+use crate::{Batch, Committed, Holder, JournalEntry, NewThread, StoreError, Thread, ThreadQuery};
 
 /// Durable storage for runs: threads (with tags and parent links), their messages, where their
 /// runs stand, the tool-call journal and the idempotency ledger.
@@ -47,16 +47,24 @@ pub trait Store: Send + Sync + 'static {
     /// write keeping more messages than the thread has.
     async fn commit(&self, batch: Batch<'_>) -> Result<Committed, StoreError>;
 
-    /// Claims the thread for run `run_id`: records the run, sets the status to running and bumps
-    /// the version, if the version is still `expected`. The new version. This is the write
-    /// that starts or resumes a run: of two processes that read one version, one claims the
-    /// thread and the other gets [`StoreError::Conflict`], and a process whose thread was
-    /// claimed away fails at its next write.
+    /// Claims the thread for run `run_id` in the process `holder` (usually
+    /// [`Holder::current`]): records the run and its holder, sets the status to running and
+    /// bumps the version, if the version is still `expected`. The new version. This is the
+    /// write that starts or resumes a run: of two processes that read one version, one claims
+    /// the thread and the other gets [`StoreError::Conflict`], and a process whose thread was
+    /// claimed away fails at its next write. The holder stays recorded while the thread is
+    /// running: a write that sets another status clears it.
     ///
     /// # Errors
     ///
     /// [`StoreError::Conflict`]; [`StoreError::NotFound`].
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError>;
+    async fn claim(
+        &self,
+        thread: &str,
+        expected: u64,
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError>;
 
     /// A sign of life from the run that holds the thread: sets its `updated_at` to now, if its
     /// version is still `expected` (the version is not bumped). A running thread whose

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use toolsmith_core::{Message, Pause};
 
+use crate::Holder;
+
 /// A stored thread: its identity and links, and where its run stands. The messages are read
 /// separately ([`Store::messages`](crate::Store::messages)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +29,10 @@ pub struct Thread {
     /// an interrupted run goes on under its id, so that its idempotency keys stay the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The process that holds the running thread: the one that claimed it
+    /// ([`Store::claim`](crate::Store::claim)). Cleared when the thread stops running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
     /// What a paused thread waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<Pause>,

@@ -3,11 +3,27 @@
 
 mod payment;
 
+use std::path::Path;
+
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, Claim, EffectStatus, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
+    Batch, Claim, EffectStatus, Holder, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
     ThreadWrite, Vault,
 };
+
+/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then drops
+/// what the versions after it added to the threads (version 7: their holder) and forgets them.
+fn take_back(path: &Path, sql: &str, version: u32) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(&format!(
+            "{sql} ALTER TABLE threads DROP COLUMN holder_host; \
+             ALTER TABLE threads DROP COLUMN holder_pid; \
+             ALTER TABLE threads DROP COLUMN holder_started; \
+             DELETE FROM schema_migrations WHERE version > {version};"
+        ))
+        .unwrap();
+}
 
 #[tokio::test]
 async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
@@ -19,21 +35,23 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("kept")).await.unwrap();
     }
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id; \
-         DELETE FROM schema_migrations WHERE version > 1;",
-    )
-    .unwrap();
-    drop(conn);
+    take_back(
+        &path,
+        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id;",
+        1,
+    );
     let store = SqliteStore::open(&path).await.unwrap();
     assert!(store.thread("kept").await.unwrap().is_some());
     let vault = Vault::new(&store, SecretKey::generate());
     vault.put("kept", "A", "b", false).await.unwrap();
-    store.claim("kept", 0, "run-1").await.unwrap();
+    store
+        .claim("kept", 0, "run-1", &Holder::current())
+        .await
+        .unwrap();
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
-    assert_eq!(SqliteStore::schema_version(), 6);
+    assert_eq!(thread.holder, Some(Holder::current()));
+    assert_eq!(SqliteStore::schema_version(), 7);
 }
 
 #[tokio::test]
@@ -50,8 +68,8 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         store.commit(batch).await.unwrap();
     }
     // Version 3's layout: the same tables with rowids and their keys' indexes.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
+    take_back(
+        &path,
         "PRAGMA foreign_keys = OFF;
          CREATE TABLE m3 (thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
              idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (thread_id, idx));
@@ -62,11 +80,9 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
          CREATE TABLE l3 (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, status TEXT NOT NULL,
              output TEXT, created_at INTEGER NOT NULL);
          INSERT INTO l3 SELECT * FROM ledger; DROP TABLE ledger;
-         ALTER TABLE l3 RENAME TO ledger;
-         DELETE FROM schema_migrations WHERE version > 3;",
-    )
-    .unwrap();
-    drop(conn);
+         ALTER TABLE l3 RENAME TO ledger;",
+        3,
+    );
 
     let store = SqliteStore::open(&path).await.unwrap();
     assert_eq!(store.messages("t").await.unwrap().len(), 2);
@@ -103,6 +119,37 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(indexes, ["threads_parent"]);
+}
+
+#[tokio::test]
+async fn a_version_6_database_gains_the_holder_of_its_running_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let prompt = [Message::user("Pay.")];
+        let write = ThreadWrite::new("t", 0, 0, &prompt, ThreadStatus::Running);
+        store.commit(Batch::new().write(write)).await.unwrap();
+    }
+    take_back(&path, "", 6);
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(
+        (thread.status, thread.holder.clone()),
+        (ThreadStatus::Running, None),
+        "a thread running before the migration has no holder: the lease rule applies to it"
+    );
+    let holder = Holder {
+        host: "h/boot/pid:[1]".into(),
+        pid: 99,
+        started: 12345,
+    };
+    store.claim("t", 1, "run-1", &holder).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(thread.holder, Some(holder));
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
 }
 
 #[tokio::test]

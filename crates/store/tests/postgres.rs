@@ -11,8 +11,8 @@ use pg_server::PgServer;
 use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, EffectStatus, NewThread, PostgresStore, Settlement, Store, StoreError, ThreadStatus,
-    ThreadWrite, conformance,
+    Batch, EffectStatus, Holder, NewThread, PostgresStore, Settlement, Store, StoreError,
+    ThreadStatus, ThreadWrite, conformance,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,6 +104,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
              ALTER TABLE journal ADD PRIMARY KEY (run_id, tool_call_id, attempt);
              CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
              CREATE INDEX threads_updated ON threads(updated_at);
+             ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
+                 DROP COLUMN holder_started;
              DELETE FROM schema_migrations WHERE version > 3;",
         )
         .await
@@ -124,6 +126,13 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
     assert_eq!(
         store.journal("t").await.unwrap()[0].status,
         EffectStatus::Succeeded
+    );
+    // Version 6: the holder of a running thread.
+    let holder = Holder::current();
+    store.claim("t", 0, "r", &holder).await.unwrap();
+    assert_eq!(
+        store.thread("t").await.unwrap().unwrap().holder,
+        Some(holder)
     );
     let key: String = client
         .query_one(

@@ -43,8 +43,8 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Message, Pause, ToolError, ToolOutput, Variables, async_trait};
 use toolsmith_store::{
-    Batch, Claim, Committed, EffectStatus, JournalEntry, NewThread, Op, SecretKey, Settlement,
-    Store, StoreError, Thread, ThreadStatus, ThreadWrite, Vault,
+    Batch, Claim, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, SecretKey,
+    Settlement, Store, StoreError, Thread, ThreadStatus, ThreadWrite, Vault,
 };
 
 /// How long a running thread stays held by its process without a sign of life, by default.
@@ -77,7 +77,8 @@ pub enum DurableError {
     /// Another process claimed the thread between reading and claiming it.
     #[error("thread {0} is being continued by another process")]
     Busy(String),
-    /// The thread's run is held by a process that showed a sign of life within the lease.
+    /// The thread's run is held by a process that showed a sign of life within the lease and
+    /// is not known to be gone (it runs on another host, or is still running).
     #[error(
         "thread {thread} is being continued by another process (its last sign of life was \
          {since_ms} ms ago); if that process is gone, resume again once {lease_ms} ms have passed"
@@ -181,8 +182,10 @@ impl StoredRun {
     /// thread under the run's own id and returns the run and the stored messages.
     ///
     /// A running thread is held by the process running it while that process shows signs of
-    /// life (its writes, and a heartbeat every third of the lease); it can be taken over only
-    /// once `lease` has passed without one, the sign of a crash.
+    /// life (its writes, and a heartbeat every third of the lease); it can be taken over once
+    /// `lease` has passed without one, the sign of a crash. A holder known to be gone (it ran
+    /// on this host and has exited, [`Holder::is_gone`]: killed with `SIGKILL`, crashed) is
+    /// taken over at once.
     ///
     /// # Errors
     ///
@@ -204,7 +207,8 @@ impl StoredRun {
             });
         }
         let since_ms = now_millis().saturating_sub(found.updated_at);
-        if found.status == ThreadStatus::Running && since_ms < lease.as_millis() as u64 {
+        let gone = found.holder.as_ref().is_some_and(Holder::is_gone);
+        if found.status == ThreadStatus::Running && !gone && since_ms < lease.as_millis() as u64 {
             return Err(DurableError::Held {
                 thread: thread.into(),
                 since_ms,
@@ -226,7 +230,11 @@ impl StoredRun {
         found: Thread,
         run_id: String,
     ) -> Result<(StoredRun, Vec<Message>), DurableError> {
-        let version = match store.claim(&found.id, found.version, &run_id).await {
+        let holder = Holder::current();
+        let version = match store
+            .claim(&found.id, found.version, &run_id, &holder)
+            .await
+        {
             Ok(version) => version,
             Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
             Err(e) => return Err(e.into()),

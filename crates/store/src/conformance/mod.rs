@@ -11,6 +11,7 @@
 //! ```
 
 mod batch;
+mod holder;
 mod journal;
 
 use std::sync::Arc;
@@ -22,7 +23,8 @@ use toolsmith_core::{
 };
 
 use crate::{
-    Batch, Claim, NewThread, Store, StoreError, StoredValue, ThreadQuery, ThreadStatus, ThreadWrite,
+    Batch, Claim, Holder, NewThread, Store, StoreError, StoredValue, ThreadQuery, ThreadStatus,
+    ThreadWrite,
 };
 
 /// Runs every rule against `store`, which must be empty.
@@ -31,6 +33,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     messages_round_trip(&*store).await;
     conditional_writes(&*store).await;
     run_claims(store.clone()).await;
+    holder::holders(&*store).await;
     queries(&*store).await;
     journal::journal(&*store).await;
     journal::ledger(&*store).await;
@@ -223,7 +226,8 @@ async fn run_claims<S: Store>(store: Arc<S>) {
         .create_thread(NewThread::new("t-claim"))
         .await
         .unwrap();
-    let v1 = store.claim("t-claim", 0, "run-a").await.unwrap();
+    let me = Holder::current();
+    let v1 = store.claim("t-claim", 0, "run-a", &me).await.unwrap();
     assert_eq!(v1, 1, "a claim bumps the version");
     let thread = store.thread("t-claim").await.unwrap().unwrap();
     assert_eq!(
@@ -238,7 +242,7 @@ async fn run_claims<S: Store>(store: Arc<S>) {
     );
     assert!(
         matches!(
-            store.claim("t-claim", 0, "run-b").await,
+            store.claim("t-claim", 0, "run-b", &me).await,
             Err(StoreError::Conflict {
                 expected: 0,
                 found: 1,
@@ -248,7 +252,7 @@ async fn run_claims<S: Store>(store: Arc<S>) {
         "a claim of a stale version is a Conflict"
     );
     assert!(matches!(
-        store.claim("t-missing", 0, "run-a").await,
+        store.claim("t-missing", 0, "run-a", &me).await,
         Err(StoreError::NotFound(_))
     ));
     let hi = [Message::user("hi")];
@@ -287,7 +291,8 @@ async fn run_claims<S: Store>(store: Arc<S>) {
     let racers: Vec<_> = (0..8)
         .map(|i| {
             let store = store.clone();
-            tokio::spawn(async move { store.claim("t-claim", v2, &format!("run-{i}")).await })
+            let me = me.clone();
+            tokio::spawn(async move { store.claim("t-claim", v2, &format!("run-{i}"), &me).await })
         })
         .collect();
     let mut won = 0;

@@ -18,8 +18,8 @@ use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Batch, Committed, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue,
-    Thread, ThreadQuery, ThreadStatus,
+    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Store, StoreError,
+    StoredValue, Thread, ThreadQuery, ThreadStatus,
 };
 
 /// The most connections one store opens.
@@ -118,22 +118,20 @@ impl PostgresStore {
         schema::SCHEMA_VERSION as u32
     }
 
-    /// Runs `sql`, an UPDATE of thread `$1` conditional on its version `$2` (with `$3` and the
-    /// time `$4`): a Conflict or NotFound when no row changed.
+    /// Runs `sql`, an UPDATE of thread `$1` conditional on its version `$2` (with the time
+    /// `$3` and `extra` from `$4` on): a Conflict or NotFound when no row changed.
     async fn conditional(
         &self,
         thread: &str,
         expected: u64,
         sql: &str,
-        extra: Option<&str>,
+        extra: &[&(dyn ToSql + Sync)],
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        let changed = journal::execute(
-            &client,
-            sql,
-            &[&thread, &(expected as i64), &extra, &(now_millis() as i64)],
-        )
-        .await?;
+        let (expected_version, now) = (expected as i64, now_millis() as i64);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&thread, &expected_version, &now];
+        params.extend_from_slice(extra);
+        let changed = journal::execute(&client, sql, &params).await?;
         if changed == 1 {
             return Ok(());
         }
@@ -152,8 +150,8 @@ impl PostgresStore {
     }
 }
 
-const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
+const THREAD_COLUMNS: &str = "id, parent_id, tags, version, message_count, status, pending, \
+     created_at, updated_at, run_id, holder_host, holder_pid, holder_started";
 
 fn thread_of(row: &Row) -> Result<Thread, StoreError> {
     let status: String = row.get(5);
@@ -167,6 +165,11 @@ fn thread_of(row: &Row) -> Result<Thread, StoreError> {
         status: ThreadStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown thread status \"{status}\"")))?,
         run_id: row.get(9),
+        holder: row.get::<_, Option<String>>(10).map(|host| Holder {
+            host,
+            pid: row.get::<_, i64>(11) as u32,
+            started: row.get::<_, i64>(12) as u64,
+        }),
         pending: from_json(&pending)?,
         created_at: row.get::<_, i64>(7) as u64,
         updated_at: row.get::<_, i64>(8) as u64,
@@ -266,19 +269,25 @@ impl Store for PostgresStore {
         commit::commit(&mut self.client().await?, batch.ops()).await
     }
 
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
-        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = $3, \
-                   updated_at = $4 WHERE id = $1 AND version = $2";
-        self.conditional(thread, expected, sql, Some(run_id))
-            .await?;
+    async fn claim(
+        &self,
+        thread: &str,
+        expected: u64,
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = $4, \
+                   holder_host = $5, holder_pid = $6, holder_started = $7, updated_at = $3 \
+                   WHERE id = $1 AND version = $2";
+        let (pid, started) = (i64::from(holder.pid), holder.started as i64);
+        let extra: [&(dyn ToSql + Sync); 4] = [&run_id, &holder.host, &pid, &started];
+        self.conditional(thread, expected, sql, &extra).await?;
         Ok(expected + 1)
     }
 
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
-        // No run id (`$3` null): the run that holds the thread stays recorded.
-        let sql = "UPDATE threads SET updated_at = $4, run_id = COALESCE($3, run_id) \
-                   WHERE id = $1 AND version = $2";
-        self.conditional(thread, expected, sql, None).await
+        let sql = "UPDATE threads SET updated_at = $3 WHERE id = $1 AND version = $2";
+        self.conditional(thread, expected, sql, &[]).await
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {

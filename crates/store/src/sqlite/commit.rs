@@ -163,9 +163,14 @@ impl Tail {
             }
         }
         let next = version + 1;
+        // A thread that stops running is held by no process.
         tx.prepare_cached(
             "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
-             updated_at = ?6 WHERE id = ?1",
+             updated_at = ?6, \
+             holder_host = CASE WHEN ?4 = 'running' THEN holder_host END, \
+             holder_pid = CASE WHEN ?4 = 'running' THEN holder_pid END, \
+             holder_started = CASE WHEN ?4 = 'running' THEN holder_started END \
+             WHERE id = ?1",
         )
         .and_then(|mut update| {
             update.execute(params![

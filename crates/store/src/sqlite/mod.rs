@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -20,8 +21,8 @@ use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Batch, Committed, EffectStatus, JournalEntry, NewThread, Store, StoreError, StoredValue,
-    Thread, ThreadQuery, ThreadStatus,
+    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Store, StoreError,
+    StoredValue, Thread, ThreadQuery, ThreadStatus,
 };
 
 /// How long a write waits for another process's lock on the file before it fails.
@@ -164,23 +165,27 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// Runs `sql`, an UPDATE of thread `?1` conditional on its version `?2` (with `?3` and the
-    /// time `?4`): a Conflict or NotFound when no row changed.
+    /// Runs `sql`, an UPDATE of thread `?1` conditional on its version `?2` (with the time
+    /// `?3` and `extra` from `?4` on): a Conflict or NotFound when no row changed.
     async fn conditional(
         &self,
         thread: &str,
         expected: u64,
         sql: &'static str,
-        extra: Option<String>,
+        extra: Vec<SqlValue>,
     ) -> Result<(), StoreError> {
         let thread = thread.to_string();
         self.with(move |conn| {
+            let mut values = vec![
+                SqlValue::Text(thread.clone()),
+                SqlValue::Integer(expected as i64),
+                SqlValue::Integer(now_millis() as i64),
+            ];
+            values.extend(extra);
             // One conditional UPDATE: SQLite's write lock makes it atomic.
             let changed = conn
                 .prepare_cached(sql)
-                .and_then(|mut update| {
-                    update.execute(params![thread, expected as i64, extra, now_millis() as i64])
-                })
+                .and_then(|mut update| update.execute(params_from_iter(values)))
                 .map_err(backend)?;
             if changed == 1 {
                 return Ok(());
@@ -198,8 +203,8 @@ impl SqliteStore {
     }
 }
 
-const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
+const THREAD_COLUMNS: &str = "id, parent_id, tags, version, message_count, status, pending, \
+     created_at, updated_at, run_id, holder_host, holder_pid, holder_started";
 
 fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String)> {
     Ok((
@@ -211,6 +216,14 @@ fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String
             message_count: row.get::<_, i64>(4)? as u64,
             status: ThreadStatus::Idle,
             run_id: row.get(9)?,
+            holder: match row.get::<_, Option<String>>(10)? {
+                Some(host) => Some(Holder {
+                    host,
+                    pid: row.get(11)?,
+                    started: row.get::<_, i64>(12)? as u64,
+                }),
+                None => None,
+            },
             pending: Vec::new(),
             created_at: row.get::<_, i64>(7)? as u64,
             updated_at: row.get::<_, i64>(8)? as u64,
@@ -326,19 +339,29 @@ impl Store for SqliteStore {
         self.with(move |conn| commit::run(conn, &ops)).await
     }
 
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
-        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = ?3, \
-                   updated_at = ?4 WHERE id = ?1 AND version = ?2";
-        self.conditional(thread, expected, sql, Some(run_id.to_string()))
-            .await?;
+    async fn claim(
+        &self,
+        thread: &str,
+        expected: u64,
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = ?4, \
+                   holder_host = ?5, holder_pid = ?6, holder_started = ?7, updated_at = ?3 \
+                   WHERE id = ?1 AND version = ?2";
+        let extra = vec![
+            SqlValue::Text(run_id.to_string()),
+            SqlValue::Text(holder.host.clone()),
+            SqlValue::Integer(holder.pid.into()),
+            SqlValue::Integer(holder.started as i64),
+        ];
+        self.conditional(thread, expected, sql, extra).await?;
         Ok(expected + 1)
     }
 
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
-        // No run id (`?3` null): the run that holds the thread stays recorded.
-        let sql = "UPDATE threads SET updated_at = ?4, run_id = COALESCE(?3, run_id) \
-                   WHERE id = ?1 AND version = ?2";
-        self.conditional(thread, expected, sql, None).await
+        let sql = "UPDATE threads SET updated_at = ?3 WHERE id = ?1 AND version = ?2";
+        self.conditional(thread, expected, sql, Vec::new()).await
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
