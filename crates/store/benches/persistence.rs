@@ -18,7 +18,8 @@
 //! connection, as one process) and through K stores (K connections, as K processes).
 //! Throughput is in calls.
 //!
-//! Run: `cargo bench -p toolsmith-store --bench persistence`.
+//! Run: `cargo bench -p toolsmith-store --bench persistence` (the `sqlite` feature; PostgreSQL
+//! with the `postgres` feature too, both on by default).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,8 +30,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    Batch, Claim, EffectStatus, Holder, JournalEntry, NewThread, PostgresStore, Settlement,
-    SqliteStore, Store, ThreadStatus, ThreadWrite,
+    Batch, Claim, EffectStatus, Holder, JournalEntry, NewThread, Settlement, SqliteStore, Store,
+    ThreadStatus, ThreadWrite,
 };
 
 /// Calls per run in `concurrent_runs`.
@@ -279,8 +280,11 @@ fn persistence(c: &mut Criterion) {
         .block_on(SqliteStore::open(dir.path().join("bench.db")))
         .unwrap();
     per_call(c, "sqlite", &rt, sqlite);
+    #[cfg(feature = "postgres")]
     if let Ok(url) = std::env::var("TOOLSMITH_BENCH_POSTGRES") {
-        let postgres = rt.block_on(PostgresStore::connect(&url)).unwrap();
+        let postgres = rt
+            .block_on(toolsmith_store::PostgresStore::connect(&url))
+            .unwrap();
         per_call(c, "postgres", &rt, postgres);
     }
 }

@@ -2,10 +2,14 @@
 //! messages, where their runs stand, the tool-call journal and the idempotency ledger.
 //!
 //! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default),
-//! [`SqliteStore`] (the embedded default: one file, WAL, versioned migrations) and
-//! [`PostgresStore`] (the scale-out path: several processes sharing one database). Every write to
+//! `SqliteStore` (the embedded default: one file, WAL, versioned migrations) and
+//! `PostgresStore` (the scale-out path: several processes sharing one database). Every write to
 //! a thread is conditional on the version it expects, so of two processes continuing one
 //! thread exactly one proceeds; every backend passes the same [`conformance`] suite.
+//!
+//! Features: `sqlite` (`SqliteStore`, rusqlite) and `postgres` (`PostgresStore`,
+//! tokio-postgres), both on by default. Without them the crate is the trait, the memory store
+//! and the conformance suite: what a backend kept elsewhere needs.
 
 mod batch;
 pub mod conformance;
@@ -15,7 +19,9 @@ mod holder;
 mod journal;
 mod memory;
 mod open;
+#[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod thread;
@@ -27,7 +33,9 @@ pub use holder::Holder;
 pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};
 pub use memory::MemoryStore;
 pub use open::open;
+#[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{Store, StoredValue};
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus, ThreadWrite};

@@ -1,19 +1,23 @@
 //! The conformance suite on every backend, and what is particular to SQLite: a real file,
-//! reopened, shared by two handles as two processes would.
+//! reopened, shared by two handles as two processes would. (PostgreSQL's are in
+//! `postgres.rs`.)
 
 use std::sync::Arc;
 
+#[cfg(feature = "sqlite")]
 use toolsmith_core::Message;
+#[cfg(feature = "sqlite")]
 use toolsmith_store::{
-    Batch, MemoryStore, NewThread, SqliteStore, Store, StoreError, ThreadStatus, ThreadWrite,
-    conformance,
+    Batch, NewThread, SqliteStore, Store, StoreError, ThreadStatus, ThreadWrite,
 };
+use toolsmith_store::{MemoryStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_passes_the_conformance_suite() {
     conformance::check(Arc::new(MemoryStore::new())).await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
@@ -23,6 +27,7 @@ async fn sqlite_passes_the_conformance_suite() {
     .await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly() {
     let dir = tempfile::tempdir().unwrap();
@@ -51,6 +56,7 @@ async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly()
     assert_eq!(second.messages("t1").await.unwrap().len(), 2);
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn a_database_from_a_newer_toolsmith_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,6 +76,7 @@ async fn a_database_from_a_newer_toolsmith_is_refused() {
     );
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wal_is_checkpointed_in_the_background_not_by_the_writers() {
     let dir = tempfile::tempdir().unwrap();
