@@ -1,11 +1,8 @@
 //! Running prepared calls through the layers: panic isolation, the parallel window and the
 //! exclusive barrier.
 
-use std::any::Any;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use serde_json::Value;
 use tokio::task::JoinSet;
 use toolsmith_core::layer::LayerStack;
@@ -15,7 +12,7 @@ use toolsmith_core::{
 };
 
 use crate::CallOutcome;
-use crate::durable::Durable;
+use crate::journal::catch_panic;
 
 /// What one call needs to run.
 pub(crate) struct Job {
@@ -31,8 +28,6 @@ pub(crate) struct CallRunner {
     pub(crate) scope: Arc<RunScope>,
     pub(crate) step: u32,
     pub(crate) cancel: CancellationToken,
-    /// The run's log and snapshot hook.
-    pub(crate) durable: Durable,
 }
 
 impl CallRunner {
@@ -53,17 +48,21 @@ impl CallRunner {
         }
     }
 
-    /// Runs one call to completion, recorded in the run's log if it has one. A panicking tool
-    /// becomes the error `TOOL_PANICKED`; the run survives it.
+    /// Runs one call to completion through the stack (which records it in the run's log, if it
+    /// has one). A panicking tool becomes the error `TOOL_PANICKED`; the run survives it.
     pub(crate) fn run(
         &self,
         job: Job,
     ) -> impl Future<Output = (usize, CallOutcome)> + Send + 'static {
         let stack = self.stack.clone();
-        let durable = self.durable.clone();
         async move {
-            let index = job.index;
-            (index, durable.run(&stack, job).await)
+            let Job {
+                index,
+                tool,
+                input,
+                cx,
+            } = job;
+            (index, execute(&stack, &tool, input, &cx).await)
         }
     }
 
@@ -134,32 +133,15 @@ impl CallRunner {
     }
 }
 
-/// Runs one call through the layers, a panic caught as the error `TOOL_PANICKED`.
+/// Runs one call through the layers, a panic (of the tool or of a layer) caught as the error
+/// `TOOL_PANICKED`.
 pub(crate) async fn execute(
     stack: &LayerStack,
     tool: &SharedTool,
     input: Value,
     cx: &ToolContext,
 ) -> CallOutcome {
-    let result = AssertUnwindSafe(stack.call(tool, input, cx))
-        .catch_unwind()
-        .await;
-    let result = result.unwrap_or_else(|panic| {
-        tracing::error!(
-            tool = cx.tool_name(),
-            panic = panic_message(&panic),
-            "tool panicked"
-        );
-        Err(ToolError::new(
-            "TOOL_PANICKED",
-            format!(
-                "Tool \"{}\" failed unexpectedly (it panicked).",
-                cx.tool_name()
-            ),
-        )
-        .with_operator_detail(panic_message(&panic)))
-    });
-    outcome(result)
+    outcome(catch_panic(cx.tool_name(), stack.call(tool, input, cx)).await)
 }
 
 /// The outcome of a call the run's cancellation cut off while it ran.
@@ -179,12 +161,4 @@ pub(crate) fn outcome(result: Result<ToolOutput, ToolError>) -> CallOutcome {
             _ => CallOutcome::Error(error),
         },
     }
-}
-
-fn panic_message(panic: &Box<dyn Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_string())
 }

@@ -46,11 +46,11 @@ mod approval;
 mod attachments;
 mod background;
 mod child_run;
-mod durable;
 mod emit;
 mod execute;
 mod input;
 mod instances;
+mod journal;
 mod output;
 mod policy;
 mod prepare;
@@ -58,7 +58,6 @@ mod prompt_tool;
 mod repair;
 mod resume;
 mod run;
-mod run_log;
 mod step;
 mod stop;
 mod stream;
@@ -71,16 +70,18 @@ pub use approval::{
     TimeoutAction,
 };
 pub use attachments::{ATTACHMENTS_PREFIX, Attachments};
-pub use durable::{EFFECT_REVERTED, EFFECT_UNKNOWN, STORE_FAILED};
 pub use input::RunInput;
 pub use instances::{
     SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
+};
+pub use journal::{
+    Committed, DurabilitySnapshot, EFFECT_REVERTED, EFFECT_UNKNOWN, Intent, LogBatch, LoggedCall,
+    RunLog, RunLogError, RunState, STORE_FAILED, Settled, SettledCall, ThreadSave,
 };
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;
 pub use prompt_tool::{PromptTool, SubpromptConfig};
 pub use repair::repair_orphans;
-pub use run_log::{DurabilitySnapshot, Intent, LoggedCall, RunLog, RunLogError, RunState, Settled};
 pub use stop::{StopCondition, has_tool_call, step_count_is};
 pub use stream::RunStream;
 pub use subagent::SubagentTool;

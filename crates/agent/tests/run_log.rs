@@ -1,30 +1,27 @@
-//! The order in which a run records itself in its log: the step saved before its calls, the
-//! intent before each call, the outcome after it, and the thread saved before the next call
-//! (sequential) or the next step (parallel). Sequential execution saves the step with
-//! `save_before_calls` and hands each outcome over with `settle_before_save`, so a log can
-//! commit the step with the first intent and each outcome with the save that follows it;
-//! parallel execution, where other calls still run before the save, saves the step at once
-//! and settles each call as it ends.
+//! What each commit of a run's log holds: the step saved before its calls, the intent before
+//! each call, the outcome after it, and the thread saved before the next call (sequential) or
+//! the next step (parallel) — two commits per call. Sequential execution writes the step with
+//! the first intent and each outcome with the save that follows it; parallel execution, where
+//! other calls still run before the save, saves the step at once and settles each call as it
+//! ends. A call stopped before it returned is settled `unknown` with the next commit.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolsmith_agent::{
-    Agent, DurabilitySnapshot, ExecutionPolicy, Intent, LoggedCall, RunInput, RunLog, RunLogError,
+    Agent, Committed, DurabilitySnapshot, ExecutionPolicy, LogBatch, RunInput, RunLog, RunLogError,
     RunState, Settled,
 };
 use toolsmith_core::{Message, ToolError, ToolMeta, async_trait, from_fn};
 use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
 
-/// Records each call the run makes to its log, as `"<what> <call id or state>"`.
+/// Records each commit the run makes to its log, as `"settle <tool>:<outcome> + save <state> +
+/// intend <tool>"` (the parts it holds).
 #[derive(Clone, Default)]
 struct Recorder(Arc<Mutex<Vec<String>>>);
 
 impl Recorder {
-    fn note(&self, what: String) {
-        self.0.lock().unwrap().push(what);
-    }
-
     fn events(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
@@ -32,49 +29,33 @@ impl Recorder {
 
 #[async_trait]
 impl RunLog for Recorder {
-    async fn save(
-        &self,
-        _messages: &[Message],
-        _unchanged: usize,
-        state: RunState<'_>,
-    ) -> Result<(), RunLogError> {
-        let state = match state {
-            RunState::Running => "running",
-            RunState::Paused(_) => "paused",
-            RunState::Finished => "finished",
-            RunState::Failed => "failed",
-        };
-        self.note(format!("save {state}"));
-        Ok(())
-    }
-
-    async fn save_before_calls(
-        &self,
-        _messages: &[Message],
-        _unchanged: usize,
-        _state: RunState<'_>,
-    ) -> Result<(), RunLogError> {
-        self.note("save_before_calls".to_string());
-        Ok(())
-    }
-
-    async fn intend(&self, call: &LoggedCall<'_>) -> Result<Intent, RunLogError> {
-        self.note(format!("intend {}", call.tool_name));
-        Ok(Intent::Execute)
-    }
-
-    async fn settle(&self, call: &LoggedCall<'_>, _: Settled<'_>) -> Result<(), RunLogError> {
-        self.note(format!("settle {}", call.tool_name));
-        Ok(())
-    }
-
-    async fn settle_before_save(
-        &self,
-        call: &LoggedCall<'_>,
-        _: Settled<'_>,
-    ) -> Result<(), RunLogError> {
-        self.note(format!("settle_before_save {}", call.tool_name));
-        Ok(())
+    async fn commit(&self, batch: LogBatch<'_>) -> Result<Committed, RunLogError> {
+        let mut parts: Vec<String> = batch
+            .settled
+            .iter()
+            .map(|s| {
+                let outcome = match &s.settled {
+                    Settled::Succeeded(_) => "ok",
+                    Settled::Failed(_) => "failed",
+                    Settled::Unknown(_) => "unknown",
+                };
+                format!("settle {}:{outcome}", s.call.tool_name)
+            })
+            .collect();
+        if let Some(save) = batch.save {
+            let state = match save.state {
+                RunState::Running => "running",
+                RunState::Paused(_) => "paused",
+                RunState::Finished => "finished",
+                RunState::Failed => "failed",
+            };
+            parts.push(format!("save {state}"));
+        }
+        if let Some(call) = batch.intend {
+            parts.push(format!("intend {}", call.tool_name));
+        }
+        self.0.lock().unwrap().push(parts.join(" + "));
+        Ok(Committed::default())
     }
 }
 
@@ -117,50 +98,48 @@ async fn events(policy: ExecutionPolicy, snapshot: bool) -> Vec<String> {
     log.events()
 }
 
-#[tokio::test]
-async fn sequential_execution_hands_each_outcome_to_the_save_that_follows_it() {
-    let events = events(ExecutionPolicy::Sequential, false).await;
-    let calls: Vec<&str> = events
+/// The commits from the first one that records an intent.
+fn from_first_intent(events: &[String]) -> Vec<&str> {
+    events
         .iter()
         .map(String::as_str)
-        .skip_while(|e| *e != "save_before_calls")
-        .take(7)
-        .collect();
+        .skip_while(|e| !e.contains("intend"))
+        .collect()
+}
+
+#[tokio::test]
+async fn sequential_execution_writes_each_call_in_two_commits() {
+    let events = events(ExecutionPolicy::Sequential, false).await;
     assert_eq!(
-        calls,
+        from_first_intent(&events),
         [
-            "save_before_calls",
-            "intend pay",
-            "settle_before_save pay",
-            "save running",
+            "save running + intend pay",
+            "settle pay:ok + save running",
             "intend read",
-            "settle_before_save read",
-            "save running",
+            "settle read:ok + save running",
+            "save finished",
         ],
         "{events:?}"
     );
-    assert_eq!(events.last().map(String::as_str), Some("save finished"));
 }
 
 #[tokio::test]
 async fn parallel_execution_settles_each_call_as_it_ends() {
     let events = events(ExecutionPolicy::Parallel { max: 2 }, false).await;
+    let commits = from_first_intent(&events);
+    let intents = commits.iter().filter(|e| e.starts_with("intend")).count();
+    let settles = commits.iter().filter(|e| e.starts_with("settle")).count();
+    assert_eq!((intents, settles), (2, 2), "one commit each: {events:?}");
     assert!(
-        !events.iter().any(|e| e.starts_with("settle_before_save")),
-        "{events:?}"
+        commits.iter().all(|e| !e.contains(" + ")),
+        "calls that run together: the step saved before any starts, nothing waits: {events:?}"
     );
-    assert!(
-        !events.iter().any(|e| e == "save_before_calls"),
-        "calls that run together are saved before any starts: {events:?}"
-    );
-    let settled = events.iter().filter(|e| e.starts_with("settle ")).count();
-    assert_eq!(settled, 2, "{events:?}");
-    let last_settle = events
+    let last_settle = commits
         .iter()
-        .rposition(|e| e.starts_with("settle "))
+        .rposition(|e| e.starts_with("settle"))
         .unwrap();
     assert_eq!(
-        events[last_settle + 1],
+        commits[last_settle + 1],
         "save running",
         "the step is saved once its calls are settled: {events:?}"
     );
@@ -169,9 +148,37 @@ async fn parallel_execution_settles_each_call_as_it_ends() {
 #[tokio::test]
 async fn with_a_snapshot_hook_between_call_and_save_outcomes_are_settled_at_once() {
     let events = events(ExecutionPolicy::Sequential, true).await;
-    assert!(
-        !events.iter().any(|e| e.starts_with("settle_before_save")),
+    let commits = from_first_intent(&events);
+    assert!(commits.contains(&"settle pay:ok"), "{events:?}");
+    assert!(commits.contains(&"save running"), "{events:?}");
+}
+
+#[tokio::test]
+async fn a_call_stopped_by_its_timeout_is_settled_unknown_with_the_next_commit() {
+    let slow = from_fn("slow", "Slow.", |_: Value, _cx| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok::<_, ToolError>("late")
+    })
+    .with_meta(ToolMeta::new().side_effect(true));
+    let model = ScriptedModel::new([
+        Turn::tool_calls([ScriptedCall::new("slow", json!({}))]),
+        Turn::text("done"),
+    ]);
+    let agent = Agent::builder(model)
+        .tool(slow)
+        .tool_timeout(Duration::from_millis(50))
+        .build();
+    let log = Recorder::default();
+    let input = RunInput::new(vec![Message::user("go")]).with_log(Arc::new(log.clone()));
+    let out = agent.run(input).await.unwrap();
+    assert_eq!(out.text, "done");
+    let events = log.events();
+    assert_eq!(
+        from_first_intent(&events)[..2],
+        [
+            "save running + intend slow",
+            "settle slow:unknown + save running"
+        ],
         "{events:?}"
     );
-    assert!(events.contains(&"settle pay".to_string()), "{events:?}");
 }

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolsmith_agent::{Agent, Intent, LoggedCall, RunInput, RunLog, RunLogError, RunState};
+use toolsmith_agent::{Agent, Committed, LogBatch, RunInput, RunLog, RunLogError};
 use toolsmith_core::{Message, ToolError, ToolMeta, async_trait, from_fn};
 use toolsmith_providers::{ScriptedModel, Turn};
 
@@ -19,12 +19,8 @@ struct NoLog;
 
 #[async_trait]
 impl RunLog for NoLog {
-    async fn save(&self, _: &[Message], _: usize, _: RunState<'_>) -> Result<(), RunLogError> {
-        Ok(())
-    }
-
-    async fn intend(&self, _: &LoggedCall<'_>) -> Result<Intent, RunLogError> {
-        Ok(Intent::Execute)
+    async fn commit(&self, _: LogBatch<'_>) -> Result<Committed, RunLogError> {
+        Ok(Committed::default())
     }
 }
 

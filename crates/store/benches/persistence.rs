@@ -18,7 +18,8 @@
 //! connection, as one process) and through K stores (K connections, as K processes).
 //! Throughput is in calls.
 //!
-//! Run: `cargo bench -p toolsmith-store --bench persistence`.
+//! Run: `cargo bench -p toolsmith-store --bench persistence` (the `sqlite` feature; PostgreSQL
+//! with the `postgres` feature too, both on by default).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +30,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{
-    Claim, EffectStatus, JournalEntry, NewThread, PostgresStore, Settlement, SqliteStore, Store,
+    Batch, Claim, EffectStatus, Holder, JournalEntry, NewThread, Settlement, SqliteStore, Store,
     ThreadStatus, ThreadWrite,
 };
 
@@ -54,12 +55,14 @@ impl<S: Store + Clone + 'static> Writer<S> {
     async fn start(store: S, thread: String) -> Self {
         store.create_thread(NewThread::new(&thread)).await.unwrap();
         let prompt = [Message::user("Look these up.")];
-        let v = store
-            .write(&thread, 0, 0, &prompt, ThreadStatus::Running, &[])
+        let write = ThreadWrite::new(&thread, 0, 0, &prompt, ThreadStatus::Running);
+        let v = store.commit(Batch::new().write(write)).await.unwrap();
+        let v = v.version.unwrap();
+        let run = format!("run-{thread}");
+        let version = store
+            .claim(&thread, v, &run, &Holder::current())
             .await
             .unwrap();
-        let run = format!("run-{thread}");
-        let version = store.claim(&thread, v, &run).await.unwrap();
         let mut writer = Writer {
             store,
             thread,
@@ -89,18 +92,15 @@ impl<S: Store + Clone + 'static> Writer<S> {
     }
 
     async fn save(&mut self, keep: u64, tail: &[Message]) {
-        self.version = self
-            .store
-            .write(
-                &self.thread,
-                self.version,
-                keep,
-                tail,
-                ThreadStatus::Running,
-                &[],
-            )
-            .await
-            .unwrap();
+        let write = ThreadWrite::new(
+            &self.thread,
+            self.version,
+            keep,
+            tail,
+            ThreadStatus::Running,
+        );
+        let committed = self.store.commit(Batch::new().write(write)).await.unwrap();
+        self.version = committed.version.unwrap();
         self.count = keep + tail.len() as u64;
     }
 
@@ -147,23 +147,26 @@ impl<S: Store + Clone + 'static> Writer<S> {
             })],
         );
         // The intent with the key's claim (and the step's save): one transaction.
-        let claim = if new_step {
+        let committed = if new_step {
             let step = [assistant.clone()];
-            let write = ThreadWrite {
-                thread: &self.thread,
-                expected: self.version,
-                keep: self.count,
-                messages: &step,
-                status: ThreadStatus::Running,
-                pending: &[],
-            };
-            let (version, claim) = self.store.write_and_intend(write, &entry).await.unwrap();
-            (self.version, self.assistant) = (version, self.count);
-            claim
+            let write = ThreadWrite::new(
+                &self.thread,
+                self.version,
+                self.count,
+                &step,
+                ThreadStatus::Running,
+            );
+            let batch = Batch::new().write(write).intend(&entry);
+            let committed = self.store.commit(batch).await.unwrap();
+            (self.version, self.assistant) = (committed.version.unwrap(), self.count);
+            committed
         } else {
-            self.store.intend_call(&entry).await.unwrap()
+            self.store
+                .commit(Batch::new().intend(&entry))
+                .await
+                .unwrap()
         };
-        assert_eq!(claim, Claim::New);
+        assert_eq!(committed.claims, [Claim::New]);
         let output = json!({ "value": value });
         let result = Message::tool_results(vec![ToolResultPart {
             tool_call_id: id,
@@ -181,19 +184,16 @@ impl<S: Store + Clone + 'static> Writer<S> {
             output: &output,
         };
         let messages = [assistant, result];
-        let write = ThreadWrite {
-            thread: &self.thread,
-            expected: self.version,
-            keep: self.assistant,
-            messages: &messages,
-            status: ThreadStatus::Running,
-            pending: &[],
-        };
-        self.version = self
-            .store
-            .settle_and_write(&[settled], write)
-            .await
-            .unwrap();
+        let write = ThreadWrite::new(
+            &self.thread,
+            self.version,
+            self.assistant,
+            &messages,
+            ThreadStatus::Running,
+        );
+        let batch = Batch::new().settle(settled).write(write);
+        let committed = self.store.commit(batch).await.unwrap();
+        self.version = committed.version.unwrap();
         self.count = self.assistant + 2;
     }
 }
@@ -280,8 +280,11 @@ fn persistence(c: &mut Criterion) {
         .block_on(SqliteStore::open(dir.path().join("bench.db")))
         .unwrap();
     per_call(c, "sqlite", &rt, sqlite);
+    #[cfg(feature = "postgres")]
     if let Ok(url) = std::env::var("TOOLSMITH_BENCH_POSTGRES") {
-        let postgres = rt.block_on(PostgresStore::connect(&url)).unwrap();
+        let postgres = rt
+            .block_on(toolsmith_store::PostgresStore::connect(&url))
+            .unwrap();
         per_call(c, "postgres", &rt, postgres);
     }
 }

@@ -45,7 +45,7 @@ pub struct JournalEntry {
     pub output: Option<Value>,
 }
 
-/// A call's outcome to record ([`Store::settle_and_write`](crate::Store::settle_and_write)).
+/// A call's outcome to record ([`Op::Settle`](crate::Op::Settle)).
 #[derive(Debug, Clone, Copy)]
 pub struct Settlement<'a> {
     /// The call's entry, as intended.

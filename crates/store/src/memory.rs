@@ -5,30 +5,29 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolsmith_core::{Message, Pause};
+use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
-    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
+    Batch, Claim, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, Settlement, Store,
+    StoreError, StoredValue, Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// A store in memory: everything is lost with the process. One lock guards it all, so every
 /// operation is atomic.
 ///
 /// ```
-/// use toolsmith_store::{MemoryStore, NewThread, Store, ThreadStatus};
+/// use toolsmith_store::{Batch, MemoryStore, NewThread, Store, ThreadStatus, ThreadWrite};
 /// use toolsmith_core::Message;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let store = MemoryStore::new();
 /// store.create_thread(NewThread::new("t1")).await.unwrap();
-/// let v = store
-///     .write("t1", 0, 0, &[Message::user("hi")], ThreadStatus::Idle, &[])
-///     .await
-///     .unwrap();
-/// assert_eq!(v, 1);
-/// assert_eq!(store.messages("t1").await.unwrap(), [Message::user("hi")]);
+/// let hi = [Message::user("hi")];
+/// let write = ThreadWrite::new("t1", 0, 0, &hi, ThreadStatus::Idle);
+/// let committed = store.commit(Batch::new().write(write)).await.unwrap();
+/// assert_eq!(committed.version, Some(1));
+/// assert_eq!(store.messages("t1").await.unwrap(), hi);
 /// # });
 /// ```
 #[derive(Debug, Default)]
@@ -57,51 +56,123 @@ impl MemoryStore {
     }
 }
 
+/// What an operation of a batch changed, to put back when a later one fails.
+#[derive(Debug)]
+enum Undo {
+    /// A thread's record as it was, and its messages from `keep` on.
+    Thread {
+        record: Thread,
+        keep: usize,
+        removed: Vec<Message>,
+    },
+    /// The journal's length before an entry was added.
+    Appended(usize),
+    /// A journal entry as it was.
+    Entry(usize, JournalEntry),
+    /// A ledger key as it was (`None`: not there).
+    Key(String, Option<(EffectStatus, Option<Value>)>),
+}
+
 impl State {
+    /// Applies `batch` under the lock: all of it, or (an operation failing) none of it.
+    fn commit(&mut self, batch: &Batch<'_>) -> Result<Committed, StoreError> {
+        let mut undo = Vec::new();
+        let applied = self.apply(batch, &mut undo);
+        if applied.is_err() {
+            self.undo(undo);
+        }
+        applied
+    }
+
+    fn apply(&mut self, batch: &Batch<'_>, undo: &mut Vec<Undo>) -> Result<Committed, StoreError> {
+        let mut committed = Committed::default();
+        for op in batch.ops() {
+            match *op {
+                Op::Settle(settled) => self.settle(settled, undo)?,
+                Op::Write(write) => committed.version = Some(self.write(write, undo)?),
+                Op::Intend(entry) => {
+                    self.intend(entry, undo);
+                    let claim = match entry.key_to_claim() {
+                        Some(key) => self.claim(key, undo),
+                        None => Claim::New,
+                    };
+                    committed.claims.push(claim);
+                }
+                Op::ClaimKey { key, .. } => committed.claims.push(self.claim(key, undo)),
+            }
+        }
+        Ok(committed)
+    }
+
+    /// Puts back what `undo` records, the last change first.
+    fn undo(&mut self, undo: Vec<Undo>) {
+        for change in undo.into_iter().rev() {
+            match change {
+                Undo::Thread {
+                    record,
+                    keep,
+                    removed,
+                } => {
+                    if let Some((thread, stored)) = self.threads.get_mut(&record.id) {
+                        stored.truncate(keep);
+                        stored.extend(removed);
+                        *thread = record;
+                    }
+                }
+                Undo::Appended(len) => self.journal.truncate(len),
+                Undo::Entry(at, entry) => self.journal[at] = entry,
+                Undo::Key(key, None) => {
+                    self.ledger.remove(&key);
+                }
+                Undo::Key(key, Some(was)) => {
+                    self.ledger.insert(key, was);
+                }
+            }
+        }
+    }
+
     /// Records `entry`; a second record of one attempt keeps the first.
-    fn intend(&mut self, entry: &JournalEntry) {
+    fn intend(&mut self, entry: &JournalEntry, undo: &mut Vec<Undo>) {
         let exists = self.journal.iter().any(|e| e.same_attempt(entry));
         if !exists {
+            undo.push(Undo::Appended(self.journal.len()));
             self.journal.push(entry.clone());
         }
     }
 
-    fn entry(&mut self, of: &JournalEntry) -> Result<&mut JournalEntry, StoreError> {
-        self.journal
-            .iter_mut()
-            .find(|e| e.same_attempt(of))
-            .ok_or_else(|| StoreError::NotFound(of.record_name()))
-    }
-
-    /// Fails as [`State::settle`] would, changing nothing.
-    fn check_settle(&mut self, entry: &JournalEntry) -> Result<(), StoreError> {
-        self.entry(entry)?;
-        if let Some(key) = entry.key_to_claim() {
-            self.ledger_entry(key)?;
-        }
-        Ok(())
-    }
-
     /// Settles a call and, when it is unsafe to repeat, its key: both, or neither.
-    fn settle(
-        &mut self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        self.check_settle(entry)?;
-        let settled = self.entry(entry)?;
-        settled.status = status;
-        settled.output = Some(output.clone());
-        if let Some(key) = entry.key_to_claim() {
-            *self.ledger_entry(key)? = (status, Some(output.clone()));
+    fn settle(&mut self, settled: Settlement<'_>, undo: &mut Vec<Undo>) -> Result<(), StoreError> {
+        let Settlement {
+            entry,
+            status,
+            output,
+        } = settled;
+        let at = self
+            .journal
+            .iter()
+            .position(|e| e.same_attempt(entry))
+            .ok_or_else(|| StoreError::NotFound(entry.record_name()))?;
+        let key = entry.key_to_claim();
+        if let Some(key) = key
+            && !self.ledger.contains_key(key)
+        {
+            return Err(StoreError::NotFound(format!("idempotency key {key}")));
+        }
+        let recorded = &mut self.journal[at];
+        undo.push(Undo::Entry(at, recorded.clone()));
+        recorded.status = status;
+        recorded.output = Some(output.clone());
+        if let Some(key) = key {
+            let was = self
+                .ledger
+                .insert(key.to_string(), (status, Some(output.clone())));
+            undo.push(Undo::Key(key.to_string(), was));
         }
         Ok(())
     }
 
-    /// Fails as [`State::write`] would, changing nothing.
-    fn check_write(&mut self, write: &ThreadWrite<'_>) -> Result<(), StoreError> {
-        let (_, stored) = at_version(self, write.thread, write.expected)?;
+    fn write(&mut self, write: ThreadWrite<'_>, undo: &mut Vec<Undo>) -> Result<u64, StoreError> {
+        let (record, stored) = at_version(self, write.thread, write.expected)?;
         if write.keep > stored.len() as u64 {
             return Err(StoreError::Corrupt(format!(
                 "cannot keep {} of the {} messages of thread {}",
@@ -110,23 +181,25 @@ impl State {
                 write.thread
             )));
         }
-        Ok(())
-    }
-
-    fn write(&mut self, write: ThreadWrite<'_>) -> Result<u64, StoreError> {
-        self.check_write(&write)?;
-        let (record, stored) = at_version(self, write.thread, write.expected)?;
-        stored.truncate(write.keep as usize);
+        let keep = write.keep as usize;
+        undo.push(Undo::Thread {
+            record: record.clone(),
+            keep,
+            removed: stored.split_off(keep),
+        });
         stored.extend_from_slice(write.messages);
         record.version += 1;
         record.message_count = stored.len() as u64;
         record.status = write.status;
+        if write.status != ThreadStatus::Running {
+            record.holder = None;
+        }
         record.pending = write.pending.to_vec();
         record.updated_at = now_millis();
         Ok(record.version)
     }
 
-    fn claim(&mut self, key: &str) -> Claim {
+    fn claim(&mut self, key: &str, undo: &mut Vec<Undo>) -> Claim {
         if let Some((status, output)) = self.ledger.get(key) {
             return Claim::Existing {
                 status: *status,
@@ -135,16 +208,8 @@ impl State {
         }
         self.ledger
             .insert(key.to_string(), (EffectStatus::Intended, None));
+        undo.push(Undo::Key(key.to_string(), None));
         Claim::New
-    }
-
-    fn ledger_entry(
-        &mut self,
-        key: &str,
-    ) -> Result<&mut (EffectStatus, Option<Value>), StoreError> {
-        self.ledger
-            .get_mut(key)
-            .ok_or_else(|| StoreError::NotFound(format!("idempotency key {key}")))
     }
 }
 
@@ -184,6 +249,7 @@ impl Store for MemoryStore {
             message_count: 0,
             status: ThreadStatus::Idle,
             run_id: None,
+            holder: None,
             pending: Vec::new(),
             created_at: now,
             updated_at: now,
@@ -220,63 +286,26 @@ impl Store for MemoryStore {
             .ok_or_else(|| StoreError::NotFound(thread.to_string()))
     }
 
-    async fn write(
+    async fn commit(&self, batch: Batch<'_>) -> Result<Committed, StoreError> {
+        if batch.is_empty() {
+            return Ok(Committed::default());
+        }
+        self.state().commit(&batch)
+    }
+
+    async fn claim(
         &self,
         thread: &str,
         expected: u64,
-        keep: u64,
-        messages: &[Message],
-        status: ThreadStatus,
-        pending: &[Pause],
+        run_id: &str,
+        holder: &Holder,
     ) -> Result<u64, StoreError> {
-        self.state().write(ThreadWrite {
-            thread,
-            expected,
-            keep,
-            messages,
-            status,
-            pending,
-        })
-    }
-
-    async fn write_and_intend(
-        &self,
-        write: ThreadWrite<'_>,
-        entry: &JournalEntry,
-    ) -> Result<(u64, Claim), StoreError> {
-        let mut state = self.state();
-        let version = state.write(write)?;
-        state.intend(entry);
-        let claim = match entry.key_to_claim() {
-            Some(key) => state.claim(key),
-            None => Claim::New,
-        };
-        Ok((version, claim))
-    }
-
-    async fn settle_and_write(
-        &self,
-        settled: &[Settlement<'_>],
-        write: ThreadWrite<'_>,
-    ) -> Result<u64, StoreError> {
-        let mut state = self.state();
-        // Everything checked before anything changes: all or nothing.
-        state.check_write(&write)?;
-        for s in settled {
-            state.check_settle(s.entry)?;
-        }
-        for s in settled {
-            state.settle(s.entry, s.status, s.output)?;
-        }
-        state.write(write)
-    }
-
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
         let mut state = self.state();
         let (record, _) = at_version(&mut state, thread, expected)?;
         record.version += 1;
         record.status = ThreadStatus::Running;
         record.run_id = Some(run_id.to_string());
+        record.holder = Some(holder.clone());
         record.updated_at = now_millis();
         Ok(record.version)
     }
@@ -286,43 +315,6 @@ impl Store for MemoryStore {
         let (record, _) = at_version(&mut state, thread, expected)?;
         record.updated_at = now_millis();
         Ok(())
-    }
-
-    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
-        self.state().intend(entry);
-        Ok(())
-    }
-
-    async fn journal_settle(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let mut state = self.state();
-        let entry = state.entry(entry)?;
-        entry.status = status;
-        entry.output = Some(output.clone());
-        Ok(())
-    }
-
-    // Under one lock, like the databases' transactions: all or nothing.
-    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
-        let mut state = self.state();
-        state.intend(entry);
-        Ok(match entry.key_to_claim() {
-            Some(key) => state.claim(key),
-            None => Claim::New,
-        })
-    }
-
-    async fn settle_call(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        self.state().settle(entry, status, output)
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -335,10 +327,6 @@ impl Store for MemoryStore {
             .collect();
         entries.sort_by_key(|e| (e.seq, e.attempt));
         Ok(entries)
-    }
-
-    async fn ledger_claim(&self, key: &str, _thread: &str) -> Result<Claim, StoreError> {
-        Ok(self.state().claim(key))
     }
 
     async fn put_variable(
@@ -366,16 +354,6 @@ impl Store for MemoryStore {
             .get(thread)
             .map(|v| v.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default())
-    }
-
-    async fn ledger_settle(
-        &self,
-        key: &str,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        *self.state().ledger_entry(key)? = (status, Some(output.clone()));
-        Ok(())
     }
 
     async fn put_credential(

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{PostgresStore, SqliteStore, Store, StoreError};
+use crate::{Store, StoreError};
 
 /// Opens the store a URL names: `sqlite:PATH` (also `sqlite://PATH`; the file is created if
 /// needed) or `postgres://…` / `postgresql://…` (a libpq URL or key-value string after the
@@ -11,14 +11,18 @@ use crate::{PostgresStore, SqliteStore, Store, StoreError};
 /// # Errors
 ///
 /// [`StoreError::Backend`] for a URL of another kind (the message names only its scheme: a
-/// URL may hold a password) and for a store that cannot be opened.
+/// URL may hold a password), for a backend this build was made without (the crate's `sqlite`
+/// and `postgres` features) and for a store that cannot be opened.
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// # #[cfg(feature = "sqlite")]
+/// # {
 /// let dir = tempfile::tempdir().unwrap();
 /// let url = format!("sqlite:{}", dir.path().join("runs.db").display());
 /// let store = toolsmith_store::open(&url).await.unwrap();
 /// assert!(store.thread("none").await.unwrap().is_none());
+/// # }
 /// let Err(error) = toolsmith_store::open("mysql://user:hunter2@db/x").await else {
 ///     panic!("mysql is not a store")
 /// };
@@ -35,13 +39,41 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
                 "the SQLite URL names no file: use sqlite:PATH".to_string(),
             ));
         }
-        return Ok(Arc::new(SqliteStore::open(path).await?));
+        return open_sqlite(path).await;
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PostgresStore::connect(url).await?));
+        return connect_postgres(url).await;
     }
     let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
     Err(StoreError::Backend(format!(
         "unsupported store URL (scheme \"{scheme}\"): use sqlite:PATH or postgres://USER@HOST/DB"
     )))
+}
+
+#[cfg(feature = "sqlite")]
+async fn open_sqlite(path: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(Arc::new(crate::SqliteStore::open(path).await?))
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn open_sqlite(_: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Err(not_built("SQLite", "sqlite"))
+}
+
+#[cfg(feature = "postgres")]
+async fn connect_postgres(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(Arc::new(crate::PostgresStore::connect(url).await?))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn connect_postgres(_: &str) -> Result<Arc<dyn Store>, StoreError> {
+    Err(not_built("PostgreSQL", "postgres"))
+}
+
+/// The error for a backend this build was made without.
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+fn not_built(backend: &str, feature: &str) -> StoreError {
+    StoreError::Backend(format!(
+        "this build has no {backend} store (toolsmith-store's `{feature}` feature)"
+    ))
 }

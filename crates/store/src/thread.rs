@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use toolsmith_core::{Message, Pause};
 
+use crate::Holder;
+
 /// A stored thread: its identity and links, and where its run stands. The messages are read
 /// separately ([`Store::messages`](crate::Store::messages)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +29,10 @@ pub struct Thread {
     /// an interrupted run goes on under its id, so that its idempotency keys stay the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The process that holds the running thread: the one that claimed it
+    /// ([`Store::claim`](crate::Store::claim)). Cleared when the thread stops running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
     /// What a paused thread waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<Pause>,
@@ -36,7 +42,7 @@ pub struct Thread {
     pub updated_at: u64,
 }
 
-/// A write of a thread's tail, as [`Store::write`](crate::Store::write) takes it.
+/// A write of a thread's tail ([`Op::Write`](crate::Op::Write)).
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadWrite<'a> {
     /// The thread.
@@ -51,6 +57,32 @@ pub struct ThreadWrite<'a> {
     pub status: ThreadStatus,
     /// What a paused thread waits for.
     pub pending: &'a [Pause],
+}
+
+impl<'a> ThreadWrite<'a> {
+    /// A write of `thread` at version `expected`: keeps its first `keep` messages, then
+    /// `messages`, and sets `status`, with nothing pending.
+    pub fn new(
+        thread: &'a str,
+        expected: u64,
+        keep: u64,
+        messages: &'a [Message],
+        status: ThreadStatus,
+    ) -> Self {
+        ThreadWrite {
+            thread,
+            expected,
+            keep,
+            messages,
+            status,
+            pending: &[],
+        }
+    }
+
+    /// With `pending`, what the thread waits for.
+    pub fn with_pending(self, pending: &'a [Pause]) -> Self {
+        ThreadWrite { pending, ..self }
+    }
 }
 
 /// Where a thread's run stands.

@@ -1,18 +1,23 @@
 //! The conformance suite on every backend, and what is particular to SQLite: a real file,
-//! reopened, shared by two handles as two processes would.
+//! reopened, shared by two handles as two processes would. (PostgreSQL's are in
+//! `postgres.rs`.)
 
 use std::sync::Arc;
 
+#[cfg(feature = "sqlite")]
 use toolsmith_core::Message;
+#[cfg(feature = "sqlite")]
 use toolsmith_store::{
-    MemoryStore, NewThread, SqliteStore, Store, StoreError, ThreadStatus, conformance,
+    Batch, NewThread, SqliteStore, Store, StoreError, ThreadStatus, ThreadWrite,
 };
+use toolsmith_store::{MemoryStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_passes_the_conformance_suite() {
     conformance::check(Arc::new(MemoryStore::new())).await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
@@ -22,6 +27,7 @@ async fn sqlite_passes_the_conformance_suite() {
     .await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,17 +35,9 @@ async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly()
     {
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("t1")).await.unwrap();
-        store
-            .write(
-                "t1",
-                0,
-                0,
-                &[Message::user("kept")],
-                ThreadStatus::Idle,
-                &[],
-            )
-            .await
-            .unwrap();
+        let kept = [Message::user("kept")];
+        let write = ThreadWrite::new("t1", 0, 0, &kept, ThreadStatus::Idle);
+        store.commit(Batch::new().write(write)).await.unwrap();
     }
     // Reopened: the data is there and the migrations are not applied again.
     let first = SqliteStore::open(&path).await.unwrap();
@@ -47,10 +45,8 @@ async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly()
     assert_eq!(first.messages("t1").await.unwrap(), [Message::user("kept")]);
     // Two connections (as two processes) continue the thread from version 1: one wins.
     let (ma, mb) = ([Message::user("a")], [Message::user("b")]);
-    let (a, b) = tokio::join!(
-        first.write("t1", 1, 1, &ma, ThreadStatus::Idle, &[]),
-        second.write("t1", 1, 1, &mb, ThreadStatus::Idle, &[]),
-    );
+    let write = |m| Batch::new().write(ThreadWrite::new("t1", 1, 1, m, ThreadStatus::Idle));
+    let (a, b) = tokio::join!(first.commit(write(&ma)), second.commit(write(&mb)));
     let wins = [&a, &b].iter().filter(|r| r.is_ok()).count();
     assert_eq!(wins, 1, "{a:?} {b:?}");
     assert!(matches!(
@@ -60,6 +56,7 @@ async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly()
     assert_eq!(second.messages("t1").await.unwrap().len(), 2);
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn a_database_from_a_newer_toolsmith_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,6 +76,7 @@ async fn a_database_from_a_newer_toolsmith_is_refused() {
     );
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wal_is_checkpointed_in_the_background_not_by_the_writers() {
     let dir = tempfile::tempdir().unwrap();
@@ -89,19 +87,10 @@ async fn the_wal_is_checkpointed_in_the_background_not_by_the_writers() {
     store.create_thread(NewThread::new("t")).await.unwrap();
     // Far fewer pages than the writers' own automatic checkpoint waits for.
     let body = "x".repeat(3000);
-    let mut version = 0;
     for i in 0..50 {
-        version = store
-            .write(
-                "t",
-                version,
-                i,
-                &[Message::user(body.clone())],
-                ThreadStatus::Running,
-                &[],
-            )
-            .await
-            .unwrap();
+        let message = [Message::user(body.clone())];
+        let write = ThreadWrite::new("t", i, i, &message, ThreadStatus::Running);
+        store.commit(Batch::new().write(write)).await.unwrap();
     }
     // The writers' automatic checkpoint would wait for 20 000 pages: only the store's own
     // thread copies these few into the database file. It may have copied part of them while

@@ -3,10 +3,27 @@
 
 mod payment;
 
+use std::path::Path;
+
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Claim, EffectStatus, NewThread, SecretKey, SqliteStore, Store, ThreadStatus, Vault,
+    Batch, Claim, EffectStatus, Holder, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
+    ThreadWrite, Vault,
 };
+
+/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then drops
+/// what the versions after it added to the threads (version 7: their holder) and forgets them.
+fn take_back(path: &Path, sql: &str, version: u32) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(&format!(
+            "{sql} ALTER TABLE threads DROP COLUMN holder_host; \
+             ALTER TABLE threads DROP COLUMN holder_pid; \
+             ALTER TABLE threads DROP COLUMN holder_started; \
+             DELETE FROM schema_migrations WHERE version > {version};"
+        ))
+        .unwrap();
+}
 
 #[tokio::test]
 async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
@@ -18,21 +35,23 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("kept")).await.unwrap();
     }
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id; \
-         DELETE FROM schema_migrations WHERE version > 1;",
-    )
-    .unwrap();
-    drop(conn);
+    take_back(
+        &path,
+        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id;",
+        1,
+    );
     let store = SqliteStore::open(&path).await.unwrap();
     assert!(store.thread("kept").await.unwrap().is_some());
     let vault = Vault::new(&store, SecretKey::generate());
     vault.put("kept", "A", "b", false).await.unwrap();
-    store.claim("kept", 0, "run-1").await.unwrap();
+    store
+        .claim("kept", 0, "run-1", &Holder::current())
+        .await
+        .unwrap();
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
-    assert_eq!(SqliteStore::schema_version(), 6);
+    assert_eq!(thread.holder, Some(Holder::current()));
+    assert_eq!(SqliteStore::schema_version(), 7);
 }
 
 #[tokio::test]
@@ -44,15 +63,13 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         let store = SqliteStore::open(&path).await.unwrap();
         store.create_thread(NewThread::new("t")).await.unwrap();
         let messages = [Message::user("Pay."), Message::assistant("Paying.")];
-        store
-            .write("t", 0, 0, &messages, ThreadStatus::Running, &[])
-            .await
-            .unwrap();
-        store.intend_call(&entry).await.unwrap();
+        let write = ThreadWrite::new("t", 0, 0, &messages, ThreadStatus::Running);
+        let batch = Batch::new().write(write).intend(&entry);
+        store.commit(batch).await.unwrap();
     }
     // Version 3's layout: the same tables with rowids and their keys' indexes.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
+    take_back(
+        &path,
         "PRAGMA foreign_keys = OFF;
          CREATE TABLE m3 (thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
              idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (thread_id, idx));
@@ -63,21 +80,23 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
          CREATE TABLE l3 (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, status TEXT NOT NULL,
              output TEXT, created_at INTEGER NOT NULL);
          INSERT INTO l3 SELECT * FROM ledger; DROP TABLE ledger;
-         ALTER TABLE l3 RENAME TO ledger;
-         DELETE FROM schema_migrations WHERE version > 3;",
-    )
-    .unwrap();
-    drop(conn);
+         ALTER TABLE l3 RENAME TO ledger;",
+        3,
+    );
 
     let store = SqliteStore::open(&path).await.unwrap();
     assert_eq!(store.messages("t").await.unwrap().len(), 2);
     assert_eq!(store.journal("t").await.unwrap(), [entry]);
     assert_eq!(
-        store.ledger_claim("r:c1", "t").await.unwrap(),
-        Claim::Existing {
+        store
+            .commit(Batch::new().claim_key("r:c1", "t"))
+            .await
+            .unwrap()
+            .claims,
+        [Claim::Existing {
             status: EffectStatus::Intended,
             output: None
-        }
+        }]
     );
     let conn = rusqlite::Connection::open(&path).unwrap();
     for table in ["messages", "journal", "ledger"] {
@@ -103,6 +122,37 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
 }
 
 #[tokio::test]
+async fn a_version_6_database_gains_the_holder_of_its_running_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let prompt = [Message::user("Pay.")];
+        let write = ThreadWrite::new("t", 0, 0, &prompt, ThreadStatus::Running);
+        store.commit(Batch::new().write(write)).await.unwrap();
+    }
+    take_back(&path, "", 6);
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(
+        (thread.status, thread.holder.clone()),
+        (ThreadStatus::Running, None),
+        "a thread running before the migration has no holder: the lease rule applies to it"
+    );
+    let holder = Holder {
+        host: "h/boot/pid:[1]".into(),
+        pid: 99,
+        started: 12345,
+    };
+    store.claim("t", 1, "run-1", &holder).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(thread.holder, Some(holder));
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let page_size = |path: &std::path::Path| -> u32 {
@@ -125,17 +175,9 @@ async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
     assert_eq!(page_size(&old), 4096);
     let store = SqliteStore::open(&old).await.unwrap();
     store.create_thread(NewThread::new("t")).await.unwrap();
-    store
-        .write(
-            "t",
-            0,
-            0,
-            &[Message::user("Hi.")],
-            ThreadStatus::Running,
-            &[],
-        )
-        .await
-        .unwrap();
+    let hi = [Message::user("Hi.")];
+    let write = ThreadWrite::new("t", 0, 0, &hi, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
     drop(store);
     assert_eq!(page_size(&old), 4096);

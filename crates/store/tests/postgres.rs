@@ -11,7 +11,8 @@ use pg_server::PgServer;
 use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
-    EffectStatus, NewThread, PostgresStore, Store, StoreError, ThreadStatus, conformance,
+    Batch, EffectStatus, Holder, NewThread, PostgresStore, Settlement, Store, StoreError,
+    ThreadStatus, ThreadWrite, conformance,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,10 +29,8 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
     let (first, second) = (first.unwrap(), second.unwrap());
     first.create_thread(NewThread::new("t1")).await.unwrap();
     let (ma, mb) = ([Message::user("a")], [Message::user("b")]);
-    let (a, b) = tokio::join!(
-        first.write("t1", 0, 0, &ma, ThreadStatus::Running, &[]),
-        second.write("t1", 0, 0, &mb, ThreadStatus::Running, &[]),
-    );
+    let write = |m| Batch::new().write(ThreadWrite::new("t1", 0, 0, m, ThreadStatus::Running));
+    let (a, b) = tokio::join!(first.commit(write(&ma)), second.commit(write(&mb)));
     assert_eq!(
         [&a, &b].iter().filter(|r| r.is_ok()).count(),
         1,
@@ -90,7 +89,7 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
     {
         let store = PostgresStore::connect(&url).await.unwrap();
         store.create_thread(NewThread::new("t")).await.unwrap();
-        store.intend_call(&entry).await.unwrap();
+        store.commit(Batch::new().intend(&entry)).await.unwrap();
     }
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
@@ -105,6 +104,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
              ALTER TABLE journal ADD PRIMARY KEY (run_id, tool_call_id, attempt);
              CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
              CREATE INDEX threads_updated ON threads(updated_at);
+             ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
+                 DROP COLUMN holder_started;
              DELETE FROM schema_migrations WHERE version > 3;",
         )
         .await
@@ -115,13 +116,23 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         store.journal("t").await.unwrap(),
         std::slice::from_ref(&entry)
     );
-    store
-        .journal_settle(&entry, EffectStatus::Succeeded, &json!({"paid": 5}))
-        .await
-        .unwrap();
+    let paid = json!({"paid": 5});
+    let settled = Settlement {
+        entry: &entry,
+        status: EffectStatus::Succeeded,
+        output: &paid,
+    };
+    store.commit(Batch::new().settle(settled)).await.unwrap();
     assert_eq!(
         store.journal("t").await.unwrap()[0].status,
         EffectStatus::Succeeded
+    );
+    // Version 6: the holder of a running thread.
+    let holder = Holder::current();
+    store.claim("t", 0, "r", &holder).await.unwrap();
+    assert_eq!(
+        store.thread("t").await.unwrap().unwrap().holder,
+        Some(holder)
     );
     let key: String = client
         .query_one(

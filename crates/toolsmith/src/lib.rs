@@ -10,8 +10,12 @@
 pub use toolsmith_core::*;
 
 pub mod config;
-pub mod durable;
 pub mod revert;
+
+/// Durable runs: a run recorded in a store as it goes (from [`toolsmith_store::durable`]).
+pub mod durable {
+    pub use toolsmith_store::durable::*;
+}
 
 /// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the
 /// parameters and its description from the doc comment.

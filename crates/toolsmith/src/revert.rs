@@ -63,9 +63,11 @@ use toolsmith_agent::EFFECT_REVERTED;
 use toolsmith_builtins::{FileChange, Reverted, revert_file_change};
 use toolsmith_core::{ToolError, ToolOutput};
 use toolsmith_sandbox::RootDir;
-use toolsmith_store::{EffectStatus, JournalEntry, Store, StoreError, ThreadStatus};
+use toolsmith_store::{
+    Batch, EffectStatus, JournalEntry, Settlement, Store, StoreError, ThreadStatus,
+};
 
-use crate::durable::DEFAULT_LEASE;
+use toolsmith_store::DEFAULT_LEASE;
 
 /// Why a thread's changes cannot be listed or reverted.
 #[derive(Debug, thiserror::Error)]
@@ -282,9 +284,12 @@ pub async fn revert(
                 "revertedAt": now_millis(),
                 "output": call.entry.output,
             });
-            store
-                .settle_call(&call.entry, EffectStatus::Failed, &output)
-                .await?;
+            let settled = Settlement {
+                entry: &call.entry,
+                status: EffectStatus::Failed,
+                output: &output,
+            };
+            store.commit(Batch::new().settle(settled)).await?;
         }
     }
     Ok(outcomes)

@@ -228,7 +228,8 @@ async fn crash_and_resume(db: &str, threads: u64) {
                 break;
             }
             assert!(attempt < 39, "thread {thread} never completed: {found:?}");
-            // The lease of a killed run must pass before it can be taken over.
+            // A killed run's thread is taken over at once (its holder is gone), unless the
+            // kill came between the prompt's save and the claim: then its lease must pass.
             std::thread::sleep(Duration::from_secs_f64(LEASE_SECS + 0.05));
             // The first two resumptions are killed too, at other points.
             let kill = (attempt < 2).then(|| kill_point(i, threads, resume_span, attempt + 1));

@@ -11,7 +11,10 @@ use toolsmith::agent::{EFFECT_REVERTED, EFFECT_UNKNOWN, RunErrorKind};
 use toolsmith::durable::{DurableError, StoredRun};
 use toolsmith::prelude::*;
 use toolsmith::providers::{ScriptedCall, ScriptedModel, Turn};
-use toolsmith::store::{EffectStatus, JournalEntry, NewThread, SqliteStore, Store, ThreadStatus};
+use toolsmith::store::{
+    Batch, EffectStatus, Holder, JournalEntry, NewThread, Settlement, SqliteStore, Store,
+    ThreadStatus, ThreadWrite,
+};
 use toolsmith::{Part, Reconcile, Revert, Role, ToolCallPart, VariableKind};
 
 const RUN: &str = "run-1";
@@ -45,7 +48,10 @@ async fn crashed_with(
     unsafe_call: bool,
 ) {
     store.create_thread(NewThread::new(thread)).await.unwrap();
-    store.claim(thread, 0, RUN).await.unwrap();
+    store
+        .claim(thread, 0, RUN, &Holder::current())
+        .await
+        .unwrap();
     let call = ToolCallPart {
         tool_call_id: "call_1".into(),
         tool_name: tool.into(),
@@ -57,33 +63,26 @@ async fn crashed_with(
         Message::user("Pay Bob."),
         Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
     ];
-    store
-        .write(thread, 1, 0, &messages, ThreadStatus::Running, &[])
-        .await
-        .unwrap();
-    let key = format!("{RUN}:call_1");
-    store
-        .journal_intend(&JournalEntry {
-            thread_id: thread.into(),
-            run_id: RUN.into(),
-            tool_call_id: "call_1".into(),
-            tool_name: tool.into(),
-            seq: 0,
-            attempt: 1,
-            input,
-            side_effect: true,
-            idempotent: !unsafe_call,
-            idempotency_key: Some(key.clone()),
-            accepts_idempotency_key: false,
-            has_revert: false,
-            status: EffectStatus::Intended,
-            output: None,
-        })
-        .await
-        .unwrap();
-    if unsafe_call {
-        store.ledger_claim(&key, thread).await.unwrap();
-    }
+    let write = ThreadWrite::new(thread, 1, 0, &messages, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
+    let entry = JournalEntry {
+        thread_id: thread.into(),
+        run_id: RUN.into(),
+        tool_call_id: "call_1".into(),
+        tool_name: tool.into(),
+        seq: 0,
+        attempt: 1,
+        input,
+        side_effect: true,
+        idempotent: !unsafe_call,
+        idempotency_key: Some(format!("{RUN}:call_1")),
+        accepts_idempotency_key: false,
+        has_revert: false,
+        status: EffectStatus::Intended,
+        output: None,
+    };
+    // Recorded, and its key claimed when the call is unsafe to repeat.
+    store.commit(Batch::new().intend(&entry)).await.unwrap();
 }
 
 /// Resumes `thread` (its lease is long past: the test set the clock) with `agent`.
@@ -286,10 +285,12 @@ async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
     // The call finished and was journaled; the process died before the tool message.
     let output = serde_json::to_value(ToolOutput::json(json!({"paid": "earlier"}))).unwrap();
     let entry = store.journal("t").await.unwrap().remove(0);
-    store
-        .journal_settle(&entry, EffectStatus::Succeeded, &output)
-        .await
-        .unwrap();
+    let settled = Settlement {
+        entry: &entry,
+        status: EffectStatus::Succeeded,
+        output: &output,
+    };
+    store.commit(Batch::new().settle(settled)).await.unwrap();
     let count = Arc::new(AtomicU32::new(0));
     let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")]))
         .tool(pay(count.clone(), side_effect()))
@@ -477,5 +478,92 @@ async fn variables_a_run_sets_are_kept_with_the_thread_and_secrets_only_as_ciphe
         String::from_utf8_lossy(&bytes).contains("eu-west")
             || String::from_utf8_lossy(&wal).contains("eu-west"),
         "a plain variable is stored as text"
+    );
+}
+
+/// Set in the process the test below starts: the SQLite file in which it claims a thread.
+const HOLDER_DB: &str = "TOOLSMITH_TEST_HOLDER_DB";
+/// The test below, as the child runs it.
+const HOLDER_TEST: &str = "a_run_killed_with_sigkill_on_this_host_is_resumed_at_once";
+
+/// A child process, killed and reaped when dropped (should the test fail before it does).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_run_killed_with_sigkill_on_this_host_is_resumed_at_once() {
+    if let Ok(db) = std::env::var(HOLDER_DB) {
+        // The child: starts a run on thread `held` (its claim records this process as the
+        // holder) and stays, as a run in a tool call does, until it is killed.
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(db).await.unwrap());
+        let prompt = vec![Message::user("Pay Bob.")];
+        let (_run, _) = StoredRun::start(store, "held", prompt).await.unwrap();
+        // Killed long before: a bound on its life should the parent not kill it.
+        tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+        return;
+    }
+    let (dir, store) = sqlite().await;
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", HOLDER_TEST, "--test-threads=1"])
+        .env(HOLDER_DB, dir.path().join("runs.db"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Child(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let holder = loop {
+        let thread = store.thread("held").await.unwrap();
+        if let Some(holder) = thread.and_then(|t| t.holder) {
+            break holder;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child claims the thread"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(holder.pid, child.0.id(), "the claim records its process");
+    assert_eq!(holder.host, Holder::current().host);
+
+    // Alive: its thread is its own for the lease, as before.
+    let lease = std::time::Duration::from_secs(600);
+    let held = StoredRun::resume(store.clone(), "held", lease).await;
+    assert!(
+        matches!(held, Err(DurableError::Held { .. })),
+        "a live holder keeps its thread: {held:?}"
+    );
+
+    // SIGKILL (what `Child::kill` sends): no exit handler runs, nothing is written.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let thread = store.thread("held").await.unwrap().unwrap();
+    assert_eq!(thread.status, ThreadStatus::Running);
+    let (run, messages) = StoredRun::resume(store.clone(), "held", lease)
+        .await
+        .expect("a killed holder's thread is taken over at once, the lease notwithstanding");
+    assert_eq!(Some(run.run_id()), thread.run_id.as_deref(), "the same run");
+    assert_eq!(messages, [Message::user("Pay Bob.")]);
+    let taken = store.thread("held").await.unwrap().unwrap();
+    assert_eq!(
+        taken.holder,
+        Some(Holder::current()),
+        "held by this process now"
+    );
+
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Paid.")])).build();
+    let out = agent.run(run.input(messages)).await.unwrap();
+    assert_eq!(out.text, "Paid.");
+    let done = store.thread("held").await.unwrap().unwrap();
+    assert_eq!(
+        (done.status, done.holder),
+        (ThreadStatus::Idle, None),
+        "a finished run holds the thread no more"
     );
 }

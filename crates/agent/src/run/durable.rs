@@ -1,5 +1,5 @@
-//! A run with a log: saving the thread at the loop's save points, and going on after a crash
-//! with the calls it interrupted.
+//! A run with a log: saving the thread at the loop's save points (through its
+//! [`Journal`](crate::journal)), and going on after a crash with the calls it interrupted.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -11,7 +11,7 @@ use super::Run;
 use crate::execute::CallRunner;
 use crate::prepare::prepare;
 use crate::resume::WaitingCall;
-use crate::{CallOutcome, EFFECT_UNKNOWN, RunErrorKind, RunState, StepResult};
+use crate::{CallOutcome, EFFECT_UNKNOWN, RunErrorKind, RunState, StepResult, ThreadSave};
 
 /// The marker of seed 001's resume warning; the warning is added once per thread.
 pub(crate) const RESUME_WARNING_MARKER: &str = "[smithers:tool-resume-warning]";
@@ -23,9 +23,8 @@ const RESUME_WARNING_MAX: usize = 5;
 pub(super) enum SavePoint {
     /// Going on.
     Progress,
-    /// Going on, the step's calls about to run one by one ([`RunLog::save_before_calls`]).
-    ///
-    /// [`RunLog::save_before_calls`]: crate::RunLog::save_before_calls
+    /// Going on, the step's calls about to run one by one: written with the first call's
+    /// intent.
     BeforeCalls,
     /// Done: finished, or paused if calls wait.
     End,
@@ -41,13 +40,12 @@ impl Run {
             scope: self.scope.clone(),
             step,
             cancel: self.cancel.clone(),
-            durable: self.durable.clone(),
         }
     }
 
     /// Saves the thread in the run's log, if it has one.
     pub(super) async fn save(&mut self, at: SavePoint) -> Result<(), RunErrorKind> {
-        let Some(log) = self.durable.log.clone() else {
+        let Some(journal) = self.journal.clone() else {
             return Ok(());
         };
         let messages = &self.request.messages[self.prefix..];
@@ -64,11 +62,18 @@ impl Run {
             SavePoint::End if self.pending.is_empty() => RunState::Finished,
             SavePoint::End => RunState::Paused(&self.pending),
         };
-        let saved = match at {
-            SavePoint::BeforeCalls => log.save_before_calls(messages, unchanged, state).await,
-            _ => log.save(messages, unchanged, state).await,
+        let save = ThreadSave {
+            unchanged,
+            tail: &messages[unchanged..],
+            state,
         };
-        saved.map_err(|e| RunErrorKind::Store(e.0))?;
+        match at {
+            SavePoint::BeforeCalls => journal.save_with_next_intent(save),
+            _ => journal
+                .save(save)
+                .await
+                .map_err(|e| RunErrorKind::Store(e.0))?,
+        }
         self.saved = messages.len();
         Ok(())
     }

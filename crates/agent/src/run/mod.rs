@@ -17,10 +17,10 @@ use toolsmith_core::{
 };
 
 use crate::agent::AgentInner;
-use crate::durable::Durable;
 use crate::emit::Emitter;
 use crate::execute::cancelled_in_flight;
 use crate::input::flag_is_on;
+use crate::journal::{CatchPanicLayer, Journal, JournalLayer, SnapshotLayer};
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
@@ -66,8 +66,8 @@ pub(crate) struct Run {
     immediate: Vec<ModelToolCall>,
     /// The tools not offered in the last request ([`Tool::offered`](toolsmith_core::Tool)).
     hidden: Vec<String>,
-    /// The run's log and snapshot hook.
-    durable: Durable,
+    /// The run's journal, when it has a log.
+    journal: Option<Arc<Journal>>,
     /// How many leading messages (after the instructions) the log holds as they are.
     saved: usize,
     /// Calls of the loaded thread that a crash interrupted (a run with a log): run again
@@ -198,9 +198,18 @@ impl Run {
         }
         request.messages.extend(messages);
 
-        let agent_snapshot = agent.snapshot.clone();
+        let journal = log.map(|log| Arc::new(Journal::new(log, agent.snapshot.is_some())));
+        // Innermost: the snapshot hook, then the journal, over the catch-panic layer.
+        let mut stack = agent.layer_stack();
+        if let Some(hook) = &agent.snapshot {
+            stack.push(SnapshotLayer(hook.clone()));
+        }
+        if let Some(journal) = &journal {
+            stack.push(JournalLayer(journal.clone()));
+        }
+        stack.push(CatchPanicLayer);
         Ok(Run {
-            stack: Arc::new(agent.layer_stack()),
+            stack: Arc::new(stack),
             agent,
             scope,
             tools,
@@ -219,11 +228,7 @@ impl Run {
             emit: Emitter::new(events),
             immediate,
             hidden: Vec::new(),
-            durable: Durable {
-                log,
-                snapshot: agent_snapshot,
-                save_follows: false,
-            },
+            journal,
             saved,
             interrupted,
         })
@@ -403,9 +408,11 @@ impl Run {
         if calls.is_empty() {
             return Ok(());
         }
-        let mut runner = self.runner(step);
+        let runner = self.runner(step);
         // Sequential execution saves each result as soon as its call ends.
-        runner.durable.save_follows = self.agent.policy == ExecutionPolicy::Sequential;
+        if let Some(journal) = &self.journal {
+            journal.outcomes_wait_for_save(self.agent.policy == ExecutionPolicy::Sequential);
+        }
         // The results go into one tool message right after the assistant message.
         self.request
             .messages

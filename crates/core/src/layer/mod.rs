@@ -22,7 +22,13 @@
 //!    get a hint or abort the run.
 //! 4. [`HookLayer`]s: caller hooks that may skip a call with a supplied result or rewrite what
 //!    the model sees.
-//! 5. cache, then [`TimeoutLayer`], then journal and result limits (added with their features).
+//! 5. the caller's own layers ([`AgentBuilder::layer`]), then [`TimeoutLayer`];
+//! 6. the agent crate's innermost layers: the durability snapshot hook (after a successful
+//!    side-effecting call), the run's journal (the call's intent recorded before it executes,
+//!    its outcome after; only for a run with a log), and last a catch-panic layer (a panicking
+//!    tool becomes the error `TOOL_PANICKED`, which the journal records as its outcome).
+//!
+//! [`AgentBuilder::layer`]: https://docs.rs/toolsmith-agent/latest/toolsmith_agent/struct.AgentBuilder.html#method.layer
 //!
 //! [`ToolSpec::validate`]: crate::ToolSpec::validate
 

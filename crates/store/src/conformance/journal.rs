@@ -3,9 +3,10 @@
 use serde_json::json;
 use toolsmith_core::Message;
 
+use super::started;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, ThreadStatus,
-    ThreadWrite,
+    Batch, Claim, Committed, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError,
+    ThreadStatus, ThreadWrite,
 };
 
 fn entry(call: &str, seq: u64, side_effect: bool) -> JournalEntry {
@@ -29,15 +30,19 @@ fn entry(call: &str, seq: u64, side_effect: bool) -> JournalEntry {
 
 pub(super) async fn journal<S: Store>(store: &S) {
     // Intended in reverse order: read back in call order.
-    store.journal_intend(&entry("b", 1, false)).await.unwrap();
-    store.journal_intend(&entry("a", 0, true)).await.unwrap();
+    intend(store, &entry("b", 1, false)).await.unwrap();
+    intend(store, &entry("a", 0, true)).await.unwrap();
     let mut again = entry("a", 0, true);
     again.input = json!("changed");
-    store.journal_intend(&again).await.unwrap();
-    store
-        .journal_settle(&again, EffectStatus::Succeeded, &json!({"charged": 5}))
-        .await
-        .unwrap();
+    intend(store, &again).await.unwrap();
+    settle(
+        store,
+        &again,
+        EffectStatus::Succeeded,
+        &json!({"charged": 5}),
+    )
+    .await
+    .unwrap();
     let entries = store.journal("j-thread").await.unwrap();
     assert_eq!(entries.len(), 2, "intending a call twice keeps one record");
     assert_eq!(entries[0].tool_call_id, "a", "entries in call order");
@@ -62,9 +67,13 @@ pub(super) async fn journal<S: Store>(store: &S) {
     assert!(!entries[1].accepts_idempotency_key && !entries[1].has_revert);
     assert!(
         matches!(
-            store
-                .journal_settle(&entry("zzz", 2, true), EffectStatus::Failed, &json!(null))
-                .await,
+            settle(
+                store,
+                &entry("zzz", 2, true),
+                EffectStatus::Failed,
+                &json!(null)
+            )
+            .await,
             Err(StoreError::NotFound(_))
         ),
         "settling a call never intended is NotFound"
@@ -75,16 +84,13 @@ pub(super) async fn journal<S: Store>(store: &S) {
     elsewhere.thread_id = "j-other".into();
     assert!(
         matches!(
-            store
-                .journal_settle(&elsewhere, EffectStatus::Failed, &json!(null))
-                .await,
+            settle(store, &elsewhere, EffectStatus::Failed, &json!(null)).await,
             Err(StoreError::NotFound(_))
         ),
         "settling in another thread is NotFound"
     );
-    store.journal_intend(&elsewhere).await.unwrap();
-    store
-        .journal_settle(&elsewhere, EffectStatus::Failed, &json!("no"))
+    intend(store, &elsewhere).await.unwrap();
+    settle(store, &elsewhere, EffectStatus::Failed, &json!("no"))
         .await
         .unwrap();
     let other = store.journal("j-other").await.unwrap();
@@ -100,74 +106,67 @@ pub(super) async fn journal<S: Store>(store: &S) {
 }
 
 pub(super) async fn ledger<S: Store>(store: &S) {
-    assert_eq!(store.ledger_claim("k1", "t").await.unwrap(), Claim::New);
+    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), Claim::New);
     assert_eq!(
-        store.ledger_claim("k1", "t").await.unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        },
+        claim_key(store, "k1", "t").await.unwrap(),
+        unsettled(),
         "a second claim sees the first, unsettled"
     );
-    store
-        .ledger_settle("k1", EffectStatus::Succeeded, &json!("sent"))
+    // The call whose key it is: its intent finds the key claimed, its settlement settles it.
+    let mut sent = entry("k1", 3, true);
+    sent.idempotency_key = Some("k1".into());
+    assert_eq!(
+        intend(store, &sent).await.unwrap(),
+        unsettled(),
+        "an intent reports an earlier claim of its key"
+    );
+    settle(store, &sent, EffectStatus::Succeeded, &json!("sent"))
         .await
         .unwrap();
-    assert_eq!(
-        store.ledger_claim("k1", "t").await.unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Succeeded,
-            output: Some(json!("sent"))
-        }
-    );
+    let settled = Claim::Existing {
+        status: EffectStatus::Succeeded,
+        output: Some(json!("sent")),
+    };
+    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), settled);
+    // Settled again with the same outcome (a journal entry catching up with its key's).
+    settle(store, &sent, EffectStatus::Succeeded, &json!("sent"))
+        .await
+        .expect("a key settled again with its outcome");
+    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), settled);
+    // A recorded call whose key was never claimed: its settlement is NotFound.
+    let mut never = entry("never", 4, false);
+    never.idempotency_key = Some("never".into());
+    intend(store, &never).await.unwrap();
+    (never.side_effect, never.idempotent) = (true, false);
     assert!(matches!(
-        store
-            .ledger_settle("never", EffectStatus::Failed, &json!(null))
-            .await,
+        settle(store, &never, EffectStatus::Failed, &json!(null)).await,
         Err(StoreError::NotFound(_))
     ));
 }
 
 pub(super) async fn combined_journal_and_ledger<S: Store>(store: &S) {
     let entry = |call: &str, attempt: u32, side_effect: bool, idempotent: bool| JournalEntry {
-        thread_id: "t-both".into(),
-        run_id: "r-both".into(),
-        tool_call_id: call.into(),
-        tool_name: "pay".into(),
-        seq: 0,
         attempt,
-        input: json!({}),
         side_effect,
         idempotent,
-        idempotency_key: Some(format!("r-both:{call}")),
-        accepts_idempotency_key: false,
-        has_revert: false,
-        status: EffectStatus::Intended,
-        output: None,
+        ..payment("t-both", "r-both", call)
     };
     let unsafe_call = entry("c1", 1, true, false);
     assert_eq!(unsafe_call.key_to_claim(), Some("r-both:c1"));
-    assert_eq!(store.intend_call(&unsafe_call).await.unwrap(), Claim::New);
+    assert_eq!(intend(store, &unsafe_call).await.unwrap(), Claim::New);
     assert_eq!(
-        store
-            .intend_call(&entry("c1", 2, true, false))
-            .await
-            .unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        },
+        intend(store, &entry("c1", 2, true, false)).await.unwrap(),
+        unsettled(),
         "a second attempt finds the key claimed and unsettled"
     );
-    store
-        .settle_call(&unsafe_call, EffectStatus::Succeeded, &json!("paid"))
+    settle(store, &unsafe_call, EffectStatus::Succeeded, &json!("paid"))
         .await
         .unwrap();
     let journal = store.journal("t-both").await.unwrap();
     assert_eq!(journal[0].status, EffectStatus::Succeeded);
     assert_eq!(journal[0].output, Some(json!("paid")));
     assert_eq!(
-        store.ledger_claim("r-both:c1", "t-both").await.unwrap(),
+        claim_key(store, "r-both:c1", "t-both").await.unwrap(),
         Claim::Existing {
             status: EffectStatus::Succeeded,
             output: Some(json!("paid"))
@@ -176,30 +175,25 @@ pub(super) async fn combined_journal_and_ledger<S: Store>(store: &S) {
     );
     // Settling is all or nothing: a key claimed but a call never intended changes neither.
     let orphan = entry("c3", 1, true, false);
-    store.ledger_claim("r-both:c3", "t-both").await.unwrap();
+    claim_key(store, "r-both:c3", "t-both").await.unwrap();
     assert!(
         matches!(
-            store
-                .settle_call(&orphan, EffectStatus::Succeeded, &json!("x"))
-                .await,
+            settle(store, &orphan, EffectStatus::Succeeded, &json!("x")).await,
             Err(StoreError::NotFound(_))
         ),
         "settling a call never intended is NotFound"
     );
     assert_eq!(
-        store.ledger_claim("r-both:c3", "t-both").await.unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        },
+        claim_key(store, "r-both:c3", "t-both").await.unwrap(),
+        unsettled(),
         "a failed settlement leaves the key as it was"
     );
-    // And a call intended without its key claimed (as by `journal_intend`) settles nothing.
+    // And a call recorded without its key claimed (its intent said it was safe to repeat)
+    // settles nothing.
     let unclaimed = entry("c4", 1, true, false);
-    store.journal_intend(&unclaimed).await.unwrap();
+    intend(store, &entry("c4", 1, true, true)).await.unwrap();
     assert!(
-        store
-            .settle_call(&unclaimed, EffectStatus::Succeeded, &json!("y"))
+        settle(store, &unclaimed, EffectStatus::Succeeded, &json!("y"))
             .await
             .is_err(),
         "settling a call whose key was never claimed is an error"
@@ -214,135 +208,79 @@ pub(super) async fn combined_journal_and_ledger<S: Store>(store: &S) {
     // A call safe to repeat claims no key.
     let safe = entry("c2", 1, true, true);
     assert_eq!(safe.key_to_claim(), None);
-    assert_eq!(store.intend_call(&safe).await.unwrap(), Claim::New);
-    store
-        .settle_call(&safe, EffectStatus::Failed, &json!({"code": "X"}))
+    assert_eq!(intend(store, &safe).await.unwrap(), Claim::New);
+    settle(store, &safe, EffectStatus::Failed, &json!({"code": "X"}))
         .await
         .unwrap();
     assert_eq!(
-        store.ledger_claim("r-both:c2", "t-both").await.unwrap(),
+        claim_key(store, "r-both:c2", "t-both").await.unwrap(),
         Claim::New,
         "no key was claimed for it"
     );
 }
 
 pub(super) async fn settle_and_write<S: Store>(store: &S) {
-    store.create_thread(NewThread::new("t-sw")).await.unwrap();
-    let v1 = store
-        .write(
-            "t-sw",
-            0,
-            0,
-            &[Message::user("Pay.")],
-            ThreadStatus::Running,
-            &[],
-        )
-        .await
-        .unwrap();
-    let entry = |call: &str| JournalEntry {
-        thread_id: "t-sw".into(),
-        run_id: "r-sw".into(),
-        tool_call_id: call.into(),
-        tool_name: "pay".into(),
-        seq: 0,
-        attempt: 1,
-        input: json!({}),
-        side_effect: true,
-        idempotent: false,
-        idempotency_key: Some(format!("r-sw:{call}")),
-        accepts_idempotency_key: false,
-        has_revert: false,
-        status: EffectStatus::Intended,
-        output: None,
-    };
+    let v1 = started(store, "t-sw", &[Message::user("Pay.")]).await;
+    let entry = |call: &str| payment("t-sw", "r-sw", call);
     let (paid, refund) = (entry("c1"), entry("c2"));
-    store.intend_call(&paid).await.unwrap();
-    store.intend_call(&refund).await.unwrap();
+    intend(store, &paid).await.unwrap();
+    intend(store, &refund).await.unwrap();
     let output = json!("paid");
     let result = [Message::assistant("Paid.")];
-    let v2 = store
-        .settle_and_write(
-            &[Settlement {
-                entry: &paid,
-                status: EffectStatus::Succeeded,
-                output: &output,
-            }],
-            ThreadWrite {
-                thread: "t-sw",
-                expected: v1,
-                keep: 1,
-                messages: &result,
-                status: ThreadStatus::Running,
-                pending: &[],
-            },
-        )
+    let settled = |entry| Settlement {
+        entry,
+        status: EffectStatus::Succeeded,
+        output: &output,
+    };
+    let save =
+        |expected, keep| ThreadWrite::new("t-sw", expected, keep, &result, ThreadStatus::Running);
+    // A call's outcome with the save of its result: `[Settle, Write]`.
+    let committed = store
+        .commit(Batch::new().settle(settled(&paid)).write(save(v1, 1)))
         .await
         .unwrap();
-    assert_eq!(v2, v1 + 1, "settle_and_write returns the new version");
+    let v2 = v1 + 1;
+    assert_eq!(
+        committed,
+        Committed {
+            version: Some(v2),
+            claims: Vec::new()
+        },
+        "[Settle, Write] returns the new version and no claim"
+    );
     assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
     assert_eq!(
-        store.ledger_claim("r-sw:c1", "t-sw").await.unwrap(),
+        claim_key(store, "r-sw:c1", "t-sw").await.unwrap(),
         Claim::Existing {
             status: EffectStatus::Succeeded,
             output: Some(json!("paid"))
         },
-        "settle_and_write settles the call's key"
+        "[Settle, Write] settles the call's key"
     );
     // A stale version: nothing of it is written, the settlement neither.
     let stale = store
-        .settle_and_write(
-            &[Settlement {
-                entry: &refund,
-                status: EffectStatus::Succeeded,
-                output: &output,
-            }],
-            ThreadWrite {
-                thread: "t-sw",
-                expected: v1,
-                keep: 2,
-                messages: &result,
-                status: ThreadStatus::Running,
-                pending: &[],
-            },
-        )
+        .commit(Batch::new().settle(settled(&refund)).write(save(v1, 2)))
         .await;
     assert!(
         matches!(stale, Err(StoreError::Conflict { .. })),
-        "a stale settle_and_write is a Conflict: {stale:?}"
+        "a stale [Settle, Write] is a Conflict: {stale:?}"
     );
     let journal = store.journal("t-sw").await.unwrap();
     let statuses: Vec<_> = journal.iter().map(|e| e.status).collect();
     assert_eq!(
         statuses,
         [EffectStatus::Succeeded, EffectStatus::Intended],
-        "a failed settle_and_write settles nothing"
+        "a failed [Settle, Write] settles nothing"
     );
     assert_eq!(
-        store.ledger_claim("r-sw:c2", "t-sw").await.unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        }
+        claim_key(store, "r-sw:c2", "t-sw").await.unwrap(),
+        unsettled()
     );
     assert_eq!(store.messages("t-sw").await.unwrap().len(), 2);
     // The right version but nothing to settle: NotFound, and the thread stays as it was.
     let never = entry("c9");
     let missing = store
-        .settle_and_write(
-            &[Settlement {
-                entry: &never,
-                status: EffectStatus::Failed,
-                output: &output,
-            }],
-            ThreadWrite {
-                thread: "t-sw",
-                expected: v2,
-                keep: 2,
-                messages: &result,
-                status: ThreadStatus::Running,
-                pending: &[],
-            },
-        )
+        .commit(Batch::new().settle(settled(&never)).write(save(v2, 2)))
         .await;
     assert!(
         matches!(missing, Err(StoreError::NotFound(_))),
@@ -352,80 +290,149 @@ pub(super) async fn settle_and_write<S: Store>(store: &S) {
     assert_eq!(
         (thread.version, thread.message_count),
         (v2, 2),
-        "a failed settle_and_write writes no message"
+        "a failed [Settle, Write] writes no message"
+    );
+    // Two outcomes with one save: `[Settle, Settle, Write]`.
+    let (first, second) = (entry("c10"), entry("c11"));
+    intend(store, &first).await.unwrap();
+    intend(store, &second).await.unwrap();
+    let batch = Batch::new()
+        .settle(settled(&first))
+        .settle(settled(&second));
+    let committed = store.commit(batch.write(save(v2, 2))).await.unwrap();
+    assert_eq!(committed.version, Some(v2 + 1));
+    let journal = store.journal("t-sw").await.unwrap();
+    assert!(
+        journal
+            .iter()
+            .filter(|e| e.tool_call_id == "c10" || e.tool_call_id == "c11")
+            .all(|e| e.status == EffectStatus::Succeeded),
+        "both outcomes are settled"
     );
 }
 
 pub(super) async fn write_and_intend<S: Store>(store: &S) {
     store.create_thread(NewThread::new("t-wi")).await.unwrap();
-    let entry = |call: &str| JournalEntry {
-        thread_id: "t-wi".into(),
-        run_id: "r-wi".into(),
-        tool_call_id: call.into(),
-        tool_name: "pay".into(),
-        seq: 0,
-        attempt: 1,
-        input: json!({"to": "bob"}),
-        side_effect: true,
-        idempotent: false,
-        idempotency_key: Some(format!("r-wi:{call}")),
-        accepts_idempotency_key: false,
-        has_revert: false,
-        status: EffectStatus::Intended,
-        output: None,
+    let entry = |call: &str| {
+        let mut entry = payment("t-wi", "r-wi", call);
+        entry.input = json!({"to": "bob"});
+        entry
     };
     let step = [Message::user("Pay."), Message::assistant("Paying.")];
-    let write = |expected| ThreadWrite {
-        thread: "t-wi",
-        expected,
-        keep: 0,
-        messages: &step,
-        status: ThreadStatus::Running,
-        pending: &[],
-    };
-    let (version, claim) = store
-        .write_and_intend(write(0), &entry("c1"))
+    let save = |expected| ThreadWrite::new("t-wi", expected, 0, &step, ThreadStatus::Running);
+    let (c1, c2) = (entry("c1"), entry("c2"));
+    // A step's save with its first call's intent: `[Write, Intend]`.
+    let committed = store
+        .commit(Batch::new().write(save(0)).intend(&c1))
         .await
         .unwrap();
-    assert_eq!((version, claim), (1, Claim::New));
+    assert_eq!(
+        committed,
+        Committed {
+            version: Some(1),
+            claims: vec![Claim::New]
+        }
+    );
     assert_eq!(store.messages("t-wi").await.unwrap(), step);
     assert_eq!(store.journal("t-wi").await.unwrap().len(), 1);
     assert_eq!(
-        store.ledger_claim("r-wi:c1", "t-wi").await.unwrap(),
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        },
-        "write_and_intend claims the call's key"
+        claim_key(store, "r-wi:c1", "t-wi").await.unwrap(),
+        unsettled(),
+        "[Write, Intend] claims the call's key"
     );
     // A stale version: neither the messages nor the intent nor the claim.
-    let stale = store.write_and_intend(write(0), &entry("c2")).await;
+    let stale = store.commit(Batch::new().write(save(0)).intend(&c2)).await;
     assert!(
         matches!(stale, Err(StoreError::Conflict { .. })),
-        "a stale write_and_intend is a Conflict: {stale:?}"
+        "a stale [Write, Intend] is a Conflict: {stale:?}"
     );
     assert_eq!(
         store.journal("t-wi").await.unwrap().len(),
         1,
-        "a failed write_and_intend records no intent"
+        "a failed [Write, Intend] records no intent"
     );
     assert_eq!(
-        store.ledger_claim("r-wi:c2", "t-wi").await.unwrap(),
+        claim_key(store, "r-wi:c2", "t-wi").await.unwrap(),
         Claim::New,
-        "a failed write_and_intend claims no key"
+        "a failed [Write, Intend] claims no key"
     );
     // A key claimed before (by the claim just above): the claim says so.
-    let (version, claim) = store
-        .write_and_intend(write(1), &entry("c2"))
+    let committed = store
+        .commit(Batch::new().write(save(1)).intend(&c2))
         .await
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(committed.version, Some(2));
     assert_eq!(
-        claim,
-        Claim::Existing {
-            status: EffectStatus::Intended,
-            output: None
-        },
-        "write_and_intend reports an earlier claim of the key"
+        committed.claims,
+        [unsettled()],
+        "[Write, Intend] reports an earlier claim of the key"
     );
+}
+
+/// Commits `entry`'s intent alone: its claim.
+pub(super) async fn intend<S: Store>(store: &S, entry: &JournalEntry) -> Result<Claim, StoreError> {
+    let mut committed = store.commit(Batch::new().intend(entry)).await?;
+    assert_eq!(committed.claims.len(), 1, "an intent makes one claim");
+    Ok(committed.claims.remove(0))
+}
+
+/// Commits `entry`'s settlement alone.
+pub(super) async fn settle<S: Store>(
+    store: &S,
+    entry: &JournalEntry,
+    status: EffectStatus,
+    output: &serde_json::Value,
+) -> Result<(), StoreError> {
+    let settled = Settlement {
+        entry,
+        status,
+        output,
+    };
+    let committed = store.commit(Batch::new().settle(settled)).await?;
+    assert_eq!(
+        committed,
+        Committed::default(),
+        "a settlement makes no claim"
+    );
+    Ok(())
+}
+
+/// Commits a claim of `key` alone: the claim.
+pub(super) async fn claim_key<S: Store>(
+    store: &S,
+    key: &str,
+    thread: &str,
+) -> Result<Claim, StoreError> {
+    let mut committed = store.commit(Batch::new().claim_key(key, thread)).await?;
+    assert_eq!(committed.claims.len(), 1, "a key's claim makes one claim");
+    Ok(committed.claims.remove(0))
+}
+
+/// What a claim of a key claimed and not settled finds.
+pub(super) fn unsettled() -> Claim {
+    Claim::Existing {
+        status: EffectStatus::Intended,
+        output: None,
+    }
+}
+
+/// Call `call` of run `run` in `thread`: `pay`, side-effecting and not idempotent (its key
+/// `<run>:<call>` is claimed with its intent), intended.
+pub(super) fn payment(thread: &str, run: &str, call: &str) -> JournalEntry {
+    JournalEntry {
+        thread_id: thread.into(),
+        run_id: run.into(),
+        tool_call_id: call.into(),
+        tool_name: "pay".into(),
+        seq: 0,
+        attempt: 1,
+        input: json!({}),
+        side_effect: true,
+        idempotent: false,
+        idempotency_key: Some(format!("{run}:{call}")),
+        accepts_idempotency_key: false,
+        has_revert: false,
+        status: EffectStatus::Intended,
+        output: None,
+    }
 }

@@ -10,6 +10,8 @@
 //! # });
 //! ```
 
+mod batch;
+mod holder;
 mod journal;
 
 use std::sync::Arc;
@@ -20,7 +22,10 @@ use toolsmith_core::{
     ToolCallPart, ToolResultPart,
 };
 
-use crate::{Claim, NewThread, Store, StoreError, StoredValue, ThreadQuery, ThreadStatus};
+use crate::{
+    Batch, Claim, Holder, NewThread, Store, StoreError, StoredValue, ThreadQuery, ThreadStatus,
+    ThreadWrite,
+};
 
 /// Runs every rule against `store`, which must be empty.
 pub async fn check<S: Store>(store: Arc<S>) {
@@ -28,16 +33,37 @@ pub async fn check<S: Store>(store: Arc<S>) {
     messages_round_trip(&*store).await;
     conditional_writes(&*store).await;
     run_claims(store.clone()).await;
+    holder::holders(&*store).await;
     queries(&*store).await;
     journal::journal(&*store).await;
     journal::ledger(&*store).await;
     journal::combined_journal_and_ledger(&*store).await;
     journal::settle_and_write(&*store).await;
     journal::write_and_intend(&*store).await;
+    batch::mixed_batches(&*store).await;
+    batch::all_or_nothing(&*store).await;
     variables(&*store).await;
     credentials(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
+}
+
+/// Commits `write` alone: the thread's new version.
+async fn write<S: Store>(store: &S, write: ThreadWrite<'_>) -> Result<u64, StoreError> {
+    let committed = store.commit(Batch::new().write(write)).await?;
+    Ok(committed.version.expect("a committed write has a version"))
+}
+
+/// Creates thread `id` and writes `messages` to it, running: the thread's version.
+async fn started<S: Store>(store: &S, id: &str, messages: &[Message]) -> u64 {
+    store.create_thread(NewThread::new(id)).await.unwrap();
+    let write = ThreadWrite::new(id, 0, 0, messages, ThreadStatus::Running);
+    let version = store
+        .commit(Batch::new().write(write))
+        .await
+        .unwrap()
+        .version;
+    version.expect("a committed write has a version")
 }
 
 /// A thread with every kind of part a run stores.
@@ -110,9 +136,11 @@ async fn threads<S: Store>(store: &S) {
     );
     assert!(
         matches!(
-            store
-                .write("nope", 0, 0, &[], ThreadStatus::Idle, &[])
-                .await,
+            write(
+                store,
+                ThreadWrite::new("nope", 0, 0, &[], ThreadStatus::Idle)
+            )
+            .await,
             Err(StoreError::NotFound(_))
         ),
         "a write to a missing thread is NotFound"
@@ -128,10 +156,8 @@ async fn messages_round_trip<S: Store>(store: &S) {
         "ask",
         json!({"q": 1}),
     )];
-    let version = store
-        .write("t-rich", 0, 0, &thread, ThreadStatus::Paused, &pending)
-        .await
-        .unwrap();
+    let rich = ThreadWrite::new("t-rich", 0, 0, &thread, ThreadStatus::Paused);
+    let version = write(store, rich.with_pending(&pending)).await.unwrap();
     assert_eq!(version, 1, "a write bumps the version by one");
     assert_eq!(
         store.messages("t-rich").await.unwrap(),
@@ -146,24 +172,16 @@ async fn messages_round_trip<S: Store>(store: &S) {
 }
 
 async fn conditional_writes<S: Store>(store: &S) {
-    store.create_thread(NewThread::new("t-cond")).await.unwrap();
     let one = [Message::user("one"), Message::assistant("two")];
-    let v1 = store
-        .write("t-cond", 0, 0, &one, ThreadStatus::Running, &[])
-        .await
-        .unwrap();
+    let late = [Message::user("late")];
+    let v1 = started(store, "t-cond", &one).await;
     assert!(
         matches!(
-            store
-                .write(
-                    "t-cond",
-                    0,
-                    2,
-                    &[Message::user("late")],
-                    ThreadStatus::Idle,
-                    &[]
-                )
-                .await,
+            write(
+                store,
+                ThreadWrite::new("t-cond", 0, 2, &late, ThreadStatus::Idle)
+            )
+            .await,
             Err(StoreError::Conflict {
                 expected: 0,
                 found: 1,
@@ -173,17 +191,13 @@ async fn conditional_writes<S: Store>(store: &S) {
         "a write expecting a stale version is a Conflict naming both versions"
     );
     // Rewriting the tail: keep one, replace the second.
-    let v2 = store
-        .write(
-            "t-cond",
-            v1,
-            1,
-            &[Message::assistant("TWO")],
-            ThreadStatus::Idle,
-            &[],
-        )
-        .await
-        .unwrap();
+    let two = [Message::assistant("TWO")];
+    let v2 = write(
+        store,
+        ThreadWrite::new("t-cond", v1, 1, &two, ThreadStatus::Idle),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         store.messages("t-cond").await.unwrap(),
         [Message::user("one"), Message::assistant("TWO")],
@@ -191,9 +205,11 @@ async fn conditional_writes<S: Store>(store: &S) {
     );
     assert!(
         matches!(
-            store
-                .write("t-cond", v2, 3, &[], ThreadStatus::Idle, &[])
-                .await,
+            write(
+                store,
+                ThreadWrite::new("t-cond", v2, 3, &[], ThreadStatus::Idle)
+            )
+            .await,
             Err(StoreError::Corrupt(_))
         ),
         "keeping more messages than stored is refused"
@@ -210,7 +226,8 @@ async fn run_claims<S: Store>(store: Arc<S>) {
         .create_thread(NewThread::new("t-claim"))
         .await
         .unwrap();
-    let v1 = store.claim("t-claim", 0, "run-a").await.unwrap();
+    let me = Holder::current();
+    let v1 = store.claim("t-claim", 0, "run-a", &me).await.unwrap();
     assert_eq!(v1, 1, "a claim bumps the version");
     let thread = store.thread("t-claim").await.unwrap().unwrap();
     assert_eq!(
@@ -225,7 +242,7 @@ async fn run_claims<S: Store>(store: Arc<S>) {
     );
     assert!(
         matches!(
-            store.claim("t-claim", 0, "run-b").await,
+            store.claim("t-claim", 0, "run-b", &me).await,
             Err(StoreError::Conflict {
                 expected: 0,
                 found: 1,
@@ -235,20 +252,16 @@ async fn run_claims<S: Store>(store: Arc<S>) {
         "a claim of a stale version is a Conflict"
     );
     assert!(matches!(
-        store.claim("t-missing", 0, "run-a").await,
+        store.claim("t-missing", 0, "run-a", &me).await,
         Err(StoreError::NotFound(_))
     ));
-    let v2 = store
-        .write(
-            "t-claim",
-            v1,
-            0,
-            &[Message::user("hi")],
-            ThreadStatus::Idle,
-            &[],
-        )
-        .await
-        .unwrap();
+    let hi = [Message::user("hi")];
+    let v2 = write(
+        &*store,
+        ThreadWrite::new("t-claim", v1, 0, &hi, ThreadStatus::Idle),
+    )
+    .await
+    .unwrap();
     let thread = store.thread("t-claim").await.unwrap().unwrap();
     assert_eq!(
         thread.run_id.as_deref(),
@@ -278,7 +291,8 @@ async fn run_claims<S: Store>(store: Arc<S>) {
     let racers: Vec<_> = (0..8)
         .map(|i| {
             let store = store.clone();
-            tokio::spawn(async move { store.claim("t-claim", v2, &format!("run-{i}")).await })
+            let me = me.clone();
+            tokio::spawn(async move { store.claim("t-claim", v2, &format!("run-{i}"), &me).await })
         })
         .collect();
     let mut won = 0;
@@ -308,17 +322,13 @@ async fn queries<S: Store>(store: &S) {
     }
     // The second child is written last: it comes first.
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    store
-        .write(
-            "q-child-2",
-            0,
-            0,
-            &[Message::user("x")],
-            ThreadStatus::Running,
-            &[],
-        )
-        .await
-        .unwrap();
+    let x = [Message::user("x")];
+    write(
+        store,
+        ThreadWrite::new("q-child-2", 0, 0, &x, ThreadStatus::Running),
+    )
+    .await
+    .unwrap();
     let children = store
         .threads(&ThreadQuery {
             parent_id: Some("q-parent".into()),
@@ -459,16 +469,12 @@ async fn concurrent_writers<S: Store>(store: Arc<S>) {
         .map(|i| {
             let store = store.clone();
             tokio::spawn(async move {
-                store
-                    .write(
-                        "t-race",
-                        0,
-                        0,
-                        &[Message::user(format!("writer {i}"))],
-                        ThreadStatus::Running,
-                        &[],
-                    )
-                    .await
+                let mine = [Message::user(format!("writer {i}"))];
+                write(
+                    &*store,
+                    ThreadWrite::new("t-race", 0, 0, &mine, ThreadStatus::Running),
+                )
+                .await
             })
         })
         .collect();
@@ -488,7 +494,7 @@ async fn concurrent_claims<S: Store>(store: Arc<S>) {
     let claims: Vec<_> = (0..8)
         .map(|_| {
             let store = store.clone();
-            tokio::spawn(async move { store.ledger_claim("race-key", "t").await })
+            tokio::spawn(async move { journal::claim_key(&*store, "race-key", "t").await })
         })
         .collect();
     let mut new = 0;

@@ -202,25 +202,6 @@ pub(super) async fn claim(
     })
 }
 
-/// Settles a claimed key with its outcome (JSON).
-pub(super) async fn settle_key(
-    client: &impl GenericClient,
-    key: &str,
-    status: EffectStatus,
-    output: &str,
-) -> Result<(), StoreError> {
-    let changed = execute(
-        client,
-        "UPDATE ledger SET status = $2, output = $3 WHERE key = $1",
-        &[&key, &status.as_str(), &output],
-    )
-    .await?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(format!("idempotency key {key}")));
-    }
-    Ok(())
-}
-
 /// Settles an attempt and its claimed key `key` with one outcome (JSON), in one statement:
 /// each row changes only if the other exists, so both change or neither.
 pub(super) async fn settle_with_key(

@@ -1,5 +1,6 @@
 //! [`PostgresStore`]: the scale-out backend, several processes sharing one database.
 
+mod commit;
 mod credentials;
 mod journal;
 mod schema;
@@ -11,15 +12,14 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
-use toolsmith_core::{Message, Pause};
+use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
-    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
+    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Store, StoreError,
+    StoredValue, Thread, ThreadQuery, ThreadStatus,
 };
 
 /// The most connections one store opens.
@@ -118,22 +118,20 @@ impl PostgresStore {
         schema::SCHEMA_VERSION as u32
     }
 
-    /// Runs `sql`, an UPDATE of thread `$1` conditional on its version `$2` (with `$3` and the
-    /// time `$4`): a Conflict or NotFound when no row changed.
+    /// Runs `sql`, an UPDATE of thread `$1` conditional on its version `$2` (with the time
+    /// `$3` and `extra` from `$4` on): a Conflict or NotFound when no row changed.
     async fn conditional(
         &self,
         thread: &str,
         expected: u64,
         sql: &str,
-        extra: Option<&str>,
+        extra: &[&(dyn ToSql + Sync)],
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        let changed = journal::execute(
-            &client,
-            sql,
-            &[&thread, &(expected as i64), &extra, &(now_millis() as i64)],
-        )
-        .await?;
+        let (expected_version, now) = (expected as i64, now_millis() as i64);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&thread, &expected_version, &now];
+        params.extend_from_slice(extra);
+        let changed = journal::execute(&client, sql, &params).await?;
         if changed == 1 {
             return Ok(());
         }
@@ -147,46 +145,13 @@ impl PostgresStore {
         }
     }
 
-    /// Why a thread write changed nothing: the thread is missing, at another version, or
-    /// shorter than the messages it was to keep. `None` when it is none of these (what the
-    /// write was conditional on besides the thread, then).
-    async fn unwritten(&self, write: &ThreadWrite<'_>) -> Option<StoreError> {
-        let (thread, expected, keep) = (write.thread, write.expected, write.keep);
-        match self.thread(thread).await {
-            Err(e) => Some(e),
-            Ok(None) => Some(StoreError::NotFound(thread.to_string())),
-            Ok(Some(found)) if found.version != expected => Some(StoreError::Conflict {
-                thread: thread.to_string(),
-                expected,
-                found: found.version,
-            }),
-            Ok(Some(found)) if keep > found.message_count => Some(StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {} messages of thread {thread}",
-                found.message_count
-            ))),
-            Ok(Some(_)) => None,
-        }
-    }
-
-    /// [`unwritten`](Self::unwritten), for a write conditional on the thread alone: a thread
-    /// that changed back in between is reported as a conflict.
-    async fn write_failed(&self, write: &ThreadWrite<'_>) -> StoreError {
-        self.unwritten(write)
-            .await
-            .unwrap_or_else(|| StoreError::Conflict {
-                thread: write.thread.to_string(),
-                expected: write.expected,
-                found: write.expected,
-            })
-    }
-
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
 }
 
-const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
+const THREAD_COLUMNS: &str = "id, parent_id, tags, version, message_count, status, pending, \
+     created_at, updated_at, run_id, holder_host, holder_pid, holder_started";
 
 fn thread_of(row: &Row) -> Result<Thread, StoreError> {
     let status: String = row.get(5);
@@ -200,39 +165,31 @@ fn thread_of(row: &Row) -> Result<Thread, StoreError> {
         status: ThreadStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown thread status \"{status}\"")))?,
         run_id: row.get(9),
+        holder: row.get::<_, Option<String>>(10).map(|host| Holder {
+            host,
+            pid: row.get::<_, i64>(11) as u32,
+            started: row.get::<_, i64>(12) as u64,
+        }),
         pending: from_json(&pending)?,
         created_at: row.get::<_, i64>(7) as u64,
         updated_at: row.get::<_, i64>(8) as u64,
     })
 }
 
+/// The thread `id`, read on `client` (inside its transaction, if it is in one).
+async fn read_thread(client: &impl GenericClient, id: &str) -> Result<Option<Thread>, StoreError> {
+    let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = $1");
+    client
+        .query_opt(&sql, &[&id])
+        .await
+        .map_err(backend)?
+        .map(|row| thread_of(&row))
+        .transpose()
+}
+
 fn status(name: &str) -> Result<EffectStatus, StoreError> {
     EffectStatus::parse(name)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
-}
-
-/// Records a call and, when it is unsafe to repeat, claims its key.
-async fn intend_call(
-    client: &impl GenericClient,
-    entry: &JournalEntry,
-) -> Result<Claim, StoreError> {
-    match entry.key_to_claim() {
-        Some(key) => journal::intend_and_claim(client, entry, key).await,
-        None => journal::intend(client, entry).await.map(|()| Claim::New),
-    }
-}
-
-/// Settles a call's attempt and, when it is unsafe to repeat, its key.
-async fn settle(
-    client: &impl GenericClient,
-    entry: &JournalEntry,
-    status: EffectStatus,
-    output: &str,
-) -> Result<(), StoreError> {
-    match entry.key_to_claim() {
-        Some(key) => journal::settle_with_key(client, entry, key, status, output).await,
-        None => journal::settle(client, entry, status, output).await,
-    }
 }
 
 #[async_trait]
@@ -256,14 +213,7 @@ impl Store for PostgresStore {
     }
 
     async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
-        let client = self.client().await?;
-        let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = $1");
-        client
-            .query_opt(&sql, &[&id])
-            .await
-            .map_err(backend)?
-            .map(|row| thread_of(&row))
-            .transpose()
+        read_thread(&self.client().await?, id).await
     }
 
     async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
@@ -312,126 +262,32 @@ impl Store for PostgresStore {
             .collect()
     }
 
-    async fn write(
+    async fn commit(&self, batch: Batch<'_>) -> Result<Committed, StoreError> {
+        if batch.is_empty() {
+            return Ok(Committed::default());
+        }
+        commit::commit(&mut self.client().await?, batch.ops()).await
+    }
+
+    async fn claim(
         &self,
         thread: &str,
         expected: u64,
-        keep: u64,
-        messages: &[Message],
-        status: ThreadStatus,
-        pending: &[Pause],
+        run_id: &str,
+        holder: &Holder,
     ) -> Result<u64, StoreError> {
-        let write = ThreadWrite {
-            thread,
-            expected,
-            keep,
-            messages,
-            status,
-            pending,
-        };
-        let client = self.client().await?;
-        match write::write(&client, &write).await? {
-            Some(version) => Ok(version),
-            None => Err(self.write_failed(&write).await),
-        }
-    }
-
-    async fn settle_and_write(
-        &self,
-        settled: &[Settlement<'_>],
-        write: ThreadWrite<'_>,
-    ) -> Result<u64, StoreError> {
-        let mut client = self.client().await?;
-        match settled {
-            [] => {
-                return match write::write(&client, &write).await? {
-                    Some(version) => Ok(version),
-                    None => Err(self.write_failed(&write).await),
-                };
-            }
-            // What a sequential run writes after each call: one statement.
-            [one] => {
-                return match write::settle_and_write(&client, one, &write).await? {
-                    Some(version) => Ok(version),
-                    None => match self.unwritten(&write).await {
-                        Some(e) => Err(e),
-                        None => Err(match write::settled_exists(&client, one).await {
-                            Err(e) => e,
-                            Ok(()) => self.write_failed(&write).await,
-                        }),
-                    },
-                };
-            }
-            _ => {}
-        }
-        let tx = client.transaction().await.map_err(backend)?;
-        for s in settled {
-            settle(&tx, s.entry, s.status, &to_json(s.output)?).await?;
-        }
-        let Some(version) = write::write(&tx, &write).await? else {
-            // Dropped: rolled back, the settlements with it.
-            drop(tx);
-            return Err(self.write_failed(&write).await);
-        };
-        tx.commit().await.map_err(backend)?;
-        Ok(version)
-    }
-
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
-        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = $3, \
-                   updated_at = $4 WHERE id = $1 AND version = $2";
-        self.conditional(thread, expected, sql, Some(run_id))
-            .await?;
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = $4, \
+                   holder_host = $5, holder_pid = $6, holder_started = $7, updated_at = $3 \
+                   WHERE id = $1 AND version = $2";
+        let (pid, started) = (i64::from(holder.pid), holder.started as i64);
+        let extra: [&(dyn ToSql + Sync); 4] = [&run_id, &holder.host, &pid, &started];
+        self.conditional(thread, expected, sql, &extra).await?;
         Ok(expected + 1)
     }
 
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
-        // No run id (`$3` null): the run that holds the thread stays recorded.
-        let sql = "UPDATE threads SET updated_at = $4, run_id = COALESCE($3, run_id) \
-                   WHERE id = $1 AND version = $2";
-        self.conditional(thread, expected, sql, None).await
-    }
-
-    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        journal::intend(&client, entry).await
-    }
-
-    async fn journal_settle(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let output = to_json(output)?;
-        journal::settle(&client, entry, status, &output).await
-    }
-
-    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
-        intend_call(&self.client().await?, entry).await
-    }
-
-    async fn write_and_intend(
-        &self,
-        write: ThreadWrite<'_>,
-        entry: &JournalEntry,
-    ) -> Result<(u64, Claim), StoreError> {
-        let client = self.client().await?;
-        match write::write_and_intend(&client, &write, entry).await? {
-            Some(done) => Ok(done),
-            None => Err(self.write_failed(&write).await),
-        }
-    }
-
-    async fn settle_call(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let output = to_json(output)?;
-        settle(&self.client().await?, entry, status, &output).await
+        let sql = "UPDATE threads SET updated_at = $3 WHERE id = $1 AND version = $2";
+        self.conditional(thread, expected, sql, &[]).await
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -467,11 +323,6 @@ impl Store for PostgresStore {
                 })
             })
             .collect()
-    }
-
-    async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
-        let client = self.client().await?;
-        journal::claim(&client, key, thread).await
     }
 
     async fn put_variable(
@@ -544,16 +395,5 @@ impl Store for PostgresStore {
 
     async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError> {
         credentials::delete(&self.client().await?, account, name).await
-    }
-
-    async fn ledger_settle(
-        &self,
-        key: &str,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        let output = to_json(output)?;
-        journal::settle_key(&client, key, status, &output).await
     }
 }

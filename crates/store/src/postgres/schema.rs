@@ -90,6 +90,12 @@ const MIGRATIONS: &[(i32, &str)] = &[
         PRIMARY KEY (account_id, name)
     );",
     ),
+    // The process holding a running thread (`Holder`), as SQLite's version 7.
+    (
+        6,
+        "ALTER TABLE threads ADD COLUMN holder_host TEXT, ADD COLUMN holder_pid BIGINT,
+        ADD COLUMN holder_started BIGINT;",
+    ),
 ];
 
 /// The newest schema version this build knows.

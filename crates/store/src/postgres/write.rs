@@ -19,14 +19,18 @@ use crate::store::now_millis;
 use crate::{Claim, JournalEntry, Settlement, StoreError, ThreadWrite};
 
 /// The thread's write as CTEs over `$1`…`$7` (thread, expected version, keep, message bodies,
-/// status, pending, time), with `condition` added to the row's WHERE. The messages past `keep`
+/// status, pending, time), with `condition` added to the row's WHERE. A thread that stops
+/// running is held by no process (its holder is cleared). The messages past `keep`
 /// are upserted (a message saved again unchanged, as a step's assistant message is with its
 /// results, is not rewritten) and those past the new end deleted (disjoint rows).
 fn write_ctes(condition: &str) -> String {
     format!(
         "t AS (UPDATE threads SET version = version + 1, \
              message_count = $3 + cardinality($4::TEXT[]), status = $5, pending = $6, \
-             updated_at = $7 \
+             updated_at = $7, \
+             holder_host = CASE WHEN $5 = 'running' THEN holder_host END, \
+             holder_pid = CASE WHEN $5 = 'running' THEN holder_pid END, \
+             holder_started = CASE WHEN $5 = 'running' THEN holder_started END \
              WHERE id = $1 AND version = $2 AND message_count >= $3{condition} \
              RETURNING version), \
          gone AS (DELETE FROM messages WHERE thread_id = $1 \

@@ -7,11 +7,7 @@ use crate::store::now_millis;
 use crate::{Claim, EffectStatus, JournalEntry, StoreError};
 
 /// Records `entry` (its input already JSON); a second record of one attempt keeps the first.
-pub(super) fn intend(
-    conn: &Connection,
-    entry: &JournalEntry,
-    input: &str,
-) -> Result<(), StoreError> {
+fn intend(conn: &Connection, entry: &JournalEntry, input: &str) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
          input, side_effect, idempotent, idempotency_key, status, output, \
@@ -41,7 +37,7 @@ pub(super) fn intend(
 }
 
 /// Settles `entry`'s attempt with its outcome (JSON).
-pub(super) fn settle(
+fn settle(
     conn: &Connection,
     entry: &JournalEntry,
     status: EffectStatus,
@@ -92,7 +88,7 @@ pub(super) fn claim(conn: &Connection, key: &str, thread: &str) -> Result<Claim,
 }
 
 /// Settles a claimed key with its outcome (JSON).
-pub(super) fn settle_key(
+fn settle_key(
     conn: &Connection,
     key: &str,
     status: EffectStatus,

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
 
 mod checkpoint;
+mod commit;
 mod credentials;
 mod file_mode;
 mod journal;
@@ -11,16 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use toolsmith_core::{Message, Pause};
+use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Claim, EffectStatus, JournalEntry, NewThread, Settlement, Store, StoreError, StoredValue,
-    Thread, ThreadQuery, ThreadStatus, ThreadWrite,
+    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Store, StoreError,
+    StoredValue, Thread, ThreadQuery, ThreadStatus,
 };
 
 /// How long a write waits for another process's lock on the file before it fails.
@@ -163,23 +165,27 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// Runs `sql`, an UPDATE of thread `?1` conditional on its version `?2` (with `?3` and the
-    /// time `?4`): a Conflict or NotFound when no row changed.
+    /// Runs `sql`, an UPDATE of thread `?1` conditional on its version `?2` (with the time
+    /// `?3` and `extra` from `?4` on): a Conflict or NotFound when no row changed.
     async fn conditional(
         &self,
         thread: &str,
         expected: u64,
         sql: &'static str,
-        extra: Option<String>,
+        extra: Vec<SqlValue>,
     ) -> Result<(), StoreError> {
         let thread = thread.to_string();
         self.with(move |conn| {
+            let mut values = vec![
+                SqlValue::Text(thread.clone()),
+                SqlValue::Integer(expected as i64),
+                SqlValue::Integer(now_millis() as i64),
+            ];
+            values.extend(extra);
             // One conditional UPDATE: SQLite's write lock makes it atomic.
             let changed = conn
                 .prepare_cached(sql)
-                .and_then(|mut update| {
-                    update.execute(params![thread, expected as i64, extra, now_millis() as i64])
-                })
+                .and_then(|mut update| update.execute(params_from_iter(values)))
                 .map_err(backend)?;
             if changed == 1 {
                 return Ok(());
@@ -197,8 +203,8 @@ impl SqliteStore {
     }
 }
 
-const THREAD_COLUMNS: &str =
-    "id, parent_id, tags, version, message_count, status, pending, created_at, updated_at, run_id";
+const THREAD_COLUMNS: &str = "id, parent_id, tags, version, message_count, status, pending, \
+     created_at, updated_at, run_id, holder_host, holder_pid, holder_started";
 
 fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String)> {
     Ok((
@@ -210,6 +216,14 @@ fn thread_row(row: &Row<'_>) -> rusqlite::Result<(Thread, String, String, String
             message_count: row.get::<_, i64>(4)? as u64,
             status: ThreadStatus::Idle,
             run_id: row.get(9)?,
+            holder: match row.get::<_, Option<String>>(10)? {
+                Some(host) => Some(Holder {
+                    host,
+                    pid: row.get(11)?,
+                    started: row.get::<_, i64>(12)? as u64,
+                }),
+                None => None,
+            },
             pending: Vec::new(),
             created_at: row.get::<_, i64>(7)? as u64,
             updated_at: row.get::<_, i64>(8)? as u64,
@@ -242,106 +256,6 @@ fn read_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError
 fn status(name: &str) -> Result<EffectStatus, StoreError> {
     EffectStatus::parse(name)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
-}
-
-/// Begins a transaction that takes the write lock at once, so that two processes cannot both
-/// read a version and then write.
-fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)
-}
-
-/// A [`ThreadWrite`] made ready to move to the connection's thread: messages as JSON.
-struct Tail {
-    thread: String,
-    expected: u64,
-    keep: u64,
-    bodies: Vec<String>,
-    status: ThreadStatus,
-    pending: String,
-}
-
-impl Tail {
-    fn of(write: ThreadWrite<'_>) -> Result<Tail, StoreError> {
-        Ok(Tail {
-            thread: write.thread.to_string(),
-            expected: write.expected,
-            keep: write.keep,
-            bodies: write
-                .messages
-                .iter()
-                .map(to_json)
-                .collect::<Result<_, _>>()?,
-            status: write.status,
-            pending: to_json(&write.pending)?,
-        })
-    }
-
-    /// Writes it inside `tx`, if the thread is at the expected version. The new version.
-    fn write(&self, tx: &Connection) -> Result<u64, StoreError> {
-        let Tail {
-            thread,
-            expected,
-            keep,
-            bodies,
-            status,
-            pending,
-        } = self;
-        let (expected, keep) = (*expected, *keep);
-        // Every statement here is prepared once per connection: parsing them anew cost
-        // more than running them.
-        let (version, count): (i64, i64) = tx
-            .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
-            .and_then(|mut select| {
-                select
-                    .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .map_err(backend)?
-            .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
-        if version as u64 != expected {
-            return Err(StoreError::Conflict {
-                thread: thread.clone(),
-                expected,
-                found: version as u64,
-            });
-        }
-        if keep > count as u64 {
-            return Err(StoreError::Corrupt(format!(
-                "cannot keep {keep} of the {count} messages of thread {thread}"
-            )));
-        }
-        tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
-            .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
-            .map_err(backend)?;
-        {
-            let mut insert = tx
-                .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for (i, body) in bodies.iter().enumerate() {
-                insert
-                    .execute(params![thread, keep as i64 + i as i64, body])
-                    .map_err(backend)?;
-            }
-        }
-        let next = version + 1;
-        tx.prepare_cached(
-            "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
-             updated_at = ?6 WHERE id = ?1",
-        )
-        .and_then(|mut update| {
-            update.execute(params![
-                thread,
-                next,
-                keep as i64 + bodies.len() as i64,
-                status.as_str(),
-                pending,
-                now_millis() as i64
-            ])
-        })
-        .map_err(backend)?;
-        Ok(next as u64)
-    }
 }
 
 #[async_trait]
@@ -417,132 +331,37 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn write(
+    async fn commit(&self, batch: Batch<'_>) -> Result<Committed, StoreError> {
+        if batch.is_empty() {
+            return Ok(Committed::default());
+        }
+        let ops = commit::prepare(&batch)?;
+        self.with(move |conn| commit::run(conn, &ops)).await
+    }
+
+    async fn claim(
         &self,
         thread: &str,
         expected: u64,
-        keep: u64,
-        messages: &[Message],
-        status: ThreadStatus,
-        pending: &[Pause],
+        run_id: &str,
+        holder: &Holder,
     ) -> Result<u64, StoreError> {
-        let tail = Tail::of(ThreadWrite {
-            thread,
-            expected,
-            keep,
-            messages,
-            status,
-            pending,
-        })?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            let version = tail.write(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(version)
-        })
-        .await
-    }
-
-    async fn write_and_intend(
-        &self,
-        write: ThreadWrite<'_>,
-        entry: &JournalEntry,
-    ) -> Result<(u64, Claim), StoreError> {
-        let tail = Tail::of(write)?;
-        let entry = entry.clone();
-        let input = to_json(&entry.input)?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            let version = tail.write(&tx)?;
-            let claim = journal::intend_call(&tx, &entry, &input)?;
-            tx.commit().map_err(backend)?;
-            Ok((version, claim))
-        })
-        .await
-    }
-
-    async fn settle_and_write(
-        &self,
-        settled: &[Settlement<'_>],
-        write: ThreadWrite<'_>,
-    ) -> Result<u64, StoreError> {
-        let tail = Tail::of(write)?;
-        let settled: Vec<(JournalEntry, EffectStatus, String)> = settled
-            .iter()
-            .map(|s| Ok((s.entry.clone(), s.status, to_json(s.output)?)))
-            .collect::<Result<_, StoreError>>()?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            for (entry, status, output) in &settled {
-                journal::settle_call(&tx, entry, *status, output)?;
-            }
-            let version = tail.write(&tx)?;
-            tx.commit().map_err(backend)?;
-            Ok(version)
-        })
-        .await
-    }
-
-    async fn claim(&self, thread: &str, expected: u64, run_id: &str) -> Result<u64, StoreError> {
-        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = ?3, \
-                   updated_at = ?4 WHERE id = ?1 AND version = ?2";
-        self.conditional(thread, expected, sql, Some(run_id.to_string()))
-            .await?;
+        let sql = "UPDATE threads SET version = version + 1, status = 'running', run_id = ?4, \
+                   holder_host = ?5, holder_pid = ?6, holder_started = ?7, updated_at = ?3 \
+                   WHERE id = ?1 AND version = ?2";
+        let extra = vec![
+            SqlValue::Text(run_id.to_string()),
+            SqlValue::Text(holder.host.clone()),
+            SqlValue::Integer(holder.pid.into()),
+            SqlValue::Integer(holder.started as i64),
+        ];
+        self.conditional(thread, expected, sql, extra).await?;
         Ok(expected + 1)
     }
 
     async fn touch(&self, thread: &str, expected: u64) -> Result<(), StoreError> {
-        // No run id (`?3` null): the run that holds the thread stays recorded.
-        let sql = "UPDATE threads SET updated_at = ?4, run_id = COALESCE(?3, run_id) \
-                   WHERE id = ?1 AND version = ?2";
-        self.conditional(thread, expected, sql, None).await
-    }
-
-    async fn journal_intend(&self, entry: &JournalEntry) -> Result<(), StoreError> {
-        let entry = entry.clone();
-        let input = to_json(&entry.input)?;
-        self.with(move |conn| journal::intend(conn, &entry, &input))
-            .await
-    }
-
-    async fn journal_settle(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let entry = entry.clone();
-        let output = to_json(output)?;
-        self.with(move |conn| journal::settle(conn, &entry, status, &output))
-            .await
-    }
-
-    async fn intend_call(&self, entry: &JournalEntry) -> Result<Claim, StoreError> {
-        let entry = entry.clone();
-        let input = to_json(&entry.input)?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            let claim = journal::intend_call(&tx, &entry, &input)?;
-            tx.commit().map_err(backend)?;
-            Ok(claim)
-        })
-        .await
-    }
-
-    async fn settle_call(
-        &self,
-        entry: &JournalEntry,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let entry = entry.clone();
-        let output = to_json(output)?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            journal::settle_call(&tx, &entry, status, &output)?;
-            tx.commit().map_err(backend)
-        })
-        .await
+        let sql = "UPDATE threads SET updated_at = ?3 WHERE id = ?1 AND version = ?2";
+        self.conditional(thread, expected, sql, Vec::new()).await
     }
 
     async fn journal(&self, thread: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -590,12 +409,6 @@ impl Store for SqliteStore {
             .collect()
         })
         .await
-    }
-
-    async fn ledger_claim(&self, key: &str, thread: &str) -> Result<Claim, StoreError> {
-        let (key, thread) = (key.to_string(), thread.to_string());
-        self.with(move |conn| journal::claim(conn, &key, &thread))
-            .await
     }
 
     async fn put_variable(
@@ -665,18 +478,6 @@ impl Store for SqliteStore {
     async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError> {
         let (account, name) = (account.to_string(), name.to_string());
         self.with(move |conn| credentials::delete(conn, &account, &name))
-            .await
-    }
-
-    async fn ledger_settle(
-        &self,
-        key: &str,
-        status: EffectStatus,
-        output: &Value,
-    ) -> Result<(), StoreError> {
-        let key = key.to_string();
-        let output = to_json(output)?;
-        self.with(move |conn| journal::settle_key(conn, &key, status, &output))
             .await
     }
 }

@@ -153,6 +153,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         PRIMARY KEY (account_id, name)
     ) WITHOUT ROWID;",
     ),
+    // The process holding a running thread (`Holder`): its host, pid and start time, so that
+    // a run whose process is gone can be taken over at once.
+    (
+        7,
+        "ALTER TABLE threads ADD COLUMN holder_host TEXT;
+    ALTER TABLE threads ADD COLUMN holder_pid INTEGER;
+    ALTER TABLE threads ADD COLUMN holder_started INTEGER;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -102,7 +102,7 @@ pub(crate) struct RunArgs {
     resume: bool,
     /// How long a running stored thread stays held by its process without a sign of life
     /// (the process writes a heartbeat every third of it): --resume takes over an interrupted
-    /// run only after this.
+    /// run only after this, or at once when its process is gone from this host.
     #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
     lease: f64,
     /// The prompt.

@@ -1,0 +1,188 @@
+//! [`Store::commit`](crate::Store::commit) on SQLite: a batch made ready to move to the
+//! connection's thread, then run there as one immediate transaction, each operation with the
+//! connection's cached statements (the shapes a run writes, `[Write, Intend]`,
+//! `[Settle, Write]`, `[Intend]`, `[Settle]`, are these same statements in one transaction).
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{backend, journal, to_json};
+use crate::store::now_millis;
+use crate::{
+    Batch, Committed, EffectStatus, JournalEntry, Op, StoreError, ThreadStatus, ThreadWrite,
+};
+
+/// An operation of a batch, owned: JSON already made, ready to move to the connection.
+pub(super) enum Owned {
+    Settle {
+        entry: JournalEntry,
+        status: EffectStatus,
+        output: String,
+    },
+    Write(Tail),
+    Intend {
+        entry: JournalEntry,
+        input: String,
+    },
+    ClaimKey {
+        key: String,
+        thread: String,
+    },
+}
+
+/// `batch`'s operations, owned.
+pub(super) fn prepare(batch: &Batch<'_>) -> Result<Vec<Owned>, StoreError> {
+    batch
+        .ops()
+        .iter()
+        .map(|op| {
+            Ok(match *op {
+                Op::Settle(s) => Owned::Settle {
+                    entry: s.entry.clone(),
+                    status: s.status,
+                    output: to_json(s.output)?,
+                },
+                Op::Write(write) => Owned::Write(Tail::of(write)?),
+                Op::Intend(entry) => Owned::Intend {
+                    entry: entry.clone(),
+                    input: to_json(&entry.input)?,
+                },
+                Op::ClaimKey { key, thread } => Owned::ClaimKey {
+                    key: key.to_string(),
+                    thread: thread.to_string(),
+                },
+            })
+        })
+        .collect()
+}
+
+/// Runs `ops` in one transaction, which takes the write lock at once: committed when every
+/// one succeeds, rolled back (dropped) at the first that fails.
+pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, StoreError> {
+    let tx = immediate(conn)?;
+    let mut committed = Committed::default();
+    for op in ops {
+        match op {
+            Owned::Settle {
+                entry,
+                status,
+                output,
+            } => journal::settle_call(&tx, entry, *status, output)?,
+            Owned::Write(tail) => committed.version = Some(tail.write(&tx)?),
+            Owned::Intend { entry, input } => {
+                committed
+                    .claims
+                    .push(journal::intend_call(&tx, entry, input)?);
+            }
+            Owned::ClaimKey { key, thread } => {
+                committed.claims.push(journal::claim(&tx, key, thread)?);
+            }
+        }
+    }
+    tx.commit().map_err(backend)?;
+    Ok(committed)
+}
+
+/// Begins a transaction that takes the write lock at once, so that two processes cannot both
+/// read a version and then write.
+pub(super) fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)
+}
+
+/// A [`ThreadWrite`] made ready to move to the connection's thread: messages as JSON.
+pub(super) struct Tail {
+    thread: String,
+    expected: u64,
+    keep: u64,
+    bodies: Vec<String>,
+    status: ThreadStatus,
+    pending: String,
+}
+
+impl Tail {
+    fn of(write: ThreadWrite<'_>) -> Result<Tail, StoreError> {
+        Ok(Tail {
+            thread: write.thread.to_string(),
+            expected: write.expected,
+            keep: write.keep,
+            bodies: write
+                .messages
+                .iter()
+                .map(to_json)
+                .collect::<Result<_, _>>()?,
+            status: write.status,
+            pending: to_json(&write.pending)?,
+        })
+    }
+
+    /// Writes it inside `tx`, if the thread is at the expected version. The new version.
+    fn write(&self, tx: &Connection) -> Result<u64, StoreError> {
+        let Tail {
+            thread,
+            expected,
+            keep,
+            bodies,
+            status,
+            pending,
+        } = self;
+        let (expected, keep) = (*expected, *keep);
+        // Every statement here is prepared once per connection: parsing them anew cost
+        // more than running them.
+        let (version, count): (i64, i64) = tx
+            .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(backend)?
+            .ok_or_else(|| StoreError::NotFound(thread.clone()))?;
+        if version as u64 != expected {
+            return Err(StoreError::Conflict {
+                thread: thread.clone(),
+                expected,
+                found: version as u64,
+            });
+        }
+        if keep > count as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "cannot keep {keep} of the {count} messages of thread {thread}"
+            )));
+        }
+        tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
+            .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
+            .map_err(backend)?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
+                .map_err(backend)?;
+            for (i, body) in bodies.iter().enumerate() {
+                insert
+                    .execute(params![thread, keep as i64 + i as i64, body])
+                    .map_err(backend)?;
+            }
+        }
+        let next = version + 1;
+        // A thread that stops running is held by no process.
+        tx.prepare_cached(
+            "UPDATE threads SET version = ?2, message_count = ?3, status = ?4, pending = ?5, \
+             updated_at = ?6, \
+             holder_host = CASE WHEN ?4 = 'running' THEN holder_host END, \
+             holder_pid = CASE WHEN ?4 = 'running' THEN holder_pid END, \
+             holder_started = CASE WHEN ?4 = 'running' THEN holder_started END \
+             WHERE id = ?1",
+        )
+        .and_then(|mut update| {
+            update.execute(params![
+                thread,
+                next,
+                keep as i64 + bodies.len() as i64,
+                status.as_str(),
+                pending,
+                now_millis() as i64
+            ])
+        })
+        .map_err(backend)?;
+        Ok(next as u64)
+    }
+}
