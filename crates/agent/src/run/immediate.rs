@@ -5,7 +5,8 @@ use toolsmith_core::{Message, ModelToolCall, Part, Role, ToolCallPart, Toolset, 
 
 use super::Run;
 use crate::prepare::prepare;
-use crate::{RunErrorKind, StepResult, SubagentConfig, SubagentTool};
+use crate::subagents::{SUBAGENT_CREATE, SubagentConfig, SubagentTool};
+use crate::{RunErrorKind, StepResult};
 
 /// The calls that start the immediate sub-agents of `tools` on a thread that has no model
 /// turn yet. The task is the `descriptionEnv` variable's value, else the thread's last user
@@ -65,7 +66,7 @@ fn call_input(
             name.unwrap_or_else(|| tool_name.to_string()).into(),
         );
         input.insert("message".into(), task.into());
-        return (crate::SUBAGENT_CREATE.to_string(), input);
+        return (SUBAGENT_CREATE.to_string(), input);
     }
     input.insert(config.task_property().into(), task.into());
     if let (Some(property), Some(name)) = (&config.init_agent_name_property, name) {
@@ -83,7 +84,7 @@ impl Run {
     ) -> Result<(), RunErrorKind> {
         let single = self
             .tools
-            .get(crate::SUBAGENT_CREATE)
+            .get(SUBAGENT_CREATE)
             .is_some_and(|t| t.spec().input_schema()["properties"].get("agent").is_none());
         let prepared: Vec<_> = calls
             .into_iter()

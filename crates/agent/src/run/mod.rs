@@ -163,7 +163,7 @@ impl Run {
         };
         let immediate = immediate::immediate_calls(&tools, &messages, &scope.variables.current());
         // Resumable sub-agents are driven through subagent_create and subagent_message.
-        let tools = crate::instances::inject(tools);
+        let tools = crate::subagents::inject(tools);
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
         // With a log, calls a crash interrupted are neither orphans: the journal decides what

@@ -10,9 +10,10 @@ use toolsmith_core::{
     Message, Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
 };
 
+use super::SubagentConfig;
+use super::child_run::{ChildEnd, child_input, child_run_id, run_child};
 use crate::attachments::{first_message, hand_back};
-use crate::child_run::{ChildEnd, child_input, child_run_id, run_child};
-use crate::{Agent, RunOutput, SubagentConfig};
+use crate::{Agent, RunOutput};
 
 /// An agent exposed as a tool: each call runs the agent's whole loop one level down.
 ///
@@ -233,7 +234,7 @@ impl Tool for SubagentTool {
         child.variables = scoped_values(&self.config, cx);
         child.defaults = self.defaults.clone();
         if !self.config.blocking {
-            return Ok(crate::background::spawn(
+            return Ok(super::background::spawn(
                 self.agent.clone(),
                 child,
                 cx,

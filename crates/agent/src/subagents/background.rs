@@ -4,8 +4,8 @@
 use serde_json::Value;
 use toolsmith_core::{Message, ToolContext, ToolOutput};
 
-use crate::child_run::{ChildEnd, run_child};
-use crate::subagent::answer;
+use super::child_run::{ChildEnd, run_child};
+use super::tool::answer;
 use crate::{Agent, RunInput};
 
 /// What a non-blocking child that paused reports: nobody can answer it.

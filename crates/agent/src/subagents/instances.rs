@@ -20,9 +20,9 @@ use toolsmith_core::{
     ToolOutput, ToolSpec, Toolset,
 };
 
-use crate::child_run::{ChildEnd, child_input, run_child};
-use crate::subagent::{answer, scoped_values};
-use crate::{ParentCommunication, Side, SubagentTool};
+use super::child_run::{ChildEnd, child_input, run_child};
+use super::tool::{answer, scoped_values};
+use super::{ParentCommunication, Side, SubagentTool};
 
 /// The tool that starts an instance.
 pub const SUBAGENT_CREATE: &str = "subagent_create";
