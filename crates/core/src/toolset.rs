@@ -6,8 +6,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::{
-    IntoTool, RunScope, SharedTool, Tool, ToolContext, ToolDeclaration, ToolDeclarations,
-    ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
+    IntoTool, PrepareTools, RunScope, SharedTool, StartCalls, Tool, ToolContext, ToolDeclaration,
+    ToolDeclarations, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
 };
 
 /// An ordered map from names to tools.
@@ -307,6 +307,12 @@ impl Tool for WithMeta {
     fn offered(&self, scope: &RunScope) -> bool {
         self.inner.offered(scope)
     }
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        self.inner.prepare_tools()
+    }
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
+        self.inner.start_calls()
+    }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         self.inner.as_any()
     }
@@ -341,6 +347,12 @@ impl Tool for Renamed {
     }
     fn offered(&self, scope: &RunScope) -> bool {
         self.inner.offered(scope)
+    }
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        self.inner.prepare_tools()
+    }
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
+        self.inner.start_calls()
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         self.inner.as_any()
