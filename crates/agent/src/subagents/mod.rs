@@ -1,14 +1,14 @@
 //! Sub-agents and prompt tools (seeds 002 and 004): an agent or a prompt exposed as a tool,
 //! each call a whole run of its loop one level down.
 
+mod agent_instances;
 mod background;
 mod child_run;
 mod config;
+mod immediate;
 mod instances;
 mod prompt_tool;
 mod tool;
-
-pub(crate) use instances::inject;
 
 pub use config::{Immediate, ImmediateEnv, ParentCommunication, Resumable, Side, SubagentConfig};
 pub use instances::{
