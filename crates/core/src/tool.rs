@@ -1,6 +1,5 @@
 //! The [`Tool`] trait.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -77,13 +76,6 @@ pub trait Tool: Send + Sync + 'static {
     /// sub-agent's start): see [`StartCalls`]. Defaults to `None`; wrappers delegate to the tool
     /// they wrap.
     fn start_calls(&self) -> Option<&dyn StartCalls> {
-        None
-    }
-
-    /// The tool as [`Any`], for a runtime that treats a tool type specially (the agent loop
-    /// turns resumable sub-agents into `subagent_create` and `subagent_message`). Defaults to
-    /// `None`; wrappers delegate to the tool they wrap.
-    fn as_any(&self) -> Option<&dyn Any> {
         None
     }
 }

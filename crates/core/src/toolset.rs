@@ -313,9 +313,6 @@ impl Tool for WithMeta {
     fn start_calls(&self) -> Option<&dyn StartCalls> {
         self.inner.start_calls()
     }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        self.inner.as_any()
-    }
 }
 
 /// A tool under another name.
@@ -353,8 +350,5 @@ impl Tool for Renamed {
     }
     fn start_calls(&self) -> Option<&dyn StartCalls> {
         self.inner.start_calls()
-    }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        self.inner.as_any()
     }
 }
