@@ -1,29 +1,7 @@
 //! What a tool asks of the runs it is part of, beyond being called: [`PrepareTools`] shapes a
 //! run's toolset as the run starts, [`StartCalls`] has the run make calls before the model's
-//! first step.
-//!
-//! A tool offers either through a [`Tool`](crate::Tool) method ([`Tool::prepare_tools`],
-//! [`Tool::start_calls`]); wrappers ([`Toolset::prefix`], [`Toolset::rename`],
-//! [`Toolset::map_meta`]) delegate to the tool they wrap. Both are asked once per run, as the
-//! run starts, in this order:
-//!
-//! 1. the run's toolset is complete: the agent's tools, then its resolver's, then the
-//!    `optional` tools whose flag is off taken out;
-//! 2. every [`PrepareTools`] hook, in toolset order, prepares it: the result is the run's
-//!    toolset for the whole run (the model's declarations, call preparation, pauses, the
-//!    journal);
-//! 3. every [`StartCalls`] hook, in the order of the toolset before step 2, asks for its calls.
-//!
-//! Nothing of the run is recorded yet at that point, and a run that resumes a thread (after a
-//! pause or a crash) is prepared again the same way from the agent's tools: the hooks must be
-//! functions of what they are given (no clock, no randomness, no I/O), or a resumed run could
-//! not find the tools its thread and journal name.
-//!
-//! [`Tool::prepare_tools`]: crate::Tool::prepare_tools
-//! [`Tool::start_calls`]: crate::Tool::start_calls
-//! [`Toolset::prefix`]: crate::Toolset::prefix
-//! [`Toolset::rename`]: crate::Toolset::rename
-//! [`Toolset::map_meta`]: crate::Toolset::map_meta
+//! first step. The contracts (when the loop asks, in which order, what a hook may do) are on
+//! the traits.
 
 use crate::{Message, ModelToolCall, SharedTool, Toolset, Variables};
 
@@ -31,11 +9,25 @@ use crate::{Message, ModelToolCall, SharedTool, Toolset, Variables};
 /// out, stand in for itself with other tools, or bring tools along (a resumable sub-agent is
 /// offered through `subagent_create` and `subagent_message` rather than as itself).
 ///
-/// The loop calls the hook of every tool of the run that offers one ([`Tool::prepare_tools`]),
-/// in toolset order, before anything reads the toolset (see [the module](self) for the whole
-/// order). `entry` is that tool as the toolset holds it (its name and metadata there, wrappers
-/// included); `tools` is the toolset as the hooks before it left it, the tool still in it
-/// unless one of them took it out. The hook returns the run's toolset.
+/// A tool offers the hook through [`Tool::prepare_tools`] (the toolset's wrappers,
+/// [`Toolset::prefix`], [`Toolset::rename`] and [`Toolset::map_meta`], delegate to the tool
+/// they wrap). The agent loop asks once per run, as the run starts:
+///
+/// 1. the run's toolset is complete: the agent's tools, then its resolver's, then the
+///    `optional` tools whose flag is off taken out;
+/// 2. the hook of every tool in it that offers one is called, in toolset order (whatever the
+///    hooks before did), with `entry`, that tool as the toolset holds it (its name and metadata
+///    there, wrappers included), and `tools`, the toolset as the hooks before left it; it
+///    returns the toolset. The last one's is the run's toolset for the whole run: the model's
+///    declarations and call preparation see it, and so do the thread's waiting and interrupted
+///    calls (only the caller's client-tool results are placed before, against the complete
+///    toolset);
+/// 3. the [`StartCalls`] hooks ask for their calls.
+///
+/// Nothing of the run is recorded yet at that point, and a run that resumes a thread (after a
+/// pause or a crash) is prepared again the same way from the agent's tools: the hook must be a
+/// function of what it is given (no clock, no randomness, no I/O), or a resumed run could not
+/// find the tools its thread and journal name.
 ///
 /// It may remove, replace and add tools. It must not run tools, block, or keep per-run state
 /// anywhere but in the tools it returns: those live as long as the run, and the next run
@@ -83,6 +75,9 @@ use crate::{Message, ModelToolCall, SharedTool, Toolset, Variables};
 /// ```
 ///
 /// [`Tool::prepare_tools`]: crate::Tool::prepare_tools
+/// [`Toolset::prefix`]: crate::Toolset::prefix
+/// [`Toolset::rename`]: crate::Toolset::rename
+/// [`Toolset::map_meta`]: crate::Toolset::map_meta
 pub trait PrepareTools: Send + Sync {
     /// The run's toolset, `tools` with what this hook changes for `entry`.
     fn prepare(&self, entry: &SharedTool, tools: Toolset) -> Toolset;
@@ -91,22 +86,25 @@ pub trait PrepareTools: Send + Sync {
 /// Calls a tool asks a run to make as it starts, before the model's first step (seed 004's
 /// `immediate` sub-agents start so).
 ///
-/// The loop asks every tool of the run that offers the hook ([`Tool::start_calls`]), once per
-/// run, right after the toolset is prepared ([`PrepareTools`]; see [the module](self)), with:
+/// A tool offers the hook through [`Tool::start_calls`] (the toolset's wrappers delegate to
+/// the tool they wrap). The agent loop asks every tool of the run's toolset *as it was before
+/// preparation* that offers one, in that order, once per run, right after the toolset is
+/// prepared ([`PrepareTools`]), with:
 ///
-/// - `entry`: the tool as the toolset held it before preparation (its name there);
+/// - `entry`: the tool as the toolset held it (its name there);
 /// - `tools`: the prepared toolset, the one the calls are made against;
-/// - `messages`: the thread as loaded, the caller's answers placed;
+/// - `messages`: the thread as loaded, the caller's client-tool results placed;
 /// - `variables`: the run's resolved variables, secrets included: a call's input is recorded in
 ///   the thread and shown to models, so a secret must never go into one.
 ///
-/// The calls of every tool, in order, make a turn of their own, exactly like a model's step:
-/// one assistant message holding them, then their results. Each is prepared (an unknown tool,
-/// unparseable or invalid input: an error result), approval and the execution policy apply, and
-/// each is journalled and saved as a step's calls are. The turn comes after the loaded thread's
-/// interrupted calls are settled and its waiting calls resumed (and that is saved), before the
-/// first model step; when a call of it pauses, the run pauses there without calling the model.
-/// It is in the run's thread, not among its steps.
+/// The calls of every tool, in order, make a turn of their own, like a model's step: one
+/// assistant message holding them, then their results. Each is prepared (an unknown tool,
+/// unparseable or invalid input: an error result), approval and the execution policy apply,
+/// and each is journalled as a step's calls are; the turn is saved with its results (unlike a
+/// step's, its calls are not saved before they run). It comes after the loaded thread's
+/// interrupted calls are settled and its waiting calls resumed (and saved), before the first
+/// model step; when a call of it pauses, the run pauses there without calling the model. It
+/// is in the run's thread, not among its steps.
 ///
 /// The hook is asked at every run, resumed ones included: one that asks only on a fresh thread
 /// checks `messages` (no assistant message yet). It must not run tools or block, and the ids it

@@ -2,12 +2,14 @@
 //! calls before the model's first step ([`StartCalls`]).
 //!
 //! [`Run::new`](super::Run::new) prepares the toolset once the resolver's tools are in and the
-//! `optional` tools filtered, before anything else reads it (the caller's answers are placed
-//! first, against the toolset as the agent has it; the waiting and interrupted calls are found,
-//! and the thread repaired, against the prepared one). Nothing is saved yet: the first save
-//! point is the start of [`Run::drive`](super::Run::drive). The start calls are asked for right
-//! after, and made as a turn of their own by [`Run::make_start_calls`]: after the interrupted
-//! calls are settled and the waiting ones resumed (and that is saved), before the first step.
+//! `optional` tools filtered (only the caller's client-tool results are placed before, against
+//! the complete toolset; the waiting and interrupted calls are found, and the thread repaired,
+//! against the prepared one). Nothing is saved yet: the first save point is at the start of
+//! [`Run::drive`](super::Run::drive). The start calls are asked for right after, and made as a
+//! turn of their own by [`Run::make_start_calls`]: after the interrupted calls are settled and
+//! the waiting ones resumed (and saved), before the first step. Unlike a step's calls, they are
+//! not saved before they run: the turn reaches the log with its results, at the save points of
+//! [`Run::execute`].
 //!
 //! [`PrepareTools`]: toolsmith_core::PrepareTools
 //! [`StartCalls`]: toolsmith_core::StartCalls
@@ -50,8 +52,8 @@ pub(super) fn prepare_tools(
 
 impl Run {
     /// Makes the start calls as a turn of their own: an assistant message with the calls, then
-    /// their results, exactly as a step's calls (preparation, approval, the execution policy,
-    /// the journal and the save points of [`Run::execute`]). The turn is not one of the run's
+    /// their results, as a step's calls (preparation, approval, the execution policy, the
+    /// journal and the save points of [`Run::execute`]). The turn is not one of the run's
     /// steps; what the calls' own model runs spent goes into the run's usage.
     pub(super) async fn make_start_calls(
         &mut self,
