@@ -116,7 +116,17 @@ impl Agent {
     /// A [`RunError`] when the model fails, a tool fails fatally, the run is cancelled or the
     /// tool resolver fails. The error carries the thread up to that point.
     pub async fn run(&self, input: impl Into<RunInput>) -> Result<RunOutput, RunError> {
-        Run::new(self.inner.clone(), input.into(), EventSink::none())
+        self.run_with(input.into(), EventSink::none()).await
+    }
+
+    /// Runs the loop to its end, its parts sent to `events` (a sub-agent's run, forwarded into
+    /// its parent's stream).
+    pub(crate) async fn run_with(
+        &self,
+        input: RunInput,
+        events: EventSink,
+    ) -> Result<RunOutput, RunError> {
+        Run::new(self.inner.clone(), input, events)
             .await?
             .drive()
             .await
@@ -143,10 +153,6 @@ impl Agent {
         ToolMeta::new()
             .side_effect(side_effect)
             .idempotent(idempotent)
-    }
-
-    pub(crate) fn inner(&self) -> &Arc<AgentInner> {
-        &self.inner
     }
 
     /// The agent's own variable values.

@@ -44,25 +44,20 @@
 mod agent;
 mod approval;
 mod attachments;
-mod background;
-mod child_run;
 mod emit;
 mod execute;
 mod input;
-mod instances;
 mod journal;
 mod output;
 mod policy;
 mod prepare;
-mod prompt_tool;
 mod repair;
 mod resume;
 mod run;
 mod step;
 mod stop;
 mod stream;
-mod subagent;
-mod subagent_config;
+mod subagents;
 
 pub use agent::{Agent, AgentBuilder};
 pub use approval::{
@@ -71,20 +66,17 @@ pub use approval::{
 };
 pub use attachments::{ATTACHMENTS_PREFIX, Attachments};
 pub use input::RunInput;
-pub use instances::{
-    SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
-};
 pub use journal::{
     Committed, DurabilitySnapshot, EFFECT_REVERTED, EFFECT_UNKNOWN, Intent, LogBatch, LoggedCall,
     RunLog, RunLogError, RunState, STORE_FAILED, Settled, SettledCall, ThreadSave,
 };
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;
-pub use prompt_tool::{PromptTool, SubpromptConfig};
 pub use repair::repair_orphans;
 pub use stop::{StopCondition, has_tool_call, step_count_is};
 pub use stream::RunStream;
-pub use subagent::SubagentTool;
-pub use subagent_config::{
-    Immediate, ImmediateEnv, ParentCommunication, Resumable, Side, SubagentConfig,
+pub use subagents::{
+    Immediate, ImmediateEnv, ParentCommunication, PromptTool, Resumable, SUBAGENT_CREATE,
+    SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY, Side, SubagentConfig,
+    SubagentTool, SubpromptConfig,
 };

@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use toolsmith_agent::{
-    RunInput, SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SubagentConfig,
-    SubagentTool,
+    RunInput, SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
+    SubagentConfig, SubagentTool,
 };
 use toolsmith_core::{
     Message, ModelOutput, Role, ToolError, ToolMeta, VariableDecl, VariableKind, from_fn,
@@ -293,6 +293,89 @@ async fn an_explicit_instance_reaches_the_parent_only_through_notify_parent() {
             .unwrap()
             .contains("private musings")
     );
+}
+
+/// Several resumable sub-agents share one `subagent_create` (which then asks which `agent`) and
+/// one `subagent_message`; each call reaches the agent it is for, and an immediate one among
+/// them starts its instance naming itself.
+#[tokio::test]
+async fn resumable_sub_agents_share_the_lifecycle_tools() {
+    let alpha_model = recording([Turn::text("alpha awake"), Turn::text("alpha again")]);
+    let beta_model = recording([Turn::text("beta here")]);
+    let immediate: SubagentConfig = serde_json::from_value(json!({
+        "immediate": true,
+        "resumable": {"receives_messages": "side_a"}
+    }))
+    .unwrap();
+    let parent_model = recording([
+        call(
+            "a",
+            SUBAGENT_CREATE,
+            json!({"agent": "beta", "name": "b1", "message": "hello beta"}),
+        ),
+        call(
+            "b",
+            SUBAGENT_MESSAGE,
+            json!({"name": "alpha", "message": "and again"}),
+        ),
+        Turn::text("done"),
+    ]);
+    let parent = builder(&parent_model)
+        .tool(SubagentTool::with_config(
+            "alpha",
+            "Watches.",
+            builder(&alpha_model).build(),
+            immediate,
+        ))
+        .tool(SubagentTool::with_config(
+            "beta",
+            "Answers.",
+            builder(&beta_model).build(),
+            resumable(json!({})),
+        ))
+        .build();
+    let state = toolsmith_core::SessionState::default();
+    let input = RunInput::from("start watching").with_state(state.clone());
+    let out = parent.run(input).await.unwrap();
+
+    let first = &parent_model.requests()[0];
+    assert_eq!(declared(first), [SUBAGENT_CREATE, SUBAGENT_MESSAGE]);
+    let create = &first.tools.entries()[0];
+    assert_eq!(
+        create.input_schema["properties"]["agent"]["enum"],
+        json!(["alpha", "beta"])
+    );
+    assert!(
+        create
+            .description
+            .contains("Sub-agents: alpha (Watches.); beta (Answers.)."),
+        "{}",
+        create.description
+    );
+    // The immediate one started its instance, named after itself, before the first step.
+    let started = first.messages[1].tool_calls().next().unwrap().clone();
+    assert_eq!(started.tool_name, SUBAGENT_CREATE);
+    assert_eq!(
+        started.input,
+        json!({"agent": "alpha", "name": "alpha", "message": "start watching"})
+    );
+    assert_eq!(
+        request_results(first),
+        [("immediate_alpha".to_string(), text("alpha awake"))]
+    );
+    assert_eq!(result_of(&out.messages, "a"), text("beta here"));
+    assert_eq!(result_of(&out.messages, "b"), text("alpha again"));
+    assert_eq!(
+        alpha_model.requests()[1].messages,
+        [
+            Message::user("start watching"),
+            Message::assistant("alpha awake"),
+            Message::user("and again")
+        ]
+    );
+    let instances = &state.get(SUBAGENTS_STATE_KEY).unwrap()["instances"];
+    assert_eq!(instances["alpha"]["agent"], "alpha");
+    assert_eq!(instances["b1"]["agent"], "beta");
 }
 
 /// An immediate resumable sub-agent, the only resumable one, is started through

@@ -11,6 +11,8 @@
 //!   per tool ([`schema`]).
 //! - **Toolsets**: an ordered, composable collection of tools with a per-run resolver
 //!   ([`Toolset`]) and pre-serialised declarations ([`ToolDeclarations`]).
+//! - **Run hooks**: what a tool asks of each run it is part of as the run starts: a say in its
+//!   toolset ([`PrepareTools`]) and calls before the model's first step ([`StartCalls`]).
 //! - **Layers**: the middleware around a tool call ([`layer`]).
 //! - **Models and streams**: [`Message`]/[`Part`], [`Usage`], [`FinishReason`], the provider
 //!   interface [`LanguageModel`] with its stream of [`ModelPart`]s, and the run-level stream
@@ -55,6 +57,7 @@ mod model_error;
 mod model_part;
 mod nested;
 mod output;
+mod run_hooks;
 mod run_part;
 pub mod schema;
 mod smithers_key;
@@ -84,6 +87,7 @@ pub use model_error::{ModelError, ModelErrorKind};
 pub use model_part::{ModelPart, ModelToolCall};
 pub use nested::{NestedHop, NestedResume, NestedRun};
 pub use output::{Artifact, ContentPart, ModelOutput, ToolOutput};
+pub use run_hooks::{PrepareTools, StartCalls};
 pub use run_part::{ErrorInfo, RunPart};
 pub use smithers_key::smithers_idempotency_key;
 pub use spec::ToolSpec;

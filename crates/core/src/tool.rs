@@ -1,12 +1,13 @@
 //! The [`Tool`] trait.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::kind::ToolKind;
-use crate::{RunScope, ToolContext, ToolError, ToolMeta, ToolOutput, ToolSpec};
+use crate::{
+    PrepareTools, RunScope, StartCalls, ToolContext, ToolError, ToolMeta, ToolOutput, ToolSpec,
+};
 
 /// A tool: a model-facing [`ToolSpec`], runtime [`ToolMeta`], a [`ToolKind`] and one async
 /// method that runs it.
@@ -64,10 +65,17 @@ pub trait Tool: Send + Sync + 'static {
         true
     }
 
-    /// The tool as [`Any`], for a runtime that treats a tool type specially (the agent loop
-    /// turns resumable sub-agents into `subagent_create` and `subagent_message`). Defaults to
-    /// `None`; wrappers delegate to the tool they wrap.
-    fn as_any(&self) -> Option<&dyn Any> {
+    /// What the tool changes in the toolset of each run it is part of, as the run starts (a
+    /// resumable sub-agent stands in for itself with `subagent_create` and `subagent_message`):
+    /// see [`PrepareTools`]. Defaults to `None`; wrappers delegate to the tool they wrap.
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        None
+    }
+
+    /// The calls the tool asks each run to make before the model's first step (an `immediate`
+    /// sub-agent's start): see [`StartCalls`]. Defaults to `None`; wrappers delegate to the tool
+    /// they wrap.
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
         None
     }
 }

@@ -6,8 +6,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::{
-    IntoTool, RunScope, SharedTool, Tool, ToolContext, ToolDeclaration, ToolDeclarations,
-    ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
+    IntoTool, PrepareTools, RunScope, SharedTool, StartCalls, Tool, ToolContext, ToolDeclaration,
+    ToolDeclarations, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
 };
 
 /// An ordered map from names to tools.
@@ -307,8 +307,11 @@ impl Tool for WithMeta {
     fn offered(&self, scope: &RunScope) -> bool {
         self.inner.offered(scope)
     }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        self.inner.as_any()
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        self.inner.prepare_tools()
+    }
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
+        self.inner.start_calls()
     }
 }
 
@@ -342,7 +345,10 @@ impl Tool for Renamed {
     fn offered(&self, scope: &RunScope) -> bool {
         self.inner.offered(scope)
     }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        self.inner.as_any()
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        self.inner.prepare_tools()
+    }
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
+        self.inner.start_calls()
     }
 }

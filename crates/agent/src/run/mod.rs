@@ -2,9 +2,9 @@
 
 mod answer;
 mod durable;
-mod immediate;
 mod outcome;
 mod setup;
+mod start;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -62,8 +62,9 @@ pub(crate) struct Run {
     always: HashSet<String>,
     cancel: CancellationToken,
     emit: Emitter,
-    /// Calls that start immediate sub-agents before the first step.
-    immediate: Vec<ModelToolCall>,
+    /// Calls the tools asked the run to make before the first step
+    /// ([`StartCalls`](toolsmith_core::StartCalls)).
+    start_calls: Vec<ModelToolCall>,
     /// The tools not offered in the last request ([`Tool::offered`](toolsmith_core::Tool)).
     hidden: Vec<String>,
     /// The run's journal, when it has a log.
@@ -161,9 +162,8 @@ impl Run {
             Ok(nested) => nested,
             Err(message) => return Err(not_started(message, run_id, messages)),
         };
-        let immediate = immediate::immediate_calls(&tools, &messages, &scope.variables.current());
-        // Resumable sub-agents are driven through subagent_create and subagent_message.
-        let tools = crate::instances::inject(tools);
+        let (tools, start_calls) =
+            start::prepare_tools(tools, &messages, &scope.variables.current());
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
         // With a log, calls a crash interrupted are neither orphans: the journal decides what
@@ -226,7 +226,7 @@ impl Run {
             always,
             cancel,
             emit: Emitter::new(events),
-            immediate,
+            start_calls,
             hidden: Vec::new(),
             journal,
             saved,
@@ -265,9 +265,9 @@ impl Run {
             self.resume().await?;
             self.save(SavePoint::Progress).await?;
         }
-        let immediate = std::mem::take(&mut self.immediate);
-        if !immediate.is_empty() {
-            self.start_immediate(immediate).await?;
+        let start_calls = std::mem::take(&mut self.start_calls);
+        if !start_calls.is_empty() {
+            self.make_start_calls(start_calls).await?;
         }
         // Calls still waiting: the model is not called until they are answered.
         let max_steps = if self.pending.is_empty() {
@@ -362,8 +362,8 @@ impl Run {
         Ok(!self.scope.inbox.is_idle())
     }
 
-    /// Declares the tools again when the set of tools that hide themselves changed
-    /// (`subagent_create` at its instance limit).
+    /// Declares the tools again when the set of tools that hide themselves
+    /// ([`Tool::offered`](toolsmith_core::Tool::offered)) changed.
     fn refresh_offered(&mut self) {
         let hidden: Vec<String> = self
             .tools

@@ -1,18 +1,19 @@
 //! [`SubagentTool`]: an agent exposed as a tool (seed 002's `agentTool`, seed 004's
 //! sub-agents).
 
-use std::any::Any;
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
-    Message, Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec,
+    Message, PrepareTools, StartCalls, Tool, ToolContext, ToolError, ToolKind, ToolMeta,
+    ToolOutput, ToolSpec,
 };
 
+use super::SubagentConfig;
+use super::child_run::{ChildEnd, child_input, child_run_id, run_child};
 use crate::attachments::{first_message, hand_back};
-use crate::child_run::{ChildEnd, child_input, child_run_id, run_child};
-use crate::{Agent, RunOutput, SubagentConfig};
+use crate::{Agent, RunOutput};
 
 /// An agent exposed as a tool: each call runs the agent's whole loop one level down.
 ///
@@ -51,7 +52,7 @@ pub struct SubagentTool {
     agent: Agent,
     config: SubagentConfig,
     /// Prompt-level variable values for the child's runs.
-    pub(crate) defaults: HashMap<String, String>,
+    pub(super) defaults: HashMap<String, String>,
 }
 
 impl SubagentTool {
@@ -116,7 +117,7 @@ impl SubagentTool {
 
 /// The input schema of a sub-agent (or prompt) tool: the task property as a required string,
 /// then the name and attachments properties when configured.
-pub(crate) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
+pub(super) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
     let task = config.task_property();
     let mut properties = Map::new();
     let mut required = vec![Value::from(task)];
@@ -158,7 +159,7 @@ pub(crate) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
 }
 
 /// The child's first user message: the task property's value.
-pub(crate) fn task_message(config: &SubagentConfig, input: &Value) -> Result<Message, ToolError> {
+pub(super) fn task_message(config: &SubagentConfig, input: &Value) -> Result<Message, ToolError> {
     let property = config.task_property();
     match input.get(property).and_then(Value::as_str) {
         Some(task) if !task.trim().is_empty() => Ok(Message::user(task)),
@@ -170,7 +171,7 @@ pub(crate) fn task_message(config: &SubagentConfig, input: &Value) -> Result<Mes
 }
 
 /// The child thread's tags: `name:<value>` from the name property.
-pub(crate) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
+pub(super) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
     config
         .init_agent_name_property
         .as_deref()
@@ -182,7 +183,7 @@ pub(crate) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
 
 /// The per-instance variables copied into the child (`immediate.scopedEnv`, seed 004): the
 /// parent's values of those names. Runtime-only: they reach the child's tools, never a model.
-pub(crate) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMap<String, String> {
+pub(super) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMap<String, String> {
     config
         .immediate
         .env()
@@ -194,7 +195,7 @@ pub(crate) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMa
 }
 
 /// What the model sees of a finished child: its last text.
-pub(crate) fn answer(tool_name: &str, output: &RunOutput) -> String {
+pub(super) fn answer(tool_name: &str, output: &RunOutput) -> String {
     if output.text.trim().is_empty() {
         format!("Sub-agent \"{tool_name}\" finished without an answer.")
     } else {
@@ -216,8 +217,20 @@ impl Tool for SubagentTool {
         &ToolKind::Agent
     }
 
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
+    /// A resumable sub-agent stands in for itself with the lifecycle tools.
+    fn prepare_tools(&self) -> Option<&dyn PrepareTools> {
+        self.config
+            .resumable
+            .is_some()
+            .then_some(self as &dyn PrepareTools)
+    }
+
+    /// An immediate sub-agent starts as the run begins.
+    fn start_calls(&self) -> Option<&dyn StartCalls> {
+        self.config
+            .immediate
+            .is_on()
+            .then_some(self as &dyn StartCalls)
     }
 
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -233,7 +246,7 @@ impl Tool for SubagentTool {
         child.variables = scoped_values(&self.config, cx);
         child.defaults = self.defaults.clone();
         if !self.config.blocking {
-            return Ok(crate::background::spawn(
+            return Ok(super::background::spawn(
                 self.agent.clone(),
                 child,
                 cx,

@@ -8,11 +8,10 @@ use toolsmith_core::{
     EventSink, Message, NestedHop, NestedRun, Pause, PauseKind, ToolContext, ToolError,
 };
 
-use crate::run::Run;
 use crate::{Agent, RunError, RunErrorKind, RunInput, RunOutput};
 
 /// How a child run ended, as its call reports it.
-pub(crate) enum ChildEnd {
+pub(super) enum ChildEnd {
     /// It finished.
     Done(Box<RunOutput>),
     /// It paused; the call pauses with it (the error carries the pause).
@@ -20,7 +19,7 @@ pub(crate) enum ChildEnd {
 }
 
 /// The child run's id: the saved run's for a resumed call, else `<run id>/<call id>`.
-pub(crate) fn child_run_id(cx: &ToolContext) -> String {
+pub(super) fn child_run_id(cx: &ToolContext) -> String {
     match cx.resume() {
         Some(resume) => resume.run.run_id.clone(),
         None => format!("{}/{}", cx.run_id(), cx.tool_call_id()),
@@ -29,7 +28,7 @@ pub(crate) fn child_run_id(cx: &ToolContext) -> String {
 
 /// Starts a child run of `agent` for the call `cx`: a resumed one when `cx` carries a saved
 /// run, otherwise one over `messages` tagged with `tags`.
-pub(crate) fn child_input(cx: &ToolContext, messages: Vec<Message>, tags: Vec<String>) -> RunInput {
+pub(super) fn child_input(cx: &ToolContext, messages: Vec<Message>, tags: Vec<String>) -> RunInput {
     let run_id = child_run_id(cx);
     let (messages, tags, approvals, results) = match cx.resume() {
         Some(resume) => (
@@ -64,7 +63,7 @@ pub(crate) fn child_input(cx: &ToolContext, messages: Vec<Message>, tags: Vec<St
 ///
 /// The call's error when the child fails: `CANCELLED` when the parent was cancelled,
 /// `SUBAGENT_FAILED` otherwise (the child's own error in the message).
-pub(crate) async fn run_child(
+pub(super) async fn run_child(
     agent: &Agent,
     input: RunInput,
     cx: &ToolContext,
@@ -83,7 +82,7 @@ pub(crate) async fn run_child(
             tool_name: cx.tool_name().to_string(),
         };
         let (sender, mut parts) = unbounded_channel();
-        let run = drive(agent, input, EventSink::new(sender));
+        let run = agent.run_with(input, EventSink::new(sender));
         tokio::pin!(run);
         loop {
             tokio::select! {
@@ -98,7 +97,7 @@ pub(crate) async fn run_child(
             }
         }
     } else {
-        drive(agent, input, EventSink::none()).await
+        agent.run(input).await
     };
     match result {
         Ok(output) => {
@@ -129,13 +128,6 @@ pub(crate) async fn run_child(
             Err(child_error(what, cx.tool_name(), &error))
         }
     }
-}
-
-async fn drive(agent: &Agent, input: RunInput, events: EventSink) -> Result<RunOutput, RunError> {
-    Run::new(agent.inner().clone(), input, events)
-        .await?
-        .drive()
-        .await
 }
 
 fn child_error(what: &str, tool_name: &str, error: &RunError) -> ToolError {

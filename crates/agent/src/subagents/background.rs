@@ -4,8 +4,8 @@
 use serde_json::Value;
 use toolsmith_core::{Message, ToolContext, ToolOutput};
 
-use crate::child_run::{ChildEnd, run_child};
-use crate::subagent::answer;
+use super::child_run::{ChildEnd, run_child};
+use super::tool::answer;
 use crate::{Agent, RunInput};
 
 /// What a non-blocking child that paused reports: nobody can answer it.
@@ -15,7 +15,7 @@ const CANNOT_PAUSE: &str = "The sub-agent stopped to wait for an approval or a c
 /// Starts `child` on its own task and returns the acknowledgement the model sees. The parent's
 /// run picks the result up before its next model call, and does not end before it arrives.
 /// Cancelling the parent cancels the child.
-pub(crate) fn spawn(agent: Agent, child: RunInput, cx: &ToolContext, input: Value) -> ToolOutput {
+pub(super) fn spawn(agent: Agent, child: RunInput, cx: &ToolContext, input: Value) -> ToolOutput {
     let ticket = cx.scope().inbox.expect();
     let id = cx.tool_call_id().to_string();
     let name = cx.tool_name().to_string();
@@ -39,7 +39,7 @@ pub(crate) fn spawn(agent: Agent, child: RunInput, cx: &ToolContext, input: Valu
 
 /// Seed 000's message for a result that arrives after its call: the same text for every
 /// late result, so models see one shape.
-pub(crate) fn injected(id: &str, name: &str, status: &str, input: &Value, result: &str) -> String {
+fn injected(id: &str, name: &str, status: &str, input: &Value, result: &str) -> String {
     let input = match input {
         Value::String(s) => s.clone(),
         other => other.to_string(),

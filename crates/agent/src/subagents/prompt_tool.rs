@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutput, ToolSpec};
 
+use super::SubagentConfig;
+use super::child_run::{ChildEnd, child_input, child_run_id, run_child};
+use super::tool::{input_schema, task_message};
 use crate::attachments::{first_message, hand_back};
-use crate::child_run::{ChildEnd, child_input, child_run_id, run_child};
-use crate::subagent::{input_schema, task_message};
-use crate::{Agent, CallOutcome, RunOutput, SubagentConfig};
+use crate::{Agent, CallOutcome, RunOutput};
 
 /// Seed 004's `SubpromptConfig` without its `name`: what a prompt tool's result carries, and
 /// which input properties start it. The JSON form uses the seed's camelCase keys; unknown keys
