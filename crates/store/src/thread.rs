@@ -42,6 +42,19 @@ pub struct Thread {
     pub updated_at: u64,
 }
 
+impl Thread {
+    /// Whether a live process holds the thread's run, and if so how many milliseconds ago it
+    /// last showed a sign of life: the thread is running, its holder is not known to be gone
+    /// ([`Holder::is_gone`]: a process of this host that no longer runs), and its last write or
+    /// heartbeat is younger than `lease`. Such a thread must not be taken over or changed.
+    pub fn held_within(&self, lease: std::time::Duration) -> Option<u64> {
+        let since_ms = crate::store::now_millis().saturating_sub(self.updated_at);
+        let running = self.status == ThreadStatus::Running;
+        let gone = self.holder.as_ref().is_some_and(Holder::is_gone);
+        (running && !gone && since_ms < lease.as_millis() as u64).then_some(since_ms)
+    }
+}
+
 /// A write of a thread's tail ([`Op::Write`](crate::Op::Write)).
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadWrite<'a> {

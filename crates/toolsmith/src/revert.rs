@@ -7,8 +7,8 @@
 //! - [`revertible`] lists the thread's calls that changed a file and were not reverted yet:
 //!   the latest attempt of each call, `succeeded`, with at least one [`FileChange`] artifact in
 //!   its recorded output, newest (highest journal sequence) first. A thread held by a live
-//!   process (running, with a sign of life within [`DEFAULT_LEASE`]) is refused: its run may
-//!   still be writing.
+//!   process ([`Thread::held_within`] the [`DEFAULT_LEASE`]) is refused: its run may still be
+//!   writing.
 //! - [`revert`] puts each change back through the confined [`RootDir`] of the root the call
 //!   wrote beneath (or the root given), with [`revert_file_change`]'s rules: a file that
 //!   changed after the call wrote it is refused unless forced, a kept copy that no longer
@@ -67,7 +67,7 @@ use toolsmith_store::{
     Batch, EffectStatus, JournalEntry, Settlement, Store, StoreError, ThreadStatus,
 };
 
-use toolsmith_store::DEFAULT_LEASE;
+use toolsmith_store::{DEFAULT_LEASE, Thread};
 
 /// Why a thread's changes cannot be listed or reverted.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +158,7 @@ pub async fn revertible(
         .thread(thread)
         .await?
         .ok_or_else(|| RevertError::NotFound(thread.into()))?;
-    let since_ms = now_millis().saturating_sub(found.updated_at);
-    if found.status == ThreadStatus::Running && since_ms < DEFAULT_LEASE.as_millis() as u64 {
+    if let Some(since_ms) = found.held_within(DEFAULT_LEASE) {
         return Err(RevertError::Held {
             thread: thread.into(),
             since_ms,

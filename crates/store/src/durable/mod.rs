@@ -195,12 +195,7 @@ impl StoredRun {
                 thread: thread.into(),
             });
         }
-        let since_ms = now_millis().saturating_sub(found.updated_at);
-        let holder_gone = found.holder.as_ref().is_some_and(Holder::is_gone);
-        if found.status == ThreadStatus::Running
-            && since_ms < lease.as_millis() as u64
-            && !holder_gone
-        {
+        if let Some(since_ms) = found.held_within(lease) {
             return Err(DurableError::Held {
                 thread: thread.into(),
                 since_ms,
@@ -356,11 +351,6 @@ async fn heartbeat(run: Weak<StoredRun>) {
             tracing::debug!(thread = %run.thread, error = %e, "heartbeat");
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_millis() -> u64 {
-    crate::store::now_millis()
 }
 
 /// A store error as the loop reports it; a conflict means another process took the thread.
