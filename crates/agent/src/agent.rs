@@ -48,7 +48,7 @@ pub(crate) struct AgentInner {
     pub(crate) variables: HashMap<String, String>,
     /// Variables the agent itself declares (kinds, and required ones checked at start).
     pub(crate) declared: Vec<VariableDecl>,
-    /// Called after each successful side-effecting call (seed 001).
+    /// Called after each successful side-effecting call.
     pub(crate) snapshot: Option<Arc<dyn DurabilitySnapshot>>,
 }
 
@@ -141,7 +141,7 @@ impl Agent {
 
     /// The effect class of a tool that runs this agent (a sub-agent or prompt tool): it has a
     /// side effect if any of the agent's tools has one, and is idempotent only if all of them
-    /// are. So a crash during such a call is resolved as its riskiest tool would be (seed 001),
+    /// are. So a crash during such a call is resolved as its riskiest tool would be,
     /// never by re-running the whole child blindly. Tools from a resolver are not known ahead,
     /// so an agent with a resolver counts as not idempotent.
     pub(crate) fn effect_meta(&self) -> ToolMeta {
@@ -268,7 +268,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Sets the durability snapshot hook (seed 001's `durabilitySnapshot`): called after every
+    /// Sets the durability snapshot hook (Smithers' `durabilitySnapshot`): called after every
     /// successful call of a side-effecting tool, for example to commit the workspace. Its
     /// errors are logged and swallowed.
     pub fn durability_snapshot(mut self, hook: impl DurabilitySnapshot) -> Self {
@@ -358,9 +358,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Declares a variable at the agent level (seed 004's `VariableDefinition`): a secret one
-    /// is masked like a tool's; a required one that no source sets stops every run before it
-    /// starts (`VARIABLES_REQUIRED`, naming it).
+    /// Declares a variable at the agent level (`VariableDefinition` in the Standard Agents spec): a
+    /// secret one is masked like a tool's; a required one that no source sets stops every run
+    /// before it starts (`VARIABLES_REQUIRED`, naming it).
     pub fn declare_variable(mut self, declaration: VariableDecl) -> Self {
         self.inner.declared.push(declaration);
         self

@@ -9,11 +9,11 @@ use serde_json::Value;
 use sha2::Sha256;
 use toolsmith_core::{SharedTool, ToolContext};
 
-/// Which tools need approval, agent-wide (seed 003's `approval.policy`).
+/// Which tools need approval, agent-wide (RadarOS's `approval.policy`).
 ///
 /// A tool's own setting ([`toolsmith_core::Approval`]: always, or a predicate over the arguments)
 /// adds to this, and can never be lowered by it: a tool that requires approval is never run
-/// unapproved, whatever the agent says (seed 003 ran it anyway when the agent had no approval
+/// unapproved, whatever the agent says (RadarOS ran it anyway when the agent had no approval
 /// config; that is a bug we do not copy).
 ///
 /// ```
@@ -45,7 +45,7 @@ impl ApprovalPolicy {
     }
 }
 
-/// What happens to an approval nobody answered in time (seed 003's `timeoutAction`).
+/// What happens to an approval nobody answered in time (RadarOS's `timeoutAction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TimeoutAction {
     /// The call is denied with the reason `Approval timed out`. The default.
@@ -57,13 +57,13 @@ pub enum TimeoutAction {
     Error,
 }
 
-/// The reason a timed-out approval is denied with (seed 003).
+/// The reason a timed-out approval is denied with (RadarOS's text).
 pub const TIMED_OUT: &str = "Approval timed out";
-/// The reason a timed-out approval is approved with (seed 003).
+/// The reason a timed-out approval is approved with (RadarOS's text).
 pub const AUTO_APPROVED: &str = "Auto-approved on timeout";
-/// The error a timed-out approval fails with under [`TimeoutAction::Error`] (seed 003).
+/// The error a timed-out approval fails with under [`TimeoutAction::Error`] (RadarOS's text).
 pub const TIMED_OUT_ERROR: &str = "Approval timed out (configured to throw)";
-/// The reason of a denial that gave none (seed 003).
+/// The reason of a denial that gave none (RadarOS's text).
 pub const DENIED_BY_REVIEWER: &str = "Tool call denied by human reviewer";
 
 /// The secret that makes approval ids unforgeable.

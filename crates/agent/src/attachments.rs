@@ -1,5 +1,5 @@
 //! [`Attachments`]: the files behind `/attachments/<file>` paths, one folder per thread, and
-//! their handing over between a parent run and a sub-agent's (seed 004).
+//! their handing over between a parent run and a sub-agent's (as in the Standard Agents spec).
 
 use std::path::{Path, PathBuf};
 

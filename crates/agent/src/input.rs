@@ -133,7 +133,7 @@ impl RunInput {
         self
     }
 
-    /// Whether a flag variable is on: `true`, `1` or `yes`, case-insensitive (seed 004).
+    /// Whether a flag variable is on: `true`, `1` or `yes`, case-insensitive.
     pub fn flag(&self, name: &str) -> bool {
         self.variables.get(name).is_some_and(|v| flag_is_on(v))
     }

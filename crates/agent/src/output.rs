@@ -29,8 +29,8 @@ pub struct RunOutput {
     /// Calls waiting for an answer (client tools, approvals…). Resume by running again with
     /// `messages` plus the answers.
     pub pending: Vec<Pause>,
-    /// The variables tools set during the run (`ToolContext::set_variable`, seed 004's
-    /// `setEnv`), secret kinds included: keep them with the thread for its next run.
+    /// The variables tools set during the run (`ToolContext::set_variable`, the Standard Agents
+    /// spec's `setEnv`), secret kinds included: keep them with the thread for its next run.
     pub variables_set: Variables,
 }
 

@@ -4,7 +4,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExecutionPolicy {
     /// One at a time, in the order the model returned them; each result is appended to the thread
-    /// before the next call starts (seed 004's conformance rule). The default.
+    /// before the next call starts (the Standard Agents spec's conformance rule). The default.
     #[default]
     Sequential,
     /// Up to `max` calls at once. A tool whose concurrency is
@@ -18,7 +18,7 @@ pub enum ExecutionPolicy {
 }
 
 impl ExecutionPolicy {
-    /// `Parallel` with the default window of 5 (seeds 002 and 003).
+    /// `Parallel` with the default window of 5 (as in the Deuz SDK and RadarOS).
     pub fn parallel() -> Self {
         ExecutionPolicy::Parallel { max: 5 }
     }

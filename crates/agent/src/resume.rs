@@ -244,7 +244,7 @@ fn timed_out(request: &ToolApprovalRequest, settings: &ApprovalSettings, now: u6
         .is_some_and(|at| now.saturating_sub(at) >= settings.timeout.as_millis() as u64)
 }
 
-/// Seed 003's timeout decisions.
+/// The timeout decisions, as RadarOS makes them.
 fn timeout_decision(request: &ToolApprovalRequest, action: TimeoutAction) -> Decision {
     match action {
         TimeoutAction::Deny => Decision::Deny {

@@ -1,4 +1,4 @@
-//! Prompt tools: seed 004's `SubpromptConfig` include flags and init property.
+//! Prompt tools: the Standard Agents spec's `SubpromptConfig` include flags and init property.
 
 mod common;
 

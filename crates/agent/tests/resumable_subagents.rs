@@ -28,7 +28,7 @@ fn resumable(extra: Value) -> SubagentConfig {
 }
 
 /// `receives_messages: side_b`: the parent's messages reach the instance as the assistant's
-/// (seed 004), the first and every later one.
+/// (as in the Standard Agents spec), the first and every later one.
 #[tokio::test]
 async fn side_b_instances_receive_the_parents_messages_as_the_assistants() {
     let child_model = recording([Turn::text("first"), Turn::text("second")]);

@@ -1,5 +1,5 @@
-//! Seed 001's durability snapshot: after each successful call of a side-effecting tool, never
-//! after a read-only or a failed one; its failure is logged and swallowed.
+//! The Smithers-compatible durability snapshot: after each successful call of a side-effecting
+//! tool, never after a read-only or a failed one; its failure is logged and swallowed.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
-//! Seed 001's warning for side-effecting, non-idempotent tools that ignore their idempotency
-//! key. Alone in its binary: tracing caches whether a log site is enabled process-wide, and a
-//! test elsewhere in the process reaching the same site with no subscriber could race this
+//! The Smithers-compatible warning for side-effecting, non-idempotent tools that ignore their
+//! idempotency key. Alone in its binary: tracing caches whether a log site is enabled process-wide,
+//! and a test elsewhere in the process reaching the same site with no subscriber could race this
 //! test's capture.
 
 mod common;

@@ -3,7 +3,7 @@
 //! The tree (2 000 files of 100 KB of pseudo-random words in 40 directories, with a rare marker
 //! word planted 200 times) is generated once under `$TOOLSMITH_BENCH_TREE` (default
 //! `/tmp/toolsmith-grep-bench`) and reused. Both searches look for the marker, so both read the
-//! whole tree: `grep` in-process (no process spawn), `rg -n` as a child process, as seed 001 ran
+//! whole tree: `grep` in-process (no process spawn), `rg -n` as a child process, as Smithers runs
 //! it. Skipped, with a message, when `rg` is not installed (`apt-get install ripgrep`).
 //!
 //! Run: `cargo bench -p toolsmith-builtins --bench grep`.

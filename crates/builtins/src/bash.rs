@@ -55,12 +55,12 @@ struct Opts {
     cwd: Option<String>,
 }
 
-/// The `bash` tool (seed 001): input `{cmd, args?: string[], opts?: {cwd?}}`.
+/// The Smithers-compatible `bash` tool: input `{cmd, args?: string[], opts?: {cwd?}}`.
 ///
 /// 1. Validation (`INVALID_INPUT`): `cmd must be a non-empty string.`, `cmd exceeds 8192
 ///    characters.`, `args exceeds 128 entries.`, `args[i] exceeds 8192 characters.`, `command
 ///    exceeds 8192 characters.`, `opts.cwd exceeds 1024 characters.` (lengths in UTF-16 units,
-///    as the seed counts them).
+///    as Smithers counts them).
 /// 2. When the policy's network is off, the [network guard](network_guard)
 ///    (`TOOL_NETWORK_DISABLED`, `TOOL_GIT_REMOTE_DISABLED`).
 /// 3. `opts.cwd` confined with `RootDir::resolve_dir` (default: the root).
@@ -132,7 +132,7 @@ fn js_len(s: &str) -> usize {
     s.encode_utf16().count()
 }
 
-/// Seed 001's checks, in its order.
+/// Smithers' checks, in the same order.
 fn validate(cmd: &str, args: &[String], cwd: Option<&str>) -> Result<(), ToolError> {
     if cmd.trim().is_empty() {
         return Err(ToolError::invalid_input("cmd must be a non-empty string."));

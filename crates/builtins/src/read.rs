@@ -230,7 +230,7 @@ pub(crate) fn truncation_note(limit: usize) -> String {
 }
 
 /// The largest index `<= max` that is a UTF-8 code point boundary of `bytes` (backing up over
-/// continuation bytes, like seed 001's `truncateToBytes`).
+/// continuation bytes, like Smithers' `truncateToBytes`).
 pub(crate) fn utf8_floor(bytes: &[u8], max: usize) -> usize {
     if max >= bytes.len() {
         return bytes.len();

@@ -44,7 +44,7 @@ const WORKER_STACK_MARGIN: usize = 2 << 20;
 
 /// How long past its deadline a worker may take to report the timeout itself before it is
 /// killed. QuickJS's interrupt handler stops ordinary code 12–16 µs after the deadline, and a
-/// native sort between two checks overran by 10–14 ms (§4 of the sandbox study); code in a
+/// native sort between two checks overran by 10–14 ms; code in a
 /// native loop that never checks (a `reverse` over a 2³² − 1 array-like) is killed here.
 const KILL_GRACE: Duration = Duration::from_millis(100);
 

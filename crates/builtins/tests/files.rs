@@ -1,4 +1,4 @@
-//! The `read`, `write` and `edit` tools: seed 001's rules and messages.
+//! The `read`, `write` and `edit` tools: Smithers' rules and messages.
 
 use std::sync::Arc;
 

@@ -148,7 +148,7 @@ impl ToolContext {
         self
     }
 
-    /// Seed 001's key (`getToolIdempotencyKey`): the caller's own key when its
+    /// The Smithers-compatible key (`getToolIdempotencyKey`): the caller's own key when its
     /// [`metadata`](Self::metadata) has an `idempotencyKey` that is a non-empty string (as a
     /// Smithers context that carries one); else `smithers:<run id>:<nodeId>:<iteration>` from
     /// the run's id and the metadata's `nodeId` and `iteration`, with Smithers' rules
@@ -203,7 +203,7 @@ impl ToolContext {
         self.scope.deps.get::<T>()
     }
 
-    /// A variable's value, resolved (seed 004's precedence: prompt, tool, agent, thread). The
+    /// A variable's value, resolved (precedence, lowest first: prompt, tool, agent, thread). The
     /// only way a secret reaches code: it is masked in whatever the call returns.
     pub fn variable(&self, name: &str) -> Option<&str> {
         self.variables.get(name)
@@ -216,7 +216,7 @@ impl ToolContext {
 
     /// The call's variables with `defaults` beneath them: a tool's own values
     /// ([`ToolMeta::env`](crate::ToolMeta::env)), used where the run has none or only the
-    /// prompt's (seed 004's precedence: prompt, tool, agent, thread).
+    /// prompt's (precedence, lowest first: prompt, tool, agent, thread).
     pub fn with_defaults(mut self, defaults: &[(String, String)]) -> Self {
         if !defaults
             .iter()
@@ -235,11 +235,11 @@ impl ToolContext {
         self
     }
 
-    /// Sets a variable for the thread (seed 004's `setEnv`): the calls that start after this
-    /// one see it, and so do the active sub-agent runs below this run (but those that declare
-    /// it `scoped`). Without a `kind`, an existing variable keeps its kind and a new one is
-    /// secret. The run's output lists what was set
-    /// ([`VariableCell::changes`]), for the caller to keep with the thread.
+    /// Sets a variable for the thread (`setEnv` in the Standard Agents spec): the calls that start
+    /// after this one see it, and so do the active sub-agent runs below this run (but those that
+    /// declare it `scoped`). Without a `kind`, an existing variable keeps its kind and a new one is
+    /// secret. The run's output lists what was set ([`VariableCell::changes`]), for the caller to
+    /// keep with the thread.
     pub fn set_variable(&self, name: &str, value: &str, kind: Option<VariableKind>) {
         self.scope.variables.set(name, value, kind);
     }
@@ -275,12 +275,12 @@ impl ToolContext {
     }
 
     /// Adds tokens this call spent on its own model runs (a sub-agent's) to the run's usage
-    /// (seed 002's `reportUsage`).
+    /// (the Deuz SDK's `reportUsage`).
     pub fn report_usage(&self, usage: Usage) {
         self.scope.usage.add(usage);
     }
 
-    /// Sends `text` to the parent run, when this run is a sub-agent's (seed 004's
+    /// Sends `text` to the parent run, when this run is a sub-agent's (the Standard Agents spec's
     /// `notifyParent`, the channel of `parentCommunication: explicit`): it reaches the parent's
     /// model as a user message before its next step. Returns whether there is a parent.
     pub fn notify_parent(&self, text: &str) -> bool {
@@ -349,7 +349,7 @@ impl UsageReports {
     }
 }
 
-/// A mutable JSON key-value bag shared by every call of a run (seed 003's `sessionState`).
+/// A mutable JSON key-value bag shared by every call of a run (RadarOS's `sessionState`).
 #[derive(Debug, Clone, Default)]
 pub struct SessionState(Arc<Mutex<Map<String, Value>>>);
 

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use crate::Message;
 
 /// Messages for a run that arrive while it goes on: the result of a sub-agent started with
-/// `blocking: false` (seed 004), queued by its task when it finishes. The loop adds what is
+/// `blocking: false`, queued by its task when it finishes. The loop adds what is
 /// queued to the thread before each model call, and before ending it waits for every result
 /// still expected.
 ///

@@ -44,13 +44,13 @@ pub struct ToolMeta {
     pub async_mode: Option<AsyncMode>,
     /// Variables the tool needs resolved before it runs.
     pub variables: Vec<VariableDecl>,
-    /// Tool-level variable values (seed 004's `PromptToolConfig.env`): for this tool's calls,
-    /// below the agent's and the thread's values in precedence.
+    /// Tool-level variable values (the Standard Agents spec's `PromptToolConfig.env`): for this
+    /// tool's calls, below the agent's and the thread's values in precedence.
     pub env: Vec<(String, String)>,
     /// The name of a flag variable: the tool is offered only when it resolves to `true`, `1` or
     /// `yes` (case-insensitive).
     pub optional: Option<String>,
-    /// Whether the tool reads its idempotency key from the context (seed 001's
+    /// Whether the tool reads its idempotency key from the context (Smithers'
     /// `acceptsIdempotencyKey`).
     pub accepts_idempotency_key: bool,
     /// Undoes a side effect; requires `side_effect`.
@@ -169,8 +169,8 @@ impl ToolMeta {
     ///
     /// # Errors
     ///
-    /// A revert handler needs `side_effect: true` (seed 001: `defineTool(<name>): revert
-    /// requires sideEffect:true.`); this returns `INVALID_TOOL` otherwise.
+    /// A revert handler needs `side_effect: true` (in Smithers, `defineTool(<name>):
+    /// revert requires sideEffect:true.`); this returns `INVALID_TOOL` otherwise.
     pub fn revert(mut self, revert: impl Revert) -> Result<Self, ToolError> {
         if !self.side_effect {
             return Err(ToolError::new(
@@ -245,7 +245,7 @@ pub type ApprovalPredicate =
 
 /// Whether a call needs a human's approval before it runs.
 ///
-/// A tool's own setting overrides the agent's approval policy (seed 003's `requiresApproval`);
+/// A tool's own setting overrides the agent's approval policy (RadarOS's `requiresApproval`);
 /// a tool that sets nothing ([`Approval::Policy`], the default) leaves it to the policy.
 #[derive(Clone, Default)]
 pub enum Approval {
@@ -312,7 +312,7 @@ pub enum ResultLimitStrategy {
 /// A cap on the model-facing part of a tool's result. The app value is never cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultLimit {
-    /// Characters the model may see (seed 003's default: 20 000).
+    /// Characters the model may see (default 20 000, as in RadarOS).
     pub max_chars: usize,
     /// What to do past the limit.
     #[serde(default)]
@@ -328,7 +328,7 @@ impl Default for ResultLimit {
     }
 }
 
-/// How an asynchronous tool delivers its result (seed 000).
+/// How an asynchronous tool delivers its result, as the agent harness's `async: true` tools do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AsyncMode {
@@ -339,7 +339,7 @@ pub enum AsyncMode {
     ExternalDispatch,
 }
 
-/// The kind of a declared variable (seed 004).
+/// The kind of a declared variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VariableKind {
@@ -350,7 +350,7 @@ pub enum VariableKind {
     Secret,
 }
 
-/// A variable a tool declares it needs (seed 004's `VariableDefinition`).
+/// A variable a tool declares it needs (`VariableDefinition` in the Standard Agents spec).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VariableDecl {
     /// The variable's name.
@@ -367,7 +367,7 @@ pub struct VariableDecl {
     pub description: String,
 }
 
-/// Undoes the effect of a side-effecting call (seed 001's `revert`).
+/// Undoes the effect of a side-effecting call (Smithers' `revert`).
 #[async_trait::async_trait]
 pub trait Revert: Send + Sync + 'static {
     /// Reverts the call made with `input`.

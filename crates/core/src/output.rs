@@ -52,7 +52,7 @@ impl ToolOutput {
         }
     }
 
-    /// Replaces what the model sees, keeping the app value (seed 003's `toModelOutput`).
+    /// Replaces what the model sees, keeping the app value (RadarOS's `toModelOutput`).
     pub fn with_model_output(mut self, model: ModelOutput) -> Self {
         self.model = model;
         self
@@ -204,7 +204,7 @@ pub enum ContentPart {
     },
 }
 
-/// Structured data attached to a result that the model never sees (seed 003).
+/// Structured data attached to a result that the model never sees.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Artifact {
     /// What kind of data this is (`table`, `chart`, `file`…).

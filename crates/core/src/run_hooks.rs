@@ -83,8 +83,8 @@ pub trait PrepareTools: Send + Sync {
     fn prepare(&self, entry: &SharedTool, tools: Toolset) -> Toolset;
 }
 
-/// Calls a tool asks a run to make as it starts, before the model's first step (seed 004's
-/// `immediate` sub-agents start so).
+/// Calls a tool asks a run to make as it starts, before the model's first step (the Standard
+/// Agents spec's `immediate` sub-agents start so).
 ///
 /// A tool offers the hook through [`Tool::start_calls`] (the toolset's wrappers delegate to
 /// the tool they wrap). The agent loop asks every tool of the run's toolset *as it was before

@@ -31,7 +31,7 @@ pub enum RunPart {
         run_id: String,
     },
     /// The provider ignored or dropped something in this step's request: an unsupported setting,
-    /// provider tools a wire cannot carry (seed 002: never silently).
+    /// provider tools a wire cannot carry (never silently, as in the Deuz SDK).
     Warning {
         /// What was ignored, by which provider and model.
         message: String,

@@ -1,5 +1,5 @@
-//! Seed 001's idempotency key, `smithers:<runId>:<nodeId>:<iteration>`, for tools ported from
-//! Smithers.
+//! The Smithers-compatible idempotency key, `smithers:<runId>:<nodeId>:<iteration>`, for tools
+//! ported from Smithers.
 //!
 //! toolsmith's own key ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key))
 //! is per call, `<run id>:<tool call id>`. Smithers' key is coarser: one per task iteration,
@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-/// The Smithers key with seed 001's rules: `None` when `run_id` is empty or `node_id` is
+/// The Smithers key, by Smithers' rules: `None` when `run_id` is empty or `node_id` is
 /// falsy (missing, `null`, `false`, `0` or `""`); otherwise
 /// `smithers:<run_id>:<node_id>:<iteration>`, where a missing or `null` iteration is `0` and any
 /// other value is written as JavaScript would (`false` stays `false`).

@@ -62,7 +62,7 @@ impl ToolSpec {
         Self::new(name, schema::schema_for::<T>())
     }
 
-    /// Sets the description. Without one, the description is the tool's name (seed 001).
+    /// Sets the description. Without one, the description is the tool's name, as in Smithers.
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         let description = description.into();
         self.description = (!description.trim().is_empty()).then_some(description);
@@ -82,7 +82,7 @@ impl ToolSpec {
         self
     }
 
-    /// Example inputs, appended to the description the model sees (seed 003's format).
+    /// Example inputs, appended to the description the model sees (RadarOS's format).
     pub fn with_input_examples(mut self, examples: impl IntoIterator<Item = Value>) -> Self {
         self.input_examples = examples.into_iter().collect();
         self

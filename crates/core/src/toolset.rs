@@ -107,7 +107,7 @@ impl Toolset {
         self.tools.keys().map(|k| &**k)
     }
 
-    /// The tools' specs, in order (seed 003's `listTools`).
+    /// The tools' specs, in order (RadarOS's `listTools`).
     pub fn list(&self) -> Vec<&ToolSpec> {
         self.tools.values().map(|t| t.spec()).collect()
     }
@@ -213,8 +213,8 @@ impl Toolset {
         }
     }
 
-    /// Adds the tools a [`ToolResolver`] produced for one run. Static tools win on a name clash
-    /// (seed 003).
+    /// Adds the tools a [`ToolResolver`] produced for one run. Static tools win on a name clash,
+    /// as in RadarOS.
     pub fn with_resolved(mut self, resolved: Toolset) -> Self {
         for tool in resolved.iter() {
             if !self.contains(tool.spec().name()) {
@@ -264,7 +264,7 @@ impl<T: IntoTool> FromIterator<T> for Toolset {
     }
 }
 
-/// Produces extra tools at the start of each run (seed 003's `toolResolver`): tools that depend
+/// Produces extra tools at the start of each run (RadarOS's `toolResolver`): tools that depend
 /// on the caller, the tenant, the thread.
 ///
 /// Any `Fn(&RunScope) -> Result<Toolset, ToolError>` is a resolver.

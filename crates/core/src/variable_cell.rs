@@ -1,4 +1,4 @@
-//! [`VariableCell`]: a run's variables as tools change them (seed 004's `setEnv`).
+//! [`VariableCell`]: a run's variables as tools change them (`setEnv` in the Standard Agents spec).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -8,8 +8,8 @@ use crate::{VariableKind, Variables};
 
 /// A run's variables, which a tool may change: [`set`](Self::set) replaces the run's value and
 /// reaches every active descendant run (sub-agents started from it, at any depth) that does
-/// not declare the name `scoped` (seed 004: `setEnv` propagates to active descendant
-/// threads; scoped variables block inheritance).
+/// not declare the name `scoped` (as in the Standard Agents spec: `setEnv`
+/// propagates to active descendant threads; scoped variables block inheritance).
 ///
 /// Calls read the values as they were when the call started; a value set during a call is
 /// seen by the calls that start after it.
@@ -76,7 +76,8 @@ impl VariableCell {
     }
 
     /// Sets `name` for this run and its active descendants. Without a `kind`, an existing
-    /// variable keeps its kind and a new one is secret (seed 004's `setEnv`).
+    /// variable keeps its kind and a new one is secret (as with `setEnv` in the Standard Agents
+    /// spec).
     pub fn set(&self, name: &str, value: &str, kind: Option<VariableKind>) {
         let secret = match kind {
             Some(kind) => kind == VariableKind::Secret,

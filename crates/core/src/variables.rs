@@ -12,8 +12,8 @@ pub const SECRET_MASK: &str = "[secret]";
 /// garble them, and a value that short protects nothing.
 pub const MIN_MASKED_LEN: usize = 4;
 
-/// The variables of a run, resolved from its sources (seed 004's precedence, lowest first:
-/// prompt, tool, agent, thread), and which of them are secret.
+/// The variables of a run, resolved from its sources (in the Standard Agents spec's precedence,
+/// lowest first: prompt, tool, agent, thread), and which of them are secret.
 ///
 /// A variable is secret when a tool declares it so ([`VariableKind::Secret`], the default
 /// kind). Secrets reach only the tools' code ([`ToolContext::variable`]): every value a secret
@@ -74,7 +74,7 @@ impl Variables {
         }
     }
 
-    /// Marks the names whose value came from the prompt level only (seed 004's lowest
+    /// Marks the names whose value came from the prompt level only (the lowest
     /// precedence), so that a tool's own value replaces it for that tool's calls.
     pub fn mark_prompt_level<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
         self.prompt_level

@@ -1,5 +1,5 @@
-//! Provider-executed tools (seed 002): web search run by the model provider, declared by the
-//! exact wire JSON the provider expects.
+//! Provider-executed tools, as in the Deuz SDK: web search run by the model provider, declared by
+//! the exact wire JSON the provider expects.
 //!
 //! A provider tool is a [`Tool`] of kind [`ToolKind::Provider`]: it shares a toolset with
 //! function, client and sub-agent tools, is never validated or executed locally (a model that
@@ -142,8 +142,8 @@ pub fn google_search() -> ProviderExecutedTool {
     google_search_with(json!({}))
 }
 
-/// [`google_search`] with configuration (`searchTypes`, `timeRangeFilter`, as seed 000's
-/// agent config passes them), sent as the value of `google_search`.
+/// [`google_search`] with configuration (`searchTypes`, `timeRangeFilter`, as the agent
+/// harness's config passes them), sent as the value of `google_search`.
 pub fn google_search_with(cfg: Value) -> ProviderExecutedTool {
     ProviderExecutedTool::new(
         "google_search",
@@ -189,7 +189,7 @@ pub fn split<'a>(declarations: &'a [ToolDeclaration], provider: Option<&str>) ->
     split
 }
 
-/// The one warning a request carries when a wire drops provider tools (seed 002's message for
+/// The one warning a request carries when a wire drops provider tools (the Deuz SDK's message for
 /// Chat Completions; the same shape names the other wires).
 pub fn dropped_warning(dropped: &[String], wire: &str, provider: &str, model: &str) -> String {
     format!(
@@ -229,7 +229,7 @@ mod tests {
             serde_json::to_string(args(&old)).unwrap(),
             r#"{"type":"web_search_20250305","name":"web_search","blocked_domains":["a.com"],"user_location":{"type":"approximate","city":"Paris"},"future_knob":{"x":1}}"#
         );
-        // Each version the seed names, by name.
+        // Each version the Deuz SDK names, by name.
         for version in [
             "web_search_20250305",
             "web_search_20260209",

@@ -20,7 +20,7 @@
 //! `exec_attacks` and `degraded` binaries again as uid 65534 when it runs as root, from a copy
 //! with `TOOLSMITH_SANDBOX_HELPER` pointing at a copied helper.
 //!
-//! The errors keep seed 001's codes and messages: `TOOL_PATH_INVALID` (`Path must be a
+//! The errors keep Smithers' codes and messages: `TOOL_PATH_INVALID` (`Path must be a
 //! string`) and `TOOL_PATH_ESCAPE` (`Path escapes sandbox root`, or `Path escapes sandbox root
 //! (via symlink)`).
 

@@ -78,7 +78,7 @@ impl SandboxPolicy {
     ///
     /// # Errors
     ///
-    /// The first limit out of bounds, with seed 001's message where it has one
+    /// The first limit out of bounds, with Smithers' message where it has one
     /// (`timeoutMs exceeds 3600000.`, `maxOutputBytes exceeds 10485760.`…).
     pub fn validate(&self) -> Result<(), PolicyError> {
         self.limits.validate()
@@ -331,9 +331,9 @@ pub enum Strictness {
     BestEffort,
 }
 
-/// The hard cap on the wall-clock timeout (seed 001: one hour).
+/// The hard cap on the wall-clock timeout (one hour, as in Smithers).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
-/// The hard cap on captured output (seed 001: 10 MiB).
+/// The hard cap on captured output (10 MiB, as in Smithers).
 pub const MAX_OUTPUT_BYTES: usize = 10 * 1024 * 1024;
 
 /// Resource limits of the built-in tools.
@@ -405,7 +405,7 @@ impl Limits {
     ///
     /// # Errors
     ///
-    /// Seed 001's messages: `timeoutMs must be positive.`, `timeoutMs exceeds 3600000.`,
+    /// Smithers' messages: `timeoutMs must be positive.`, `timeoutMs exceeds 3600000.`,
     /// `maxOutputBytes must be positive.`, `maxOutputBytes exceeds 10485760.`; and
     /// `treeMemoryBytes must be at least 33554432.`, `treeProcesses must be at least 4.`
     pub fn validate(&self) -> Result<(), PolicyError> {

@@ -13,7 +13,8 @@ use toolsmith_core::ToolError;
 /// or its own walk meeting `..` or an absolute symlink at the root).
 const CAP_STD_ESCAPE: &str = "a path led outside of the filesystem";
 
-/// `TOOL_PATH_INVALID`: `Path must be a string` (seed 001), for empty and NUL-containing paths.
+/// `TOOL_PATH_INVALID`: `Path must be a string` (Smithers' message), for empty and NUL-containing
+/// paths.
 pub fn path_invalid() -> ToolError {
     ToolError::new("TOOL_PATH_INVALID", "Path must be a string")
 }

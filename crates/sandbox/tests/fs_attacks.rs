@@ -1,4 +1,4 @@
-//! The filesystem attack suite (sandbox spec §2.1) against [`RootDir`] and through the file
+//! The filesystem attack suite against [`RootDir`] and through the file
 //! tools: every escape is refused with the exact code and message, and nothing outside the root
 //! is ever read or written, even while a directory is swapped for a symlink mid-call.
 

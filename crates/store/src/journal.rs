@@ -1,4 +1,4 @@
-//! The tool-call journal (seed 001's `recordToolCall`) and the idempotency ledger.
+//! The tool-call journal (Smithers' `recordToolCall`) and the idempotency ledger.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,15 +27,15 @@ pub struct JournalEntry {
     /// Whether running it twice is safe.
     pub idempotent: bool,
     /// The call's idempotency key (`<run id>:<tool call id>`, or the Smithers form): handed to
-    /// the tool, and the key the ledger claims for a call unsafe to repeat. Seed 001 records
+    /// the tool, and the key the ledger claims for a call unsafe to repeat. Smithers records
     /// the key only for a tool that accepts it (null otherwise); here the runtime's ledger
     /// uses it whether or not the tool reads it, so it is always recorded, and
     /// [`accepts_idempotency_key`](Self::accepts_idempotency_key) says whether the tool did.
     pub idempotency_key: Option<String>,
-    /// Whether the tool declares that it uses the key (seed 001's `acceptsIdempotencyKey`).
+    /// Whether the tool declares that it uses the key (Smithers' `acceptsIdempotencyKey`).
     #[serde(default)]
     pub accepts_idempotency_key: bool,
-    /// Whether the tool has a revert hook (seed 001's `hasRevert`).
+    /// Whether the tool has a revert hook (Smithers' `hasRevert`).
     #[serde(default)]
     pub has_revert: bool,
     /// Where the call stands.
@@ -83,7 +83,7 @@ impl JournalEntry {
     }
 }
 
-/// Seed 001's effect statuses. The phase follows: `started` while `intended`, `finished`
+/// Smithers' effect statuses. The phase follows: `started` while `intended`, `finished`
 /// once `succeeded`, `failed` once `failed` or `unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -94,8 +94,8 @@ pub enum EffectStatus {
     Succeeded,
     /// Failed, its effect known not to stand (a revert hook undid it).
     Failed,
-    /// Failed, and whether it had its effect is not known: the tool returned an error (seed
-    /// 001 records every thrown error so), or a crash interrupted it and nothing could tell.
+    /// Failed, and whether it had its effect is not known: the tool returned an error
+    /// (Smithers records every thrown error so), or a crash interrupted it and nothing could tell.
     Unknown,
 }
 
@@ -110,7 +110,7 @@ impl EffectStatus {
         }
     }
 
-    /// Seed 001's phase: `started` or `finished` / `failed`.
+    /// Smithers' phase: `started` or `finished` / `failed`.
     pub fn phase(self) -> &'static str {
         match self {
             EffectStatus::Intended => "started",

@@ -97,8 +97,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stores `account`'s credential `name` as `sealed`, replacing an earlier one. Credentials
     /// belong to an account, not to a thread: the API keys a hosted agent's tools use on the
-    /// account's behalf (seed 000). The bytes are ciphertext: [`Vault::put_credential`]
-    /// seals them before they reach the store.
+    /// account's behalf (as in the agent harness). The bytes are ciphertext:
+    /// [`Vault::put_credential`] seals them before they reach the store.
     ///
     /// [`Vault::put_credential`]: crate::Vault::put_credential
     async fn put_credential(

@@ -96,7 +96,7 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         .unwrap();
     tokio::spawn(connection);
     // Version 3's layout: the journal keyed on run, call and attempt with an index on its
-    // thread and without seed 001's two metadata columns, and the threads' `updated_at` index.
+    // thread and without the two tool metadata columns, and the threads' `updated_at` index.
     client
         .batch_execute(
             "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;

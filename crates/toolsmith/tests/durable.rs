@@ -273,7 +273,7 @@ async fn an_idempotent_call_is_run_again_as_a_second_attempt() {
         attempts,
         [(1, EffectStatus::Intended), (2, EffectStatus::Succeeded)]
     );
-    // The attempt this run recorded carries seed 001's tool metadata.
+    // The attempt this run recorded carries Smithers' tool metadata.
     assert!(journal[1].accepts_idempotency_key && journal[1].has_revert);
     assert_eq!(journal[1].idempotency_key.as_deref(), Some("run-1:call_1"));
 }

@@ -13,9 +13,9 @@ use crate::prepare::prepare;
 use crate::resume::WaitingCall;
 use crate::{CallOutcome, EFFECT_UNKNOWN, RunErrorKind, RunState, StepResult, ThreadSave};
 
-/// The marker of seed 001's resume warning; the warning is added once per thread.
+/// The marker of the Smithers-compatible resume warning; the warning is added once per thread.
 pub(crate) const RESUME_WARNING_MARKER: &str = "[smithers:tool-resume-warning]";
-/// The most calls the resume warning lists (seed 001).
+/// The most calls the resume warning lists (as in Smithers).
 const RESUME_WARNING_MAX: usize = 5;
 
 /// Where the run is when it saves.
@@ -81,7 +81,7 @@ impl Run {
     /// Runs the calls a crash interrupted as the step that made them would have: validated,
     /// approval asked where needed, and through the journal, which returns a recorded outcome,
     /// runs the call again, or resolves an unsettled side effect. When any effect stays
-    /// unknown, the model gets seed 001's resume warning.
+    /// unknown, the model gets the Smithers resume warning.
     pub(super) async fn run_interrupted(&mut self) -> Result<(), RunErrorKind> {
         let calls = std::mem::take(&mut self.interrupted)
             .into_iter()
@@ -150,7 +150,7 @@ impl Run {
     }
 }
 
-/// Seed 001's warning, listing at most five calls.
+/// The Smithers resume warning, listing at most five calls.
 fn resume_warning(calls: &[String]) -> String {
     let mut lines = vec![
         format!(
@@ -205,7 +205,7 @@ pub(super) fn interrupted_calls(
         .collect()
 }
 
-/// Seed 001's warning, once per tool name per process: a tool that changes the world, is not
+/// Smithers' warning, once per tool name per process: a tool that changes the world, is not
 /// safe to repeat and does not read its idempotency key cannot let a service deduplicate a
 /// retried call, so after a crash during one the model is asked what to do. Logged when a
 /// run with a log starts (only such runs retry), not when the tool is defined: a Rust tool's

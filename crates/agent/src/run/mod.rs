@@ -350,7 +350,8 @@ impl Run {
             return Ok(true);
         }
         // The model is done; non-blocking sub-agents still running get the last word: wait for
-        // their results and go on with them (seed 004: results queued to the parent).
+        // their results and go on with them (as in the Standard Agents spec: results queued to the
+        // parent).
         if self.scope.inbox.is_idle() {
             return Ok(false);
         }
@@ -445,7 +446,8 @@ impl Run {
         let mut emitted = vec![false; calls.len()];
         match self.agent.policy {
             ExecutionPolicy::Sequential => {
-                // Each result is appended before the next call starts (seed 004).
+                // Each result is appended before the next call starts (the Standard Agents spec's
+                // conformance rule).
                 let mut jobs = jobs.into_iter().peekable();
                 for index in 0..calls.len() {
                     let job = jobs.next_if(|j| j.index == index);

@@ -56,9 +56,9 @@ fn scoped_names(agent: &AgentInner, tools: &Toolset) -> HashSet<String> {
         .collect()
 }
 
-/// The run's variables, in seed 004's precedence, lowest first: the prompt's (a sub-agent's or
-/// prompt tool's own values), the agent's, those inherited from a parent run (as the parent
-/// thread's, minus the names the tools declare `scoped`), then the run's own. (Tool-level
+/// The run's variables, in the Standard Agents spec's precedence, lowest first: the prompt's (a
+/// sub-agent's or prompt tool's own values), the agent's, those inherited from a parent run (as the
+/// parent thread's, minus the names the tools declare `scoped`), then the run's own. (Tool-level
 /// values sit between the prompt's and the agent's, per call: `ToolContext::with_defaults`.)
 /// Secret: what the tools and the agent declare so, and what the parent knew to be secret.
 fn resolve_variables(agent: &AgentInner, sources: &Sources<'_>, tools: &Toolset) -> Variables {
@@ -106,7 +106,8 @@ fn resolve_variables(agent: &AgentInner, sources: &Sources<'_>, tools: &Toolset)
 }
 
 /// `VARIABLES_REQUIRED` when `tool` declares required variables that have no value: the call
-/// stops before it runs (seed 004: execution cannot continue until they resolve).
+/// stops before it runs (as in the Standard Agents spec: execution cannot continue until they
+/// resolve).
 pub(super) fn missing_variables(tool: &SharedTool, variables: &Variables) -> Option<ToolError> {
     let env = &tool.meta().env;
     let mut missing = variables.missing(&tool.meta().variables);

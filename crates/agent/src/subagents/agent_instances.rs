@@ -264,7 +264,7 @@ fn text(input: &Value) -> Result<String, ToolError> {
     }
 }
 
-/// The parent's message as the receiving side sees it (seed 004's `receives_messages`).
+/// The parent's message as the receiving side sees it (per `receives_messages`).
 fn side_message(side: Side, text: String) -> Message {
     match side {
         Side::SideA => Message::user(text),

@@ -1,5 +1,5 @@
-//! Non-blocking sub-agents (seed 004's `blocking: false`): the call returns at once and the
-//! child's result is queued to the parent when it finishes.
+//! Non-blocking sub-agents (`blocking: false` in the Standard Agents spec): the call returns at
+//! once and the child's result is queued to the parent when it finishes.
 
 use serde_json::Value;
 use toolsmith_core::{Message, ToolContext, ToolOutput};
@@ -37,7 +37,7 @@ pub(super) fn spawn(agent: Agent, child: RunInput, cx: &ToolContext, input: Valu
     ))
 }
 
-/// Seed 000's message for a result that arrives after its call: the same text for every
+/// The agent harness's message for a result that arrives after its call: the same text for every
 /// late result, so models see one shape.
 fn injected(id: &str, name: &str, status: &str, input: &Value, result: &str) -> String {
     let input = match input {

@@ -1,9 +1,11 @@
-//! [`SubagentConfig`]: seed 004's `SubagentToolConfig`, how an agent behaves as a tool.
+//! [`SubagentConfig`]: the Standard Agents spec's `SubagentToolConfig`, how an agent behaves as a
+//! tool.
 
 use serde::{Deserialize, Serialize};
 
-/// How an agent behaves as a tool: seed 004's `SubagentToolConfig` without its `name` (the
-/// tool has its own). The JSON form uses the seed's camelCase keys; unknown keys are rejected.
+/// How an agent behaves as a tool: the Standard Agents spec's `SubagentToolConfig` without its
+/// `name` (the tool has its own). The JSON form uses the Standard Agents spec's camelCase keys;
+/// unknown keys are rejected.
 ///
 /// ```
 /// use toolsmith_agent::{ParentCommunication, SubagentConfig};
@@ -83,7 +85,7 @@ impl SubagentConfig {
     }
 }
 
-/// Seed 004's `immediate`: `false`, `true`, or the object form.
+/// The `immediate` setting: `false`, `true`, or the object form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Immediate {
@@ -134,12 +136,12 @@ pub struct ImmediateEnv {
     pub scoped_env: Vec<String>,
 }
 
-/// The object form of seed 004's `resumable`.
+/// The object form of `resumable`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Resumable {
-    /// Which side of the child receives the parent's messages (seed 004 keeps this key in
-    /// snake case): `side_a` as user messages, `side_b` as assistant messages.
+    /// Which side of the child receives the parent's messages (the Standard Agents spec keeps
+    /// this key in snake case): `side_a` as user messages, `side_b` as assistant messages.
     #[serde(rename = "receives_messages")]
     pub receives_messages: Side,
     /// At most this many instances; at the limit `subagent_create` is no longer offered and

@@ -1,5 +1,5 @@
-//! Seed 004's `immediate` sub-agents: started as the run begins, before the first model step,
-//! through the run's start calls ([`StartCalls`]).
+//! The Standard Agents spec's `immediate` sub-agents: started as the run begins, before the first
+//! model step, through the run's start calls ([`StartCalls`]).
 
 use serde_json::{Map, Value};
 use toolsmith_core::{Message, ModelToolCall, Role, SharedTool, StartCalls, Toolset, Variables};

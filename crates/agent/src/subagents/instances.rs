@@ -1,5 +1,5 @@
-//! Resumable sub-agents (seed 004): long-lived instances driven by the runtime-injected
-//! `subagent_create` and `subagent_message` tools.
+//! Resumable sub-agents, as in the Standard Agents spec: long-lived instances driven by the
+//! runtime-injected `subagent_create` and `subagent_message` tools.
 //!
 //! A sub-agent tool whose [`SubagentConfig::resumable`] is set is not offered as itself: the
 //! run offers `subagent_create` (start a named instance with a first message) and

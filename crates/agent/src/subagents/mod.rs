@@ -1,5 +1,5 @@
-//! Sub-agents and prompt tools (seeds 002 and 004): an agent or a prompt exposed as a tool,
-//! each call a whole run of its loop one level down.
+//! Sub-agents and prompt tools (as in the Deuz SDK and the Standard Agents spec): an agent or a
+//! prompt exposed as a tool, each call a whole run of its loop one level down.
 //!
 //! - [`SubagentTool`] (`tool`) and its [`SubagentConfig`] (`config`); [`PromptTool`]
 //!   (`prompt_tool`), which runs like a blocking sub-agent and shapes its result;

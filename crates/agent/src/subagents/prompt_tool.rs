@@ -1,4 +1,4 @@
-//! [`PromptTool`]: a prompt exposed as a tool, its result shaped by seed 004's
+//! [`PromptTool`]: a prompt exposed as a tool, its result shaped by the Standard Agents spec's
 //! `SubpromptConfig`.
 
 use std::collections::HashMap;
@@ -15,9 +15,9 @@ use super::tool::{input_schema, task_message};
 use crate::attachments::{first_message, hand_back};
 use crate::{Agent, CallOutcome, RunOutput};
 
-/// Seed 004's `SubpromptConfig` without its `name`: what a prompt tool's result carries, and
-/// which input properties start it. The JSON form uses the seed's camelCase keys; unknown keys
-/// are rejected.
+/// The Standard Agents spec's `SubpromptConfig` without its `name`: what a prompt tool's result
+/// carries, and which input properties start it. The JSON form uses the Standard Agents spec's
+/// camelCase keys; unknown keys are rejected.
 ///
 /// ```
 /// use toolsmith_agent::SubpromptConfig;
@@ -125,7 +125,7 @@ impl PromptTool {
         }
     }
 
-    /// A prompt-level variable value (seed 004's lowest precedence: the prompt agent's, the
+    /// A prompt-level variable value (the lowest precedence: the prompt agent's, the
     /// parent's variables and the thread's win over it).
     pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.defaults.insert(name.into(), value.into());

@@ -1,5 +1,5 @@
-//! [`SubagentTool`]: an agent exposed as a tool (seed 002's `agentTool`, seed 004's
-//! sub-agents).
+//! [`SubagentTool`]: an agent exposed as a tool (the Deuz SDK's `agentTool`, the Standard
+//! Agents spec's sub-agents).
 
 use std::collections::HashMap;
 
@@ -99,7 +99,7 @@ impl SubagentTool {
         self.spec.description()
     }
 
-    /// A prompt-level variable value for the child's runs (seed 004's lowest precedence: the
+    /// A prompt-level variable value for the child's runs (the lowest precedence: the
     /// child's agent, the parent's variables and the thread's win over it).
     pub fn with_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.defaults.insert(name.into(), value.into());
@@ -181,7 +181,7 @@ pub(super) fn name_tags(config: &SubagentConfig, input: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The per-instance variables copied into the child (`immediate.scopedEnv`, seed 004): the
+/// The per-instance variables copied into the child (`immediate.scopedEnv`): the
 /// parent's values of those names. Runtime-only: they reach the child's tools, never a model.
 pub(super) fn scoped_values(config: &SubagentConfig, cx: &ToolContext) -> HashMap<String, String> {
     config

@@ -1,5 +1,5 @@
-//! The `bash` tool's network guard: seed 001's generation (c), checked before spawning when the
-//! policy's network is off.
+//! The `bash` tool's network guard (the latest version of Smithers' guard), checked before spawning
+//! when the policy's network is off.
 //!
 //! It is a denylist and can be bypassed (`/usr/bin/env curl`, `python3 -c …`); the kernel
 //! sandbox is what actually enforces "no network". The guard exists to give the model a clear,

@@ -4,7 +4,7 @@ use super::{Call, Layer, Next};
 use crate::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 
-/// Caller hooks around tool execution (seed 003's `beforeToolExec` / `afterToolExec`).
+/// Caller hooks around tool execution (RadarOS's `beforeToolExec` / `afterToolExec`).
 ///
 /// Both methods are optional. `before` may skip the call by supplying its result; `after` may
 /// rewrite the result, for example to replace what the model sees.

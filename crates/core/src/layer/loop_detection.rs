@@ -18,7 +18,7 @@ pub enum LoopAction {
     Abort,
 }
 
-/// Loop detection settings (seed 003): a call whose name and canonical arguments have been seen
+/// Loop detection settings, as in RadarOS: a call whose name and canonical arguments have been seen
 /// more than `max_repeats` times in the run triggers `action`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopDetection {
@@ -40,7 +40,7 @@ impl Default for LoopDetection {
 /// Counts identical calls in one run and stops repeats past the limit.
 ///
 /// Arguments are compared in canonical form, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same
-/// call. Messages, exactly as seed 003 has them:
+/// call. Messages, exactly as RadarOS has them:
 /// - hint: the model receives the *result* `[loop-detected] Tool "<name>" has now been called
 ///   <k> times with identical arguments. Consider trying a different approach, changing the
 ///   arguments, or finishing the response.` (code `LOOP_DETECTED`, as an error result);

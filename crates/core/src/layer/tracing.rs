@@ -6,8 +6,8 @@ use super::{Call, Layer, Next};
 use crate::{ToolError, ToolOutput};
 
 /// Wraps each call in a `tool.call` span and logs `tool.call.started`, then `tool.call.finished`
-/// or `tool.call.failed` with `duration_ms` (seed 000's lifecycle events). Inputs and outputs are
-/// not logged: they may hold secrets.
+/// or `tool.call.failed` with `duration_ms` (the agent harness's lifecycle events). Inputs and
+/// outputs are not logged: they may hold secrets.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TracingLayer;
 

@@ -3,7 +3,7 @@ use serde_json::Value;
 /// JSON text with object keys sorted at every level and no whitespace: equal values give equal
 /// text whatever order their keys arrived in.
 ///
-/// Seed 003 sorted only the top-level keys and, through a quirk of `JSON.stringify`, dropped
+/// RadarOS sorted only the top-level keys and, through a quirk of `JSON.stringify`, dropped
 /// nested keys that were not also top-level names, so calls that differed in nested fields could
 /// collide; this sorts every level and drops nothing.
 ///

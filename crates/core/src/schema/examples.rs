@@ -2,7 +2,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-/// The description with input examples appended in seed 003's format:
+/// The description with input examples appended in RadarOS's format:
 /// `<description>\n\nExamples:\n1. <json>\n2. <json>`. Without examples, the description as is.
 ///
 /// ```

@@ -8,7 +8,7 @@ const METADATA: &[&str] = &["$schema", "$id", "$comment", "title", "default", "e
 /// Strips metadata keywords (`$schema`, `$id`, `$comment`, `title`, `default`, `examples`) from
 /// every schema level, for providers that reject or ignore them.
 ///
-/// Unlike seed 003, which strips these keys wherever they appear, only keyword positions are
+/// Unlike RadarOS, which strips these keys wherever they appear, only keyword positions are
 /// touched: a property named `title` survives. And `additionalProperties: false` is kept: it is a
 /// constraint the validator enforces, so hiding it from the model would only invite rejected
 /// calls.

@@ -6,7 +6,7 @@
 //!   `tool_choice` with `disable_parallel_tool_use`, settings, `provider_options.anthropic`.
 //! - Streams ([`MessagesStreamDecoder`], [`decode_events`]) and whole bodies
 //!   ([`decode_response`]): the same parts, with usage, finish reasons, server tool results and
-//!   their sources (seed 002).
+//!   their sources (as in the Deuz SDK).
 
 mod fast;
 mod request;

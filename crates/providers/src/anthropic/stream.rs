@@ -41,9 +41,9 @@ pub const TRUNCATED: &str = "The Anthropic stream ended before message_stop (tru
 ///   `content` verbatim; it is an error when the content is an `*_error` object (or the block
 ///   says `is_error: true`). The block's other fields (its `type`…) ride in the provider
 ///   metadata so the request builder echoes the block back exactly.
-/// - Seed 002's citations: each element of a `web_search_tool_result` that has a `url` becomes
-///   a [`ModelPart::Source`] with id `<tool_use_id>:<i>` (`i` counts the emitted elements from
-///   0). Text-block citations (`citations_delta`) are *not* sources; they are kept on the
+/// - Sources, as in the Deuz SDK: each element of a `web_search_tool_result` that has a `url`
+///   becomes a [`ModelPart::Source`] with id `<tool_use_id>:<i>` (`i` counts the emitted elements
+///   from 0). Text-block citations (`citations_delta`) are *not* sources; they are kept on the
 ///   `TextEnd` as `{"anthropic":{"citations":[…]}}` and echoed back with the text.
 /// - `message_delta` gives the stop reason and the final usage (its counts replace those of
 ///   `message_start`, so a late `input_tokens` wins); `message_stop` ends the message. `ping`
@@ -612,7 +612,7 @@ fn string<'a>(block: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     block.get(key).and_then(Value::as_str)
 }
 
-/// Seed 002: every element of a web search result that has a `url` is a source
+/// As in the Deuz SDK: every element of a web search result that has a `url` is a source
 /// `<tool_use_id>:<i>`, `i` counting the emitted elements; an error result has none.
 fn web_search_sources(tool_use_id: &str, content: &Value) -> Vec<Source> {
     let Value::Array(results) = content else {

@@ -202,7 +202,8 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
     }
     let mut tools = rendered.tools.clone();
     if gemini_major(model).is_some_and(|major| major < 2) {
-        // Gemini 1.x has no `google_search` tool (seed 000: an "unsupported" warning).
+        // Gemini 1.x has no `google_search` tool (an "unsupported" warning, as in the agent
+        // harness).
         let before = tools.len();
         tools.retain(|t| t.get("google_search").is_none());
         if tools.len() < before {

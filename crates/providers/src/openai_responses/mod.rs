@@ -53,7 +53,7 @@
 //! part, local calls (`function_call`, `custom_tool_call`, and the client-run OpenAI tools),
 //! provider-executed calls with their results for hosted tools, `Source`s for citations, and
 //! usage with cached and reasoning tokens and `server_tool_uses` (one per `web_search_call`,
-//! per seed 002).
+//! as in the Deuz SDK).
 //!
 //! # Limitations
 //!

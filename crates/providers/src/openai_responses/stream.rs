@@ -53,8 +53,8 @@ pub const TRUNCATED: &str =
 ///   `tool_search_call`): a provider-executed call (id = item id, input = what the item says it
 ///   did) and, when the item is done, its [`ModelPart::ToolResult`] holding the item verbatim
 ///   (`isError` when its status is `failed` or it has an `error`). Each `web_search_call` adds one
-///   to `usage.server_tool_uses` (seed 002). A generated image (`image_generation_call` with a
-///   `result`) also comes as a [`ModelPart::File`].
+///   to `usage.server_tool_uses` (as in the Deuz SDK). A generated image (`image_generation_call`
+///   with a `result`) also comes as a [`ModelPart::File`].
 /// - A leaked `parallel` / `multi_tool_use.parallel` wrapper call whose arguments are
 ///   `{"tool_uses":[{"recipient_name":"functions.NAME","parameters":{…}}]}` is expanded into one
 ///   call per entry (ids `{call_id}_{i}`, no item id); any other call of that name passes as is.

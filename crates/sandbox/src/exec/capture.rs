@@ -135,7 +135,7 @@ pub(crate) fn kill_group(pid: Option<u32>) {
     }
 }
 
-/// The first `cap` bytes of `bytes` as text, cut back to a UTF-8 boundary (seed 001's
+/// The first `cap` bytes of `bytes` as text, cut back to a UTF-8 boundary (Smithers'
 /// `truncateToBytes`: `"ab😀cd"` at 4 or 5 bytes is `"ab"`), invalid sequences replaced; and
 /// whether anything was cut.
 pub(crate) fn utf8_prefix(bytes: &[u8], cap: usize) -> (String, bool) {

@@ -15,7 +15,7 @@
 //! are inherited by every child, so `CMD` and everything it starts (a test binary, the helper it
 //! spawns, the sandboxed command) sees a kernel without those features, while seccomp itself
 //! still works: the fallback paths run for real on a machine that has every feature. This is a
-//! testing aid (sandbox spec §6.3, "the degrade trick"); it only ever removes abilities.
+//! testing aid; it only ever removes abilities.
 //!
 //! The x32 syscall numbers (bit 30 on x86_64) are denied outright with `EPERM`, so the ENOSYS
 //! and EPERM answers cannot be sidestepped through them.

@@ -1,14 +1,13 @@
 //! The sandboxed process launcher.
 //!
-//! The runtime never forks itself (a fork of a large process costs ~20 ms, §3.4 of the sandbox
-//! spec). The helper program ([`HelperCommand`]) is posix_spawned with an empty environment and
-//! one end of a Unix socket pair as its **stdin**; it calls `setsid` and blocks reading its
-//! [`Plan`], one JSON document. [`Launcher::run`] writes the plan to a helper started ahead of
-//! time, its *spare* (`warm.rs`), or to a fresh one when there is none; the helper reads it to EOF,
-//! keeps the socket as its error channel (close-on-exec), reopens stdin on `/dev/null`, applies
-//! every layer to itself ([`helper_main`]) and `execve`s the target. The supervisor captures
-//! stdout and stderr with separate caps and kills the process group (and the pid namespace with
-//! it) on timeout.
+//! The runtime never forks itself (a fork of a large process costs ~20 ms). The helper program
+//! ([`HelperCommand`]) is posix_spawned with an empty environment and one end of a Unix socket pair
+//! as its **stdin**; it calls `setsid` and blocks reading its [`Plan`], one JSON document.
+//! [`Launcher::run`] writes the plan to a helper started ahead of time, its *spare* (`warm.rs`), or
+//! to a fresh one when there is none; the helper reads it to EOF, keeps the socket as its error
+//! channel (close-on-exec), reopens stdin on `/dev/null`, applies every layer to itself
+//! ([`helper_main`]) and `execve`s the target. The supervisor captures stdout and stderr with
+//! separate caps and kills the process group (and the pid namespace with it) on timeout.
 //!
 //! When the helper cannot apply a layer it writes a JSON object `{kind, message}` to the error
 //! channel and exits with status 125 (127 when the target cannot be executed); the launcher
@@ -92,7 +91,7 @@ impl ExecRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecOutput {
-    /// The exit code; 1 when the process died from a signal (seed 001).
+    /// The exit code; 1 when the process died from a signal (as in Smithers).
     pub exit_code: i32,
     /// The signal that killed it (`SIGKILL`…), if any.
     pub signal: Option<String>,

@@ -300,7 +300,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The thread's stored variables, secrets opened with `key`: put them in the run's input
-/// ([`RunInput::variables`]), where a thread's own values win over the agent's (seed 004).
+/// ([`RunInput::variables`]), where a thread's own values win over the agent's (as in the Standard
+/// Agents spec).
 ///
 /// # Errors
 ///
@@ -317,8 +318,8 @@ pub async fn thread_variables(
         .collect())
 }
 
-/// Keeps with the thread the variables a run set (`RunOutput::variables_set`, seed 004's
-/// `setEnv`), secrets sealed with `key`: the database holds only their ciphertext.
+/// Keeps with the thread the variables a run set (`RunOutput::variables_set`, the Standard Agents
+/// spec's `setEnv`), secrets sealed with `key`: the database holds only their ciphertext.
 ///
 /// # Errors
 ///

@@ -68,7 +68,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // its thread first (listing a thread's journal needs no index of its own), and no index
     // on `updated_at`, which every save changes (without it a save of a thread's row can be a
     // HOT update, which writes no index). Listing threads by recency sorts instead. The
-    // journal also gains seed 001's `acceptsIdempotencyKey` and `hasRevert`.
+    // journal also gains Smithers' `acceptsIdempotencyKey` and `hasRevert`.
     (
         4,
         "ALTER TABLE journal DROP CONSTRAINT journal_pkey;
@@ -78,7 +78,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ALTER TABLE journal ADD COLUMN accepts_idempotency_key BOOLEAN NOT NULL DEFAULT FALSE,
         ADD COLUMN has_revert BOOLEAN NOT NULL DEFAULT FALSE;",
     ),
-    // Accounts' credentials (seed 000: an account's own API keys, sealed like secret
+    // Accounts' credentials (as in the agent harness: an account's own API keys, sealed like secret
     // variables), apart from any thread.
     (
         5,

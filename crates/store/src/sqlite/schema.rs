@@ -113,7 +113,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // 78 µs). The journal is clustered on its thread first, so listing a thread's journal
     // needs no index of its own; the threads' `updated_at` index, rewritten at every save,
     // goes: listing threads by recency scans and sorts instead, an operator's query. The
-    // journal also gains seed 001's `acceptsIdempotencyKey` and `hasRevert`.
+    // journal also gains Smithers' `acceptsIdempotencyKey` and `hasRevert`.
     (
         5,
         "CREATE TABLE journal_v5 (
@@ -141,7 +141,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     ALTER TABLE journal_v5 RENAME TO journal;
     DROP INDEX IF EXISTS threads_updated;",
     ),
-    // Accounts' credentials (seed 000: an account's own API keys, sealed like secret
+    // Accounts' credentials (as in the agent harness: an account's own API keys, sealed like secret
     // variables), apart from any thread.
     (
         6,

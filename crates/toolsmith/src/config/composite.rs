@@ -22,7 +22,7 @@ pub struct SubagentEntry {
     /// The sub-agent's own config (a file's, or inline). Without a model it uses its parent's;
     /// without an `approval` block, its parent's.
     pub agent: Box<AgentConfig>,
-    /// Seed 004's `SubagentToolConfig` fields.
+    /// The Standard Agents spec's `SubagentToolConfig` fields.
     pub tool: SubagentConfig,
     /// Whether every call needs a human's approval.
     pub needs_approval: bool,
@@ -39,7 +39,7 @@ pub struct PromptEntry {
     pub description: String,
     /// The prompt: its `instructions`, and optionally `model`, `tools`, `maxSteps`.
     pub agent: Box<AgentConfig>,
-    /// Seed 004's `SubpromptConfig` fields.
+    /// The Standard Agents spec's `SubpromptConfig` fields.
     pub tool: SubpromptConfig,
     /// Whether every call needs a human's approval.
     pub needs_approval: bool,
@@ -47,7 +47,8 @@ pub struct PromptEntry {
     pub env: Vec<(String, String)>,
 }
 
-/// One `variables` entry: seed 004's `VariableDefinition`, and a value for a text variable.
+/// One `variables` entry: the Standard Agents spec's `VariableDefinition`, and a value for a text
+/// variable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VariableEntry {
     /// The declaration.
@@ -76,8 +77,8 @@ const SUBPROMPT_KEYS: &[&str] = &[
     "initAttachmentsProperty",
 ];
 
-/// Parses `subagents`: `[{name, description, config: PATH | {…}, needsApproval?, …seed 004's
-/// SubagentToolConfig}]`.
+/// Parses `subagents`: `[{name, description, config: PATH | {…}, needsApproval?,
+/// …SubagentToolConfig}]`, with the Standard Agents spec's `SubagentToolConfig` keys.
 pub(super) fn subagents(
     entries: Vec<Value>,
     base: &Path,
@@ -123,7 +124,7 @@ pub(super) fn subagents(
 }
 
 /// Parses `prompts`: `[{name, description, instructions, model?, tools?, maxSteps?,
-/// needsApproval?, …seed 004's SubpromptConfig}]`.
+/// needsApproval?, …SubpromptConfig}]`, with the Standard Agents spec's `SubpromptConfig` keys.
 pub(super) fn prompts(
     entries: Vec<Value>,
     base: &Path,
@@ -303,7 +304,7 @@ fn check_unique<'a>(
     Ok(())
 }
 
-/// Deserialises the seed's fields of an entry, naming an unknown key.
+/// Deserialises the Standard Agents spec's fields of an entry, naming an unknown key.
 fn fields<T: serde::de::DeserializeOwned>(
     entry: Map<String, Value>,
     known: &[&str],

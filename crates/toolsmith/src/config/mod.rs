@@ -1,4 +1,4 @@
-//! Agent configs: the JSON file `toolsmith run --config` reads (seed 000's `tools` shape).
+//! Agent configs: the JSON file `toolsmith run --config` reads (the agent harness's `tools` shape).
 //!
 //! ```json
 //! {
@@ -19,10 +19,10 @@
 //!   most 5 at once) or `{"mode": "parallel", "max": N}`.
 //! - `clientTools`: `[{"name", "description"?, "inputSchema"?}]`, tools the caller answers: a
 //!   call pauses the run until the caller appends its result (`docs/approvals.md`).
-//! - `approval` (seed 003): `policy` `"none"` (default) | `"all"` | a list of the agent's tool
+//! - `approval` (as in RadarOS): `policy` `"none"` (default) | `"all"` | a list of the agent's tool
 //!   names (another name is rejected, naming it, when the agent is built);
 //!   `timeout` in milliseconds (default 300 000); `timeoutAction` `"deny"` (default) |
-//!   `"approve"` | `"error"` (seed 003's `"throw"` is accepted for it). A tool's
+//!   `"approve"` | `"error"` (RadarOS's `"throw"` is accepted for it). A tool's
 //!   `needsApproval: true` makes it ask whatever the policy; `needsApproval: false` leaves it
 //!   to the policy, turning off an approval the tool came with (`toolsmith run` asks about
 //!   `write`, `edit` and `bash` by default).
@@ -36,24 +36,24 @@
 //!   `googleSearch` (needs `google`), whose options are sent to the provider verbatim.
 //!
 //! - `subagents`: `[{"name", "description", "config": PATH | {…}, "needsApproval"?, …}]`,
-//!   agents exposed as tools, with seed 004's `SubagentToolConfig` keys (`blocking`,
-//!   `initUserMessageProperty`, `initAttachmentsProperty`, `initAgentNameProperty`,
-//!   `immediate`, `optional`, `resumable`). `config` is a file path (relative to the file
-//!   naming it) or an inline config; without a `model` the sub-agent uses its parent's, without
-//!   an `approval` block its parent's.
+//!   agents exposed as tools, with the Standard Agents spec's `SubagentToolConfig` keys
+//!   (`blocking`, `initUserMessageProperty`, `initAttachmentsProperty`, `initAgentNameProperty`,
+//!   `immediate`, `optional`, `resumable`). `config` is a file path (relative to the file naming
+//!   it) or an inline config; without a `model` the sub-agent uses its parent's, without an
+//!   `approval` block its parent's.
 //! - `prompts`: `[{"name", "description", "instructions", "model"?, "tools"?, "maxSteps"?,
-//!   "needsApproval"?, …}]`, prompts exposed as tools, with seed 004's `SubpromptConfig` keys
-//!   (`includeTextResponse`, `includeToolCalls`, `includeErrors`, `initUserMessageProperty`,
-//!   `initAttachmentsProperty`).
+//!   "needsApproval"?, …}]`, prompts exposed as tools, with the Standard Agents spec's
+//!   `SubpromptConfig` keys (`includeTextResponse`, `includeToolCalls`, `includeErrors`,
+//!   `initUserMessageProperty`, `initAttachmentsProperty`).
 //! - `variables`: `[{"name", "type"?: "text" | "secret", "required"?, "scoped"?,
 //!   "description"?, "value"?}]`, declared at the agent level; a secret's value is refused here
 //!   (`toolsmith run` takes values from `--var NAME=VALUE`, else the environment).
 //!
-//! Errors use seed 000's texts, for example `config.tools.<name> is not a supported tool` and
-//! `config.tools.googleSearch requires config.model.provider to be google`; an unknown key
-//! anywhere is rejected with its path (`config.subagents[0].blockign is not a supported
-//! setting`). Sub-agents and prompts: `docs/subagents.md`. The user's reference of the file,
-//! every key with its default and errors: `docs/config.md`.
+//! Errors use the agent harness's texts, for example `config.tools.<name> is not a supported tool`
+//! and `config.tools.googleSearch requires config.model.provider to be google`; an unknown key
+//! anywhere is rejected with its path (`config.subagents[0].blockign is not a supported setting`).
+//! Sub-agents and prompts: `docs/subagents.md`. The user's reference of the file, every key with
+//! its default and errors: `docs/config.md`.
 
 mod build;
 mod composite;
@@ -71,7 +71,7 @@ use toolsmith_providers::provider_tools::{
 pub use build::{BuildContext, ParentAgent, ResolveModel};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 
-/// A config error, with seed 000's message.
+/// A config error, with the agent harness's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ConfigError(pub String);
@@ -323,7 +323,7 @@ impl AgentConfig {
     ///
     /// # Errors
     ///
-    /// Invalid JSON, a field of the wrong type, or a tool entry breaking seed 000's rules.
+    /// Invalid JSON, a field of the wrong type, or a tool entry breaking the agent harness's rules.
     ///
     /// ```
     /// use toolsmith::config::AgentConfig;
@@ -579,7 +579,8 @@ fn model_object(model: &Map<String, Value>) -> Result<ModelConfig, ConfigError> 
     })
 }
 
-/// Checks every entry (seed 000) and keeps the enabled ones, their control keys removed.
+/// Checks every entry (by the agent harness's rules) and keeps the enabled ones, their control keys
+/// removed.
 fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigError> {
     let mut enabled = Vec::new();
     for (name, entry) in tools {

@@ -175,7 +175,7 @@ fn the_approval_block() {
     let all = parse(json!({"approval": {"policy": "all"}})).unwrap();
     assert_eq!(all.approval.unwrap().policy, ApprovalPolicy::All);
     assert_eq!(parse(json!({})).unwrap().approval, None);
-    // Seed 003's defaults: no policy, five minutes, then deny.
+    // RadarOS's defaults: no policy, five minutes, then deny.
     assert_eq!(
         parse(json!({"approval": {}})).unwrap().approval,
         Some(ApprovalConfig {
