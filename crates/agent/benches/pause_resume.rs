@@ -1,5 +1,5 @@
 //! Pause and resume: a thread of 100 steps, paused on an approval, serialised to JSON, loaded
-//! back and continued with the answer, to the end of the run (issue 6's target: under 1 ms plus
+//! back and continued with the answer, to the end of the run (the target: under 1 ms plus
 //! model time).
 //!
 //! The model answers instantly (a text turn, so the resumed run ends after one step): the time

@@ -1,4 +1,4 @@
-//! Durability under SIGKILL (issue 7): real `toolsmith run --db …` processes are killed at many
+//! Durability under SIGKILL: real `toolsmith run --db …` processes are killed at many
 //! different points of runs that call a read-only tool (`read`), a counting side-effect tool
 //! (`bash` appending the call's own token to `count.txt`: not idempotent) and a tool that needs
 //! approval (`write`, left paused: nobody is at the terminal). Each thread is then resumed

@@ -62,7 +62,7 @@ pub(super) async fn journal<S: Store>(store: &S) {
     assert!(entries[0].side_effect && !entries[0].idempotent);
     assert!(
         entries[0].accepts_idempotency_key && entries[0].has_revert,
-        "seed 001's tool metadata is kept"
+        "Smithers' tool metadata is kept"
     );
     assert!(!entries[1].accepts_idempotency_key && !entries[1].has_revert);
     assert!(
