@@ -171,8 +171,8 @@ fn report(what: &str, [small, large]: [Duration; 2]) {
 }
 
 /// time(20 000) ÷ time(10 000) per wire: the median of several alternating runs of each. Once
-/// for the decoder (the target: linear in the body), and through the SSE layer with the body in 16 KiB
-/// chunks and in one chunk, since a cost that grows with the chunk shows only there.
+/// for the decoder (the target: linear in the body), and through the SSE layer with the body
+/// in 16 KiB chunks and in one chunk, since a cost that grows with the chunk shows only there.
 fn linearity_ratio(_: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
