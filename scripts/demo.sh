@@ -19,7 +19,7 @@ fi
 echo "building toolsmith (the first build compiles llama.cpp: a few minutes)..." >&2
 # llama.cpp built for this machine's AVX-512, if it has it (the script says why).
 source scripts/llama-cpu.sh
-cargo "${llama_cpu_cargo[@]}" build --release --quiet -p toolsmith --bin toolsmith
+cargo "${llama_cpu_cargo[@]}" build --release --quiet -p toolsmith-cli --bin toolsmith
 toolsmith="${CARGO_TARGET_DIR:-target}/release/toolsmith"
 
 workspace="$(mktemp -d "${TMPDIR:-/tmp}/toolsmith-demo.XXXXXX")"

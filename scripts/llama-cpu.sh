@@ -3,7 +3,7 @@
 # `llama_cpu_cargo`, to put after `cargo` on each command line that builds, and exports the
 # variables it needs. Benchmarks use it too:
 #
-#     source scripts/llama-cpu.sh && cargo "${llama_cpu_cargo[@]}" run --release -p toolsmith ...
+#     source scripts/llama-cpu.sh && cargo "${llama_cpu_cargo[@]}" run --release -p toolsmith-cli ...
 #
 # Without it the `local` feature builds llama.cpp for x86-64 with AVX2, FMA and F16C (what
 # `llama-cpp-sys-2` does unless Rust itself targets more), which runs on any recent x86-64 CPU.

@@ -9,9 +9,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== benches build"
-# The toolsmith crate has no benches; excluding it keeps its default `local` feature (llama.cpp)
-# out of this release build.
-cargo bench --workspace --exclude toolsmith --locked --no-run --quiet
+# The command's crate (toolsmith-cli) has no benches; excluding it keeps its default `local`
+# feature (llama.cpp) out of this release build.
+cargo bench --workspace --exclude toolsmith-cli --locked --no-run --quiet
 echo "== cargo test"
 cargo test --workspace --locked
 # Last, so that cargo test's summary lines stay visible above it; its own last line is a plain

@@ -47,7 +47,7 @@ mod grep;
 mod pattern;
 mod protect;
 mod read;
-mod revert;
+pub mod revert;
 mod run_code;
 mod seen;
 mod temp_dir;

@@ -3,18 +3,27 @@
 //! # Crates
 //!
 //! This facade re-exports the toolsmith crates: the vocabulary ([`toolsmith_core`], at the root),
-//! the loop ([`agent`]), model providers ([`providers`]), built-in tools ([`builtins`]), durable
-//! storage ([`store`], [`durable`] runs over it, and [`revert`] of what their file tools
-//! changed) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
+//! the loop ([`agent`]), model providers ([`providers`]; the embedded local model with the
+//! `local` feature), built-in tools ([`builtins`], with [`revert`] of what their file tools
+//! changed), durable storage ([`store`], and [`durable`] runs over it), agent configs
+//! ([`config`]) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
+//! The `toolsmith` command is the `toolsmith-cli` crate.
 
 pub use toolsmith_core::*;
 
-pub mod config;
-pub mod revert;
+/// Agent configs: the agent config JSON file, loaded and built into an agent.
+pub mod config {
+    pub use toolsmith_config::*;
+}
 
-/// Durable runs: a run recorded in a store as it goes (from [`toolsmith_store::durable`]).
+/// Durable runs: a run recorded in a store as it goes.
 pub mod durable {
     pub use toolsmith_store::durable::*;
+}
+
+/// Reverting what the file tools of a stored thread changed.
+pub mod revert {
+    pub use toolsmith_builtins::revert::*;
 }
 
 /// The `#[tool]` attribute macro: a typed tool from a function, its schema derived from the

@@ -2,11 +2,9 @@
 //! provider's wire: the model calls the calculator with its arguments streamed in pieces, the
 //! tool runs, and the second request carries the call and its result back.
 
-mod common;
-
 use std::process::{Command, Output};
 
-use common::{Received, run_config, serve, sse};
+use crate::common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
 
 const ARGS_HEAD: &str = "{\"expression\":";
@@ -377,7 +375,7 @@ fn ask_on_a_terminal(input: &str) -> (Vec<Value>, String) {
         env!("CARGO_BIN_EXE_toolsmith"),
         config.display()
     );
-    let screen = common::on_a_terminal(&command, &[], input);
+    let screen = crate::common::on_a_terminal(&command, &[], input);
     let parts = screen
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -2,12 +2,10 @@
 //! a terminal they are denied unless `--approve auto`; a config's `needsApproval` wins. Against
 //! a loopback Chat Completions server, so that what the model is told can be checked.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{Received, serve, sse};
+use crate::common::{Received, serve, sse};
 use serde_json::{Value, json};
 
 /// The reason a call is denied when nobody can be asked.
@@ -351,7 +349,7 @@ fn on_a_terminal(root: &Path, base: &str, input: &str) -> String {
         env!("CARGO_BIN_EXE_toolsmith"),
         root.display()
     );
-    common::on_a_terminal(&command, &[("OPENAI_API_KEY", "sk-test-key")], input)
+    crate::common::on_a_terminal(&command, &[("OPENAI_API_KEY", "sk-test-key")], input)
 }
 
 #[test]

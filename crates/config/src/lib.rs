@@ -326,7 +326,7 @@ impl AgentConfig {
     /// Invalid JSON, a field of the wrong type, or a tool entry breaking the agent harness's rules.
     ///
     /// ```
-    /// use toolsmith::config::AgentConfig;
+    /// use toolsmith_config::AgentConfig;
     ///
     /// let err = AgentConfig::from_json(r#"{"tools": {"bash": {"enabled": "yes"}}}"#).unwrap_err();
     /// assert_eq!(err.to_string(), "config.tools.bash.enabled must be a boolean");
@@ -435,7 +435,7 @@ impl AgentConfig {
     /// by this config or by a sub-agent's or prompt's config in it, at any depth.
     ///
     /// ```
-    /// use toolsmith::config::AgentConfig;
+    /// use toolsmith_config::AgentConfig;
     ///
     /// let config = AgentConfig::from_json(
     ///     r#"{"variables": [{"name": "TOKEN"}, {"name": "REGION", "type": "text"}],

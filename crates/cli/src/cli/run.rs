@@ -19,8 +19,8 @@ use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 use toolsmith_store::SecretKey;
 
-use toolsmith::config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
-use toolsmith::durable::{DurableError, StoredRun, keep_variables, thread_variables};
+use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
+use toolsmith_store::{DurableError, StoredRun, keep_variables, thread_variables};
 
 use super::approve::{ApproveMode, answer, ask_by_default};
 use super::print::{Human, JsonLines, Printer};

@@ -1,5 +1,5 @@
 //! `toolsmith threads revert`: puts back what a thread's `write` and `edit` calls replaced
-//! (`toolsmith::revert`), after showing what it will do and asking (or
+//! (`toolsmith_builtins::revert`), after showing what it will do and asking (or
 //! `--yes`).
 //!
 //! Exit codes: 0 when every change was put back (or there was nothing to do), 1 when one was
@@ -17,7 +17,7 @@ use toolsmith_store::Store;
 
 use super::DbArgs;
 use crate::cli::{EXIT_FAILURE, usage_error};
-use toolsmith::revert::{RevertOutcome, Revertible, revert as revert_calls, revertible};
+use toolsmith_builtins::revert::{RevertOutcome, Revertible, revert as revert_calls, revertible};
 
 #[derive(Args)]
 pub(crate) struct RevertArgs {

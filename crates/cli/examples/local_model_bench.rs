@@ -3,7 +3,7 @@
 //! `examples/local-prompts.json`.
 //!
 //! ```sh
-//! cargo run --release -p toolsmith --example local_model_bench [-- plain|gemma ...]
+//! cargo run --release -p toolsmith-cli --example local_model_bench [-- plain|gemma ...]
 //! ```
 //!
 //! Each prompt is one model call with tool choice `auto` over all the built-in tools, as

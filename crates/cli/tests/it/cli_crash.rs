@@ -6,8 +6,7 @@
 //! exactly one result, and no call's side effect happened twice. On SQLite and on a real
 //! PostgreSQL server; and two processes resuming one thread at once: exactly one proceeds.
 
-mod common;
-#[path = "../../store/tests/pg_server/mod.rs"]
+#[path = "../../../store/tests/pg_server/mod.rs"]
 mod pg_server;
 
 use std::collections::{HashMap, HashSet};
@@ -17,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Received, serve_with, sse};
+use crate::common::{Received, serve_with, sse};
 use serde_json::{Value, json};
 use toolsmith::store::{Store, ThreadStatus};
 use toolsmith::{Part, Role};

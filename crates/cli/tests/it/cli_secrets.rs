@@ -2,13 +2,11 @@
 //! from a file or the environment; a warning when either is given on the command line; and the
 //! value nowhere in the `--json` output, the stored thread or the errors.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{Received, serve, sse};
+use crate::common::{Received, serve, sse};
 use serde_json::{Value, json};
 
 /// The key the tests use; distinctive, so that finding it anywhere is no accident.

@@ -2,11 +2,9 @@
 //! Completions server: the parent delegates to a sub-agent whose tool needs approval, the
 //! approval surfaces on the parent, `--approve auto` answers it and the child resumes.
 
-mod common;
-
 use std::process::Output;
 
-use common::{Received, run_config, serve, sse};
+use crate::common::{Received, run_config, serve, sse};
 use serde_json::{Value, json};
 
 /// A Chat Completions stream that calls `name` with `args`.
@@ -358,7 +356,7 @@ fn a_non_blocking_sub_agent_from_a_config_answers_later() {
     // Who asks is told by the messages: the sub-agent's start with its instructions; the
     // parent's first request has no tool result, its second the acknowledgement, its third
     // the injected answer.
-    let base = common::serve_with(move |request| {
+    let base = crate::common::serve_with(move |request| {
         let messages = request.body["messages"].to_string();
         log.lock().unwrap().push(request.body.clone());
         if messages.contains("Audit quietly.") {

@@ -2,14 +2,12 @@
 //! usual umask 022, an existing readable one is reported, and the private temporary directory
 //! of a run killed with SIGKILL is removed by the next run.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::serve_with;
+use crate::common::serve_with;
 use serde_json::json;
 
 /// A scripted model that answers at once.

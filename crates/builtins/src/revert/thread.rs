@@ -7,8 +7,8 @@
 //! - [`revertible`] lists the thread's calls that changed a file and were not reverted yet:
 //!   the latest attempt of each call, `succeeded`, with at least one [`FileChange`] artifact in
 //!   its recorded output, newest (highest journal sequence) first. A thread held by a live
-//!   process ([`Thread::held_within`] the [`DEFAULT_LEASE`]) is refused: its run may still be
-//!   writing.
+//!   process ([`Thread::held_within`](toolsmith_store::Thread::held_within) the
+//!   [`DEFAULT_LEASE`]) is refused: its run may still be writing.
 //! - [`revert`] puts each change back through the confined [`RootDir`] of the root the call
 //!   wrote beneath (or the root given), with [`revert_file_change`]'s rules: a file that
 //!   changed after the call wrote it is refused unless forced, a kept copy that no longer
@@ -24,22 +24,22 @@
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::json;
-//! use toolsmith::durable::StoredRun;
-//! use toolsmith::prelude::*;
-//! use toolsmith::providers::{ScriptedCall, ScriptedModel, Turn};
-//! use toolsmith::revert::{revert, revertible};
-//! use toolsmith::store::{MemoryStore, Store};
+//! use toolsmith_agent::Agent;
+//! use toolsmith_builtins::revert::{revert, revertible};
+//! use toolsmith_core::Message;
+//! use toolsmith_providers::{ScriptedModel, Turn};
+//! use toolsmith_store::{MemoryStore, Store, StoredRun};
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let dir = tempfile::tempdir().unwrap();
-//! let workspace = toolsmith::builtins::Workspace::new(
+//! let workspace = toolsmith_builtins::Workspace::new(
 //!     toolsmith_sandbox::SandboxPolicy::new(dir.path()),
 //! ).unwrap();
 //! let model = ScriptedModel::new([
 //!     Turn::call("write", json!({"path": "notes.md", "content": "hi"})),
 //!     Turn::text("Done."),
 //! ]);
-//! let agent = Agent::builder(model).tools(toolsmith::builtins::all(&workspace)).build();
+//! let agent = Agent::builder(model).tools(toolsmith_builtins::all(&workspace)).build();
 //! let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
 //! let (run, messages) = StoredRun::start(store.clone(), "t", vec![Message::user("Write")])
 //!     .await
@@ -58,16 +58,15 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::file::{Reverted, revert_file_change};
+use crate::FileChange;
 use serde_json::{Value, json};
 use toolsmith_agent::EFFECT_REVERTED;
-use toolsmith_builtins::{FileChange, Reverted, revert_file_change};
 use toolsmith_core::{ToolError, ToolOutput};
 use toolsmith_sandbox::RootDir;
-use toolsmith_store::{
-    Batch, EffectStatus, JournalEntry, Settlement, Store, StoreError, ThreadStatus,
-};
+use toolsmith_store::{Batch, EffectStatus, JournalEntry, Settlement, Store, StoreError};
 
-use toolsmith_store::{DEFAULT_LEASE, Thread};
+use toolsmith_store::DEFAULT_LEASE;
 
 /// Why a thread's changes cannot be listed or reverted.
 #[derive(Debug, thiserror::Error)]

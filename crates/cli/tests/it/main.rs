@@ -1,0 +1,16 @@
+//! The `toolsmith` command's integration tests, one binary: the command run as a user would,
+//! durable runs and reverts on real stores, and (with the `local` feature) the embedded model.
+
+mod common;
+
+mod cli;
+mod cli_approvals;
+mod cli_crash;
+mod cli_files;
+mod cli_secrets;
+mod cli_subagents;
+mod cli_wires;
+mod durable;
+#[cfg(feature = "local")]
+mod local_model;
+mod revert;
