@@ -7,7 +7,7 @@
 //! PostgreSQL server; and two processes resuming one thread at once: exactly one proceeds.
 
 mod common;
-#[path = "../../store/tests/pg_server/mod.rs"]
+#[path = "../../store/tests/it/common/pg_server.rs"]
 mod pg_server;
 
 use std::collections::{HashMap, HashSet};

@@ -1,8 +1,6 @@
 //! SQLite schema migrations: an older database opened by this build is brought to the current
 //! schema with its data.
 
-mod payment;
-
 use std::path::Path;
 
 use toolsmith_core::Message;
@@ -10,6 +8,8 @@ use toolsmith_store::{
     Batch, Claim, EffectStatus, Holder, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
     ThreadWrite, Vault,
 };
+
+use crate::common::payment;
 
 /// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then drops
 /// what the versions after it added to the threads (version 7: their holder) and forgets them.

@@ -2,18 +2,17 @@
 //! particular to it: two stores (as two processes) racing on one thread, and migrations run
 //! by several at once.
 
-mod payment;
-mod pg_server;
-
 use std::sync::Arc;
 
-use pg_server::PgServer;
 use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
     Batch, EffectStatus, Holder, NewThread, PostgresStore, Settlement, Store, StoreError,
     ThreadStatus, ThreadWrite, conformance,
 };
+
+use crate::common::payment;
+use crate::common::pg_server::PgServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
