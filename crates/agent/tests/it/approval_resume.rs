@@ -1,12 +1,10 @@
 //! Answering approvals and resuming: approve, deny, edit, forge, replay, resume in another
 //! process, the agent's policy, "always" answers and timeouts.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_agent::{
     Agent, ApprovalKey, ApprovalPolicy, RunErrorKind, RunInput, RunOutput, TimeoutAction,
@@ -33,10 +31,6 @@ fn transfer(moved: Arc<Mutex<Vec<Value>>>) -> impl Tool {
         }
     })
     .with_meta(ToolMeta::new().side_effect(true).approval(Approval::Always))
-}
-
-fn key() -> ApprovalKey {
-    ApprovalKey::new(b"a stored secret of 32 bytes....!")
 }
 
 struct Bank {
@@ -76,10 +70,6 @@ fn approval_id(out: &RunOutput, call: &str) -> String {
 }
 
 /// The thread through JSON, as a store would keep it.
-fn stored(messages: &[Message]) -> Vec<Message> {
-    serde_json::from_str(&serde_json::to_string(messages).unwrap()).unwrap()
-}
-
 #[tokio::test]
 async fn an_approved_call_runs_on_resume_and_the_model_sees_its_result() {
     let bank = bank(vec![pay("t1", 5)]);

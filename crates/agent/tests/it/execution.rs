@@ -1,11 +1,9 @@
 //! The execution policy: sequential order, the parallel window, the exclusive barrier, fatal
 //! errors under each policy, and one result per call in every case.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::{Agent, ExecutionPolicy, RunErrorKind};
 use toolsmith_core::{Concurrency, RunPart, ToolError, ToolMeta, from_fn};

@@ -1,9 +1,7 @@
 //! Variables and secrets: precedence, required variables, and a secret that never reaches a
 //! model request, a stream part, the thread, the output or a log line.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::RunInput;
 use toolsmith_core::{ModelOutput, Tool, ToolError, ToolMeta, VariableDecl, VariableKind, from_fn};

@@ -1,11 +1,9 @@
 //! The layers around a tool call: loop detection, timeouts, hooks and caller layers.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_agent::RunErrorKind;
 use toolsmith_core::layer::{Call, Layer, LoopAction, LoopDetection, Next, ToolHook};

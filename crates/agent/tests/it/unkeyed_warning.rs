@@ -1,9 +1,5 @@
 //! Seed 001's warning for side-effecting, non-idempotent tools that ignore their idempotency
-//! key. Alone in its binary: tracing caches whether a log site is enabled process-wide, and a
-//! test elsewhere in the process reaching the same site with no subscriber could race this
-//! test's capture.
-
-mod common;
+//! key.
 
 use std::sync::Arc;
 
@@ -12,7 +8,7 @@ use toolsmith_agent::{Agent, Committed, LogBatch, RunInput, RunLog, RunLogError}
 use toolsmith_core::{Message, ToolError, ToolMeta, async_trait, from_fn};
 use toolsmith_providers::{ScriptedModel, Turn};
 
-use common::Logs;
+use crate::common::Logs;
 
 /// A log that records nothing: only its presence matters here.
 struct NoLog;

@@ -1,9 +1,7 @@
 //! The run stream and the run's output: part sequences, usage, and agreement between `run` and
 //! `stream`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::Agent;
 use toolsmith_core::{Message, RunPart, ToolError, UnifiedFinishReason, Usage, from_fn};

@@ -1,8 +1,6 @@
 //! Prompt tools: seed 004's `SubpromptConfig` include flags and init property.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::{PromptTool, SubpromptConfig};
 use toolsmith_core::{Message, ModelOutput, ToolError, from_fn};

@@ -1,11 +1,9 @@
 //! How the loop treats each tool call: lookup, parsing, validation, tool errors, kinds, panics,
 //! the call context, strict mode and provider metadata.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -1,9 +1,7 @@
 //! Approval fails closed: a call that needs approval never runs unapproved. (Answering and
 //! resuming: `approval_resume.rs`.)
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::{ApprovalKey, ExecutionPolicy, RunInput};
 use toolsmith_core::{

@@ -1,13 +1,11 @@
 //! When a run ends: a step without calls, the step cap, stop conditions, pauses, cancellation
 //! and model failures.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Notify;

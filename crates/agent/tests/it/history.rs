@@ -1,9 +1,7 @@
 //! The thread: supplied histories repaired before the first request, `repair_orphans` itself,
 //! and what the loop records of the model's calls.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::json;
 use toolsmith_agent::repair_orphans;

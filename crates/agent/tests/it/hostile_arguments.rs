@@ -1,9 +1,7 @@
 //! Argument text no model input can use to abort the process: nesting deeper than serde_json's
 //! recursion limit (128) is an `INVALID_INPUT` result for that call, and the run goes on.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolsmith_core::{ToolError, from_fn};

@@ -1,5 +1,4 @@
 //! Helpers shared by the agent loop's integration tests.
-#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -7,12 +6,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Map, Value};
-use toolsmith_agent::{Agent, AgentBuilder, Attachments, RunError, RunInput, RunOutput};
+use toolsmith_agent::{
+    Agent, AgentBuilder, ApprovalKey, Attachments, RunError, RunInput, RunOutput,
+};
 use toolsmith_core::{
     Dependencies, Message, ModelOutput, ModelRequest, Role, RunPart, Tool, ToolError, ToolMeta,
     from_fn,
 };
-use toolsmith_providers::{ScriptedModel, Turn};
+use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
 
 /// Runs `agent` on "go" in thread `thread` as run `run`, with the attachment store `store` as a
 /// dependency: the parent whose files a sub-agent or prompt tool takes.
@@ -128,6 +129,21 @@ pub fn builder(model: &Arc<ScriptedModel>) -> AgentBuilder {
     Agent::builder_shared(model.clone())
 }
 
+/// A step whose only call is `name` with `input`, as call `id`.
+pub fn call(id: &str, name: &str, input: Value) -> Turn {
+    Turn::tool_calls([ScriptedCall::new(name, input).with_id(id)])
+}
+
+/// The approval key of the tests that pause for approval and resume.
+pub fn key() -> ApprovalKey {
+    ApprovalKey::new(b"a stored secret of 32 bytes....!")
+}
+
+/// `messages` as a store gives them back: through their JSON.
+pub fn stored(messages: &[Message]) -> Vec<Message> {
+    serde_json::from_str(&serde_json::to_string(messages).unwrap()).unwrap()
+}
+
 /// Streams a run to its end: every part, then the output.
 pub async fn stream_run(
     agent: &Agent,
@@ -234,6 +250,12 @@ pub fn error_text(value: &str) -> ModelOutput {
     ModelOutput::error_text(value)
 }
 
+/// A [`Logs::capture`] in progress: it ends when this drops.
+pub struct Capture {
+    _default: tracing::subscriber::DefaultGuard,
+    _second: tracing::Dispatch,
+}
+
 /// What a test's tracing subscriber logged.
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<u8>>>);
@@ -241,7 +263,15 @@ pub struct Logs(Arc<Mutex<Vec<u8>>>);
 impl Logs {
     /// Logs everything (every level, no colours) into a new `Logs` until the guard drops, on
     /// this thread (a `#[tokio::test]` runs its runs on it).
-    pub fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+    ///
+    /// Safe beside other tests of the process. tracing caches, process-wide, whether each log
+    /// site is enabled, worked out by the first thread to reach it; while exactly one dispatcher
+    /// exists, from that thread's own default alone (tokio-rs/tracing#3611), so another test's
+    /// thread, which has no subscriber, would disable the site for this capture too. The guard
+    /// therefore also keeps a second dispatcher, one that enables nothing: with two, a new site
+    /// asks every live dispatcher, this capture's included.
+    pub fn capture() -> (Logs, Capture) {
+        let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
         let logs = Logs::default();
         let writer = logs.clone();
         let subscriber = tracing_subscriber::fmt()
@@ -249,11 +279,17 @@ impl Logs {
             .with_writer(move || writer.clone())
             .with_ansi(false)
             .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
-        // Log sites registered by other threads while this subscriber was being set up may
-        // have cached "disabled": have every site ask again, this subscriber included.
+        let default = tracing::subscriber::set_default(subscriber);
+        // Log sites another thread registered while this subscriber was being set up may have
+        // cached "disabled": have every site ask again, this subscriber included.
         tracing::callsite::rebuild_interest_cache();
-        (logs, guard)
+        (
+            logs,
+            Capture {
+                _default: default,
+                _second: second,
+            },
+        )
     }
 
     pub fn text(&self) -> String {

@@ -1,9 +1,7 @@
 //! Resumable sub-agents (`subagent_create`, `subagent_message`, `maxInstances`,
 //! `parentCommunication`, `subagent_env_required`) and immediate sub-agents.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_agent::{
     RunInput, SUBAGENT_CREATE, SUBAGENT_ENV_REQUIRED, SUBAGENT_MESSAGE, SUBAGENTS_STATE_KEY,
@@ -12,11 +10,7 @@ use toolsmith_agent::{
 use toolsmith_core::{
     Message, ModelOutput, Role, ToolError, ToolMeta, VariableDecl, VariableKind, from_fn,
 };
-use toolsmith_providers::{ScriptedCall, Turn};
-
-fn call(id: &str, name: &str, input: Value) -> Turn {
-    Turn::tool_calls([ScriptedCall::new(name, input).with_id(id)])
-}
+use toolsmith_providers::Turn;
 
 fn resumable(extra: Value) -> SubagentConfig {
     let mut resumable = json!({"receives_messages": "side_a"});

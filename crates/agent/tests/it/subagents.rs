@@ -2,40 +2,24 @@
 //! (resumed from JSON in a fresh agent), client tools inside a child, cancellation, scoped
 //! variables, non-blocking children and the configuration's input shaping.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
-use toolsmith_agent::{
-    Agent, ApprovalKey, RunErrorKind, RunInput, RunOutput, SubagentConfig, SubagentTool,
-};
+use toolsmith_agent::{Agent, RunErrorKind, RunInput, RunOutput, SubagentConfig, SubagentTool};
 use toolsmith_core::{
     Approval, ClientTool, Message, ModelOutput, NestedHop, Part, PauseKind, RunPart, Tool,
     ToolApprovalResponse, ToolError, ToolMeta, ToolResultPart, ToolSpec, Usage, VariableDecl,
     VariableKind, from_fn,
 };
-use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
-
-fn key() -> ApprovalKey {
-    ApprovalKey::new(b"a stored secret of 32 bytes....!")
-}
+use toolsmith_providers::{ScriptedModel, Turn};
 
 fn hop(id: &str, name: &str) -> NestedHop {
     NestedHop {
         tool_call_id: id.into(),
         tool_name: name.into(),
     }
-}
-
-fn call(id: &str, name: &str, input: Value) -> Turn {
-    Turn::tool_calls([ScriptedCall::new(name, input).with_id(id)])
-}
-
-fn stored(messages: &[Message]) -> Vec<Message> {
-    serde_json::from_str(&serde_json::to_string(messages).unwrap()).unwrap()
 }
 
 /// A tool that needs approval and records what it was asked.

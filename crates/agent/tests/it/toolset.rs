@@ -1,10 +1,8 @@
 //! The toolset of a run: changes between runs, per-run resolvers and optional tools.
 
-mod common;
-
 use std::sync::{Arc, OnceLock};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolsmith_agent::{Agent, RunErrorKind, RunInput};
 use toolsmith_core::{RunScope, ToolError, ToolMeta, Toolset, from_fn};
