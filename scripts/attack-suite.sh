@@ -30,11 +30,11 @@ SUITES=(
     "read_allowlist   toolsmith-sandbox   read_allowlist   -"
     "cgroup           toolsmith-sandbox   cgroup           -"
     "spare_helper     toolsmith-sandbox   spare_helper     -"
-    "run_code         toolsmith-builtins  run_code         -"
-    "run_code_worker  toolsmith-builtins  run_code_worker  -"
-    "file_guards      toolsmith-builtins  file_guards      -"
-    "grep_glob        toolsmith-builtins  grep_glob        -"
-    "grep_cancel      toolsmith-builtins  grep_cancel      -"
+    "run_code         toolsmith-builtins  it               run_code::"
+    "run_code_worker  toolsmith-builtins  it               run_code_worker::"
+    "file_guards      toolsmith-builtins  it               file_guards::"
+    "grep_glob        toolsmith-builtins  it               grep_glob::"
+    "grep_cancel      toolsmith-builtins  it               grep_cancel::"
 )
 # The programs the test binaries need besides themselves.
 PROGRAMS=(toolsmith-sandbox-exec toolsmith-run-code-worker)

@@ -1,4 +1,4 @@
-//! What the `run_code` test binaries share: the tool with default limits, a call, its error,
+//! What the `run_code` tests share: the tool with default limits, a call, its error,
 //! and the timeout assertion.
 
 use std::time::{Duration, Instant};

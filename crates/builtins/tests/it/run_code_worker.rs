@@ -3,12 +3,10 @@
 //! kernel caps memory, the worker can open nothing, and a machine without the sandbox's layers
 //! refuses or degrades as the policy says.
 
-mod run_code_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use run_code_support::{assert_times_out_with, error, run_with, tool};
+use crate::common::{assert_times_out_with, error, run_with, tool};
 use serde_json::json;
 use toolsmith_builtins::{RunCode, RunCodeLimits, RunCodeWorker};
 use toolsmith_core::{CancellationToken, RunScope, Tool, ToolContext};
@@ -366,7 +364,11 @@ fn without_landlock_or_namespaces() {
         .args(["__sandbox-exec", "degrade", "--"])
         .arg(std::env::current_exe().unwrap())
         .args([
-            "degraded_machine",
+            // The test's name in this binary: its path without the crate's name.
+            &format!(
+                "{}::degraded_machine",
+                module_path!().split_once("::").unwrap().1
+            ),
             "--exact",
             "--nocapture",
             "--test-threads=1",

@@ -2,12 +2,10 @@
 //! limits and errors, in its sandboxed worker processes (the `toolsmith-run-code-worker` binary
 //! cargo builds next to this test). The workers' own lifecycle is in `run_code_worker.rs`.
 
-mod run_code_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use run_code_support::{assert_times_out_with, error, run_with, tool};
+use crate::common::{assert_times_out_with, error, run_with, tool};
 use serde_json::{Value, json};
 use toolsmith_builtins::{RunCode, RunCodeLimits};
 use toolsmith_core::{CancellationToken, ModelOutput, RunScope, Tool, ToolContext};
