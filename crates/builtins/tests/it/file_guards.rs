@@ -3,8 +3,8 @@
 //! record of what they replaced that `revert_file_change` puts back.
 
 use std::os::unix::fs::PermissionsExt;
-use std::sync::Arc;
 
+use crate::common::{assert_err, workspace};
 use serde_json::{Value, json};
 use toolsmith_builtins::{
     FILE_CHANGE_ARTIFACT, FileAfter, FileBefore, FileChange, Reverted, Workspace, edit, read,
@@ -12,20 +12,6 @@ use toolsmith_builtins::{
 };
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolOutput};
 use toolsmith_sandbox::SandboxPolicy;
-
-fn workspace(limit: usize) -> (tempfile::TempDir, Arc<Workspace>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut policy = SandboxPolicy::new(dir.path());
-    policy.limits.output_bytes = limit;
-    let workspace = Workspace::new(policy).unwrap();
-    (dir, workspace)
-}
-
-fn assert_err(result: Result<String, ToolError>, code: &str, message: &str) -> ToolError {
-    let err = result.unwrap_err();
-    assert_eq!((err.code(), err.message()), (code, message));
-    err
-}
 
 /// One run's calls share a context (and its session state).
 async fn run_call(

@@ -1,30 +1,9 @@
 //! The `read`, `write` and `edit` tools: seed 001's rules and messages.
 
-use std::sync::Arc;
-
+use crate::common::{assert_err, call, workspace};
 use serde_json::{Value, json};
-use toolsmith_builtins::{Workspace, edit, read, write};
+use toolsmith_builtins::{edit, read, write};
 use toolsmith_core::{Tool, ToolContext, ToolError};
-use toolsmith_sandbox::SandboxPolicy;
-
-fn workspace(limit: usize) -> (tempfile::TempDir, Arc<Workspace>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut policy = SandboxPolicy::new(dir.path());
-    policy.limits.output_bytes = limit;
-    let workspace = Workspace::new(policy).unwrap();
-    (dir, workspace)
-}
-
-async fn call(tool: &impl Tool, input: Value) -> Result<String, ToolError> {
-    let cx = ToolContext::for_test(tool.spec().name());
-    tool.call(input, &cx).await.map(|out| out.model.to_text())
-}
-
-fn assert_err(result: Result<String, ToolError>, code: &str, message: &str) -> ToolError {
-    let err = result.unwrap_err();
-    assert_eq!((err.code(), err.message()), (code, message));
-    err
-}
 
 #[tokio::test]
 async fn metadata_and_names() {

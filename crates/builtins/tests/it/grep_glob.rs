@@ -4,22 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::common::{call, workspace};
 use serde_json::{Value, json};
 use toolsmith_builtins::{Workspace, glob, grep};
 use toolsmith_core::{Tool, ToolContext, ToolError};
-use toolsmith_sandbox::SandboxPolicy;
-
-fn workspace(limit: usize) -> (tempfile::TempDir, Arc<Workspace>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut policy = SandboxPolicy::new(dir.path());
-    policy.limits.output_bytes = limit;
-    (dir, Workspace::new(policy).unwrap())
-}
-
-async fn call(tool: &impl Tool, input: Value) -> Result<String, ToolError> {
-    let cx = ToolContext::for_test(tool.spec().name());
-    tool.call(input, &cx).await.map(|out| out.model.to_text())
-}
 
 fn put(root: &Path, path: &str, content: &[u8]) {
     let path = root.join(path);
