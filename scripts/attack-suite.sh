@@ -24,11 +24,11 @@ LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
 # One suite a line: its name, the package and the test target (binary) that hold it, and the
 # test name filter that selects it in that binary (`-`: every test of the binary).
 SUITES=(
-    "fs_attacks       toolsmith-sandbox   fs_attacks       -"
-    "exec_attacks     toolsmith-sandbox   exec_attacks     -"
-    "degraded         toolsmith-sandbox   degraded         -"
-    "read_allowlist   toolsmith-sandbox   read_allowlist   -"
-    "cgroup           toolsmith-sandbox   cgroup           -"
+    "fs_attacks       toolsmith-sandbox   it               fs_attacks::"
+    "exec_attacks     toolsmith-sandbox   it               exec_attacks::"
+    "degraded         toolsmith-sandbox   it               degraded::"
+    "read_allowlist   toolsmith-sandbox   it               read_allowlist::"
+    "cgroup           toolsmith-sandbox   it               cgroup::"
     "spare_helper     toolsmith-sandbox   spare_helper     -"
     "run_code         toolsmith-builtins  it               run_code::"
     "run_code_worker  toolsmith-builtins  it               run_code_worker::"
@@ -144,7 +144,6 @@ for suite in "${SUITES[@]}"; do
                 setpriv --reuid="$UID_NOBODY" --regid="$UID_NOBODY" --clear-groups --reset-env \
                 env TOOLSMITH_SANDBOX_HELPER="$work/bin/toolsmith-sandbox-exec" \
                 TOOLSMITH_RUN_CODE_WORKER="$work/bin/toolsmith-run-code-worker" \
-                TOOLSMITH_FS_ATTACKS_BIN="$work/bin/toolsmith-sandbox-fs_attacks" \
                 TMPDIR="$work/tmp" RUST_BACKTRACE=0 \
                 "$work/bin/$package-$target" "${args[@]}"
     ) >"$log" 2>&1

@@ -1,5 +1,6 @@
-//! Shared by the sandbox's integration tests: where the helper is, and how to run a test
-//! binary under the helper's `degrade` mode. (Each test binary uses a different part.)
+//! Shared by the sandbox's integration tests: where the helper is, how to run a test binary
+//! under the helper's `degrade` mode, and what a test is called in it. The `spare_helper` test
+//! binary includes this module too and uses only the helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use std::io::Read;
@@ -88,4 +89,14 @@ pub fn libtest_summary(stdout: &str) -> Option<(u32, u32)> {
             .and_then(|n| n.trim().rsplit(' ').next()?.parse().ok())
     };
     Some((count(" passed")?, count(" failed")?))
+}
+
+/// The name libtest gives the test function `name` of the module whose [`module_path!`] is
+/// `module`: the path without the crate's own name (`it::degraded` gives `degraded::name`), for
+/// running that one test again with `--exact`.
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
 }

@@ -1,6 +1,6 @@
 //! Spawn overhead of the sandbox: `true` through the launcher vs a plain spawn (interleaved,
 //! median of 200). Ignored by default; run with
-//! `cargo test --release -p toolsmith-sandbox --test exec_overhead -- --ignored --nocapture`.
+//! `cargo test --release -p toolsmith-sandbox --test it -- exec_overhead:: --ignored --nocapture`.
 
 use std::time::{Duration, Instant};
 

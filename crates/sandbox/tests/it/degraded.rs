@@ -1,12 +1,12 @@
-//! The fallback paths, run for real: each test re-runs itself (or the `fs_attacks` test binary)
-//! under the helper's `degrade` mode, which makes Landlock and openat2 unavailable (`ENOSYS`)
-//! and namespaces forbidden (`EPERM`) for the process and everything it starts. Seccomp still
-//! works there.
+//! The fallback paths, run for real: each test re-runs itself (or the `fs_attacks` module's
+//! tests), from this test binary, under the helper's `degrade` mode, which makes Landlock and
+//! openat2 unavailable (`ENOSYS`) and namespaces forbidden (`EPERM`) for the process and
+//! everything it starts. Seccomp still works there.
 //!
 //! A test body runs only in the degraded child (`TOOLSMITH_TEST_DEGRADED=1`); in the normal run
 //! the test starts that child (`--exact`, bounded to 60 s) and asserts that it passed.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,10 +21,7 @@ use toolsmith_sandbox::{Capabilities, NetworkPolicy, SandboxPolicy, Strictness};
 
 const PYTHON: &str = "/usr/bin/python3";
 
-/// The environment variable naming the `fs_attacks` test binary explicitly.
-const FS_ATTACKS_ENV: &str = "TOOLSMITH_FS_ATTACKS_BIN";
-
-/// In the degraded child: `true` (run the body). Otherwise: runs the test `name` of this binary
+/// In the degraded child: `true` (run the body). Otherwise: runs the test `name` of this module
 /// under `degrade`, asserts it passed, and returns `false`.
 fn degraded_child(name: &str) -> bool {
     if common::degraded() {
@@ -35,9 +32,10 @@ fn degraded_child(name: &str) -> bool {
         return false;
     }
     let exe = std::env::current_exe().unwrap();
+    let test = common::test_name(module_path!(), name);
     let out = common::run_degraded(
         &exe,
-        &[name, "--exact", "--nocapture", "--test-threads=1"],
+        &[&test, "--exact", "--nocapture", "--test-threads=1"],
         Duration::from_secs(60),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -117,46 +115,10 @@ fn the_probe_sees_no_landlock_openat2_or_namespaces() {
     assert!(enforced("network"), "seccomp still turns the network off");
 }
 
-/// The newest `fs_attacks` test binary: `$TOOLSMITH_FS_ATTACKS_BIN`, else `fs_attacks` or
-/// `fs_attacks-<hash>` next to this binary (cargo puts every test binary of the package in the
-/// same `deps/` directory; `scripts/attack-suite.sh` copies them side by side).
-fn fs_attacks_binary() -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(path) = std::env::var_os(FS_ATTACKS_ENV) {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    let newest = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name == "fs_attacks"
-                || name
-                    .strip_prefix("fs_attacks-")
-                    .is_some_and(|hash| hash.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
-        .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            (meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-                .then(|| (meta.modified().ok(), e.path()))
-        })
-        .max();
-    match newest {
-        Some((_, path)) => path,
-        None => panic!(
-            "no fs_attacks test binary next to {} (build every test target with `cargo test -p \
-             toolsmith-sandbox`, or set {FS_ATTACKS_ENV})",
-            exe.display()
-        ),
-    }
-}
-
 /// Every fs attack still fails without openat2 (cap-std walks the path itself) and without
-/// Landlock: the whole `fs_attacks` binary, including the symlink-swap races, under `degrade`.
-/// Its `openat2_is_gone_under_degrade` test checks that the fallback really was in use.
+/// Landlock: every test of the `fs_attacks` module, including the symlink-swap races, run by
+/// this binary under `degrade`. Its `openat2_is_gone_under_degrade` test checks that the
+/// fallback really was in use.
 #[test]
 fn the_fs_attack_suite_passes_under_degrade() {
     if common::degraded() {
@@ -166,9 +128,14 @@ fn the_fs_attack_suite_passes_under_degrade() {
         eprintln!("SKIPPED fs attacks under degrade: seccomp is not available on this machine");
         return;
     }
-    let binary = fs_attacks_binary();
+    let binary = std::env::current_exe().unwrap();
     let start = Instant::now();
-    let out = common::run_degraded(&binary, &["--nocapture"], Duration::from_secs(90));
+    // The tests whose path starts with the module's name (`mod fs_attacks` in main.rs).
+    let out = common::run_degraded(
+        &binary,
+        &["fs_attacks::", "--nocapture"],
+        Duration::from_secs(90),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!(

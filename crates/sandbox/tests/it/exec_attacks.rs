@@ -6,17 +6,12 @@
 //! keyring (`privileges.rs`), `/proc` (`proc.rs`), git protection (`git.rs`), the helper's
 //! error channel (`channel.rs`).
 
-mod common;
+use crate::common;
 
-#[path = "exec_attacks/channel.rs"]
 mod channel;
-#[path = "exec_attacks/git.rs"]
 mod git;
-#[path = "exec_attacks/privileges.rs"]
 mod privileges;
-#[path = "exec_attacks/proc.rs"]
 mod proc;
-#[path = "exec_attacks/tree.rs"]
 mod tree;
 
 use std::io::Read;

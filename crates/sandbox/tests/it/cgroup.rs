@@ -48,9 +48,9 @@ fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     }
 }
 
-/// This process's start time (`/proc/self/stat` field 22).
-fn own_start_time() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+/// The start time of process `pid` (`/proc/<pid>/stat` field 22).
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let rest = &stat[stat.rfind(')').unwrap() + 1..];
     rest.split_whitespace().nth(19).unwrap().parse().unwrap()
 }
@@ -201,17 +201,23 @@ fn groups_of_dead_creators_are_removed_at_create() {
         eprintln!("SKIPPED stale groups: cgroups: {}", support.describe());
         return;
     }
-    // A pid that ran and is gone, with a start time no process of that pid can have now.
-    let mut gone = Command::new("true").spawn().unwrap();
-    gone.wait().unwrap();
-    let stale = format!("toolsmith-{}-1-7", gone.id());
+    // The group of a creator that dies once its group is set up: until then the group is not
+    // stale, so that no other creator sweeps it away half-made (other tests of this process
+    // create groups all the time).
+    let mut creator = Command::new("sleep")
+        .arg("30")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stale = format!("toolsmith-{}-{}-7", creator.id(), start_time(creator.id()));
     // Ours (alive), and a name that is not one of ours: both must stay.
     let ours = format!(
         "toolsmith-{}-{}-999999",
         std::process::id(),
-        own_start_time()
+        start_time(std::process::id())
     );
-    let foreign = "toolsmith-foreign";
+    let foreign = format!("toolsmith-foreign-{}", std::process::id());
+    let foreign = foreign.as_str();
     let parents: Vec<&Path> = support
         .hierarchies()
         .iter()
@@ -233,6 +239,8 @@ fn groups_of_dead_creators_are_removed_at_create() {
         orphan.id().to_string(),
     )
     .unwrap();
+    creator.kill().unwrap();
+    creator.wait().unwrap();
 
     let group = Cgroup::create(&support, None, None).unwrap();
     let orphan_status = wait(&mut orphan, Duration::from_secs(5));

@@ -2,7 +2,7 @@
 //! tools: every escape is refused with the exact code and message, and nothing outside the root
 //! is ever read or written, even while a directory is swapped for a symlink mid-call.
 
-mod common;
+use crate::common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
@@ -77,8 +77,8 @@ fn assert_blocked<T: std::fmt::Debug>(result: Result<T, ToolError>, code: &str, 
     assert_eq!((err.code(), err.message()), (code, message));
 }
 
-/// `tests/degraded.rs` runs this binary under the helper's `degrade` mode: there openat2 must be
-/// gone, so every test here exercises cap-std's component walk instead.
+/// The `degraded` module runs this module's tests under the helper's `degrade` mode: there
+/// openat2 must be gone, so every test here exercises cap-std's component walk instead.
 #[test]
 fn openat2_is_gone_under_degrade() {
     let caps = Capabilities::detect_with(None);

@@ -3,7 +3,7 @@
 //! toolchains need (the shell, Python with TLS, name lookups, time zones, git, cargo) still
 //! works. Skipped, with a printed reason, where Landlock is unavailable.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
