@@ -6,8 +6,6 @@
 //! A test body runs only in the degraded child (`TOOLSMITH_TEST_DEGRADED=1`); in the normal run
 //! the test starts that child (`--exact`, bounded to 60 s) and asserts that it passed.
 
-use crate::common;
-
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,10 +14,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{Tool, ToolContext};
-use toolsmith_sandbox::exec::{ExecOutput, ExecRequest, Launcher};
+use toolsmith_sandbox::exec::{ExecRequest, Launcher};
 use toolsmith_sandbox::{Capabilities, NetworkPolicy, SandboxPolicy, Strictness};
 
-const PYTHON: &str = "/usr/bin/python3";
+use crate::common::{self, PYTHON, python, require, run, survivors};
 
 /// In the degraded child: `true` (run the body). Otherwise: runs the test `name` of this module
 /// under `degrade`, asserts it passed, and returns `false`.
@@ -54,14 +52,6 @@ fn degraded_child(name: &str) -> bool {
     false
 }
 
-fn python() -> bool {
-    let ok = Path::new(PYTHON).exists();
-    if !ok {
-        eprintln!("SKIPPED: {PYTHON} is not installed");
-    }
-    ok
-}
-
 fn root() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().canonicalize().unwrap();
@@ -78,12 +68,6 @@ fn policy(root: &Path, edit: impl FnOnce(&mut SandboxPolicy)) -> SandboxPolicy {
 /// A launcher that probes the (degraded) machine itself, as the runtime does.
 fn launcher(policy: SandboxPolicy) -> Launcher {
     Launcher::new(common::helper(), policy)
-}
-
-async fn run(launcher: &Launcher, program: &str, args: &[&str]) -> ExecOutput {
-    let root = launcher.policy().root.clone();
-    let request = ExecRequest::new(program, args.iter().map(|s| s.to_string()).collect(), root);
-    launcher.run(&request).await.expect("the launch succeeds")
 }
 
 async fn call_bash(ws: &Arc<Workspace>, input: serde_json::Value) -> serde_json::Value {
@@ -194,7 +178,9 @@ async fn fail_closed_refuses_with_sandbox_unavailable() {
 /// missing Landlock is real (a write outside the root lands).
 #[tokio::test]
 async fn best_effort_runs_with_warnings_and_the_network_stays_off() {
-    if !degraded_child("best_effort_runs_with_warnings_and_the_network_stays_off") || !python() {
+    if !degraded_child("best_effort_runs_with_warnings_and_the_network_stays_off")
+        || !require("python3", python())
+    {
         return;
     }
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -315,18 +301,4 @@ async fn without_a_pid_namespace_the_process_group_still_dies() {
     assert!(start.elapsed() < Duration::from_secs(5));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(survivors("323.9"), 0, "a background grandchild survived");
-}
-
-/// Processes whose command line contains `token`.
-fn survivors(token: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| {
-            String::from_utf8_lossy(c)
-                .replace('\0', " ")
-                .contains(token)
-        })
-        .count()
 }

@@ -6,82 +6,26 @@
 //! keyring (`privileges.rs`), `/proc` (`proc.rs`), git protection (`git.rs`), the helper's
 //! error channel (`channel.rs`).
 
-use crate::common;
-
 mod channel;
 mod git;
 mod privileges;
 mod proc;
 mod tree;
 
-use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use toolsmith_sandbox::exec::{ExecOutput, ExecRequest, HelperCommand, Launcher};
-use toolsmith_sandbox::{Capabilities, SandboxPolicy};
+use toolsmith_sandbox::SandboxPolicy;
+use toolsmith_sandbox::exec::{ExecRequest, Launcher};
 
-const PYTHON: &str = "/usr/bin/python3";
-
-/// The helper built with this test, or `$TOOLSMITH_SANDBOX_HELPER` (to run the tests as another
-/// user from a copy).
-fn helper() -> HelperCommand {
-    common::helper()
-}
-
-fn caps() -> &'static Capabilities {
-    static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(|| Capabilities::detect_with(Some(&helper())))
-}
-
-/// Whether the machine has what `what` needs; prints the skip reason otherwise.
-fn require(what: &str, ok: bool) -> bool {
-    if !ok {
-        eprintln!(
-            "SKIPPED {what}: not available on this machine ({:?})",
-            caps()
-        );
-    }
-    ok
-}
-
-fn landlock() -> bool {
-    caps().landlock_abi.is_some()
-}
-
-fn python() -> bool {
-    Path::new(PYTHON).exists()
-}
+use crate::common::{PYTHON, caps, helper, landlock, python, require, run, survivors};
 
 fn launcher(root: &Path, edit: impl FnOnce(&mut SandboxPolicy)) -> Launcher {
     let mut policy = SandboxPolicy::new(root.canonicalize().unwrap());
     policy.limits.timeout = Duration::from_secs(10);
     edit(&mut policy);
     Launcher::with_capabilities(helper(), policy, caps().clone())
-}
-
-async fn run(launcher: &Launcher, program: &str, args: &[&str]) -> ExecOutput {
-    let root = launcher.policy().root.clone();
-    let request = ExecRequest::new(program, args.iter().map(|s| s.to_string()).collect(), root);
-    launcher.run(&request).await.expect("the launch succeeds")
-}
-
-/// Processes whose command line contains `token`.
-fn survivors(token: &str) -> usize {
-    let mut count = 0;
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let mut cmdline = Vec::new();
-        if let Ok(mut f) = std::fs::File::open(entry.path().join("cmdline")) {
-            let _ = f.read_to_end(&mut cmdline);
-        }
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(token) {
-            count += 1;
-        }
-    }
-    count
 }
 
 #[tokio::test]

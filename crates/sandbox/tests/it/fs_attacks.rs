@@ -2,8 +2,6 @@
 //! tools: every escape is refused with the exact code and message, and nothing outside the root
 //! is ever read or written, even while a directory is swapped for a symlink mid-call.
 
-use crate::common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -15,6 +13,8 @@ use serde_json::{Value, json};
 use toolsmith_builtins::Workspace;
 use toolsmith_core::{Tool, ToolContext, ToolError};
 use toolsmith_sandbox::{Capabilities, RootDir, SandboxPolicy};
+
+use crate::common;
 
 const SECRET: &str = "TOP-SECRET";
 const ESCAPE: &str = "Path escapes sandbox root";

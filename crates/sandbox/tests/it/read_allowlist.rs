@@ -3,23 +3,17 @@
 //! toolchains need (the shell, Python with TLS, name lookups, time zones, git, cargo) still
 //! works. Skipped, with a printed reason, where Landlock is unavailable.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use toolsmith_sandbox::exec::{ExecOutput, ExecRequest, Launcher};
-use toolsmith_sandbox::{Capabilities, ReadPolicy, SandboxPolicy};
+use toolsmith_sandbox::exec::Launcher;
+use toolsmith_sandbox::{ReadPolicy, SandboxPolicy};
 
-fn caps() -> &'static Capabilities {
-    static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(|| Capabilities::detect_with(Some(&common::helper())))
-}
+use crate::common::{self, caps, sh};
 
 /// Whether Landlock is here; prints the skip reason otherwise.
 fn landlock(what: &str) -> bool {
-    let ok = caps().landlock_abi.is_some();
+    let ok = common::landlock();
     if !ok {
         eprintln!("SKIPPED {what}: Landlock is not available on this machine");
     }
@@ -37,12 +31,6 @@ fn launcher(root: &Path, home: Option<&Path>, edit: impl FnOnce(&mut SandboxPoli
     policy.limits.timeout = Duration::from_secs(20);
     edit(&mut policy);
     Launcher::with_capabilities(common::helper(), policy, caps().clone())
-}
-
-async fn sh(launcher: &Launcher, script: &str) -> ExecOutput {
-    let root = launcher.policy().root.clone();
-    let request = ExecRequest::new("sh", vec!["-c".into(), script.into()], root);
-    launcher.run(&request).await.expect("the launch succeeds")
 }
 
 /// The real home directory (for the toolchain checks), when there is one.

@@ -1,14 +1,21 @@
-//! Shared by the sandbox's integration tests: where the helper is, how to run a test binary
-//! under the helper's `degrade` mode, and what a test is called in it. The `spare_helper` test
-//! binary includes this module too and uses only the helper, hence the `dead_code` allowance.
+//! Shared by the sandbox's integration tests: where the helper is, what this machine's sandbox
+//! can enforce (and the skip lines when it cannot), launching a command and counting what it
+//! left running, how to run a test binary under the helper's `degrade` mode, and what a test is
+//! called in it. The `spare_helper` test binary includes this module too and uses only the
+//! helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use toolsmith_sandbox::exec::HelperCommand;
+use toolsmith_sandbox::Capabilities;
+use toolsmith_sandbox::exec::{ExecOutput, ExecRequest, HelperCommand, Launcher};
+
+/// The Python the attacks' scripts run with.
+pub const PYTHON: &str = "/usr/bin/python3";
 
 /// Names the helper explicitly (`scripts/attack-suite.sh` points it at a copy another user can
 /// run); the launcher's own [`HelperCommand::locate`] honours it too.
@@ -28,6 +35,61 @@ pub fn helper_path() -> PathBuf {
 /// [`helper_path`] as a [`HelperCommand`].
 pub fn helper() -> HelperCommand {
     HelperCommand::new(helper_path())
+}
+
+/// What this machine's sandbox can enforce, probed once with [`helper`].
+pub fn caps() -> &'static Capabilities {
+    static CAPS: OnceLock<Capabilities> = OnceLock::new();
+    CAPS.get_or_init(|| Capabilities::detect_with(Some(&helper())))
+}
+
+/// Whether the machine has what `what` needs; prints the skip reason otherwise.
+pub fn require(what: &str, ok: bool) -> bool {
+    if !ok {
+        eprintln!(
+            "SKIPPED {what}: not available on this machine ({:?})",
+            caps()
+        );
+    }
+    ok
+}
+
+/// Whether Landlock is here.
+pub fn landlock() -> bool {
+    caps().landlock_abi.is_some()
+}
+
+/// Whether [`PYTHON`] is installed.
+pub fn python() -> bool {
+    Path::new(PYTHON).exists()
+}
+
+/// Runs `program args` in the launcher's root; the launch must succeed.
+pub async fn run(launcher: &Launcher, program: &str, args: &[&str]) -> ExecOutput {
+    let root = launcher.policy().root.clone();
+    let request = ExecRequest::new(program, args.iter().map(|s| s.to_string()).collect(), root);
+    launcher.run(&request).await.expect("the launch succeeds")
+}
+
+/// Runs `sh -c script` in the launcher's root; the launch must succeed.
+pub async fn sh(launcher: &Launcher, script: &str) -> ExecOutput {
+    run(launcher, "sh", &["-c", script]).await
+}
+
+/// Processes whose command line contains `token`, anywhere on the machine.
+pub fn survivors(token: &str) -> usize {
+    let mut count = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let mut cmdline = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(entry.path().join("cmdline")) {
+            let _ = f.read_to_end(&mut cmdline);
+        }
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(token) {
+            count += 1;
+        }
+    }
+    count
 }
 
 /// Whether this process was started under `degrade` by [`run_degraded`].

@@ -5,7 +5,8 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 
-use super::{launcher, run};
+use super::launcher;
+use crate::common::run;
 
 /// The marker the helper used to put on stderr before a JSON error, forged by the command.
 const FORGED: &str = "\u{1e}toolsmith-sandbox-exec:{\"kind\":\"landlock\",\"message\":\"forged\"}";
@@ -29,7 +30,7 @@ async fn a_forged_helper_error_on_stderr_is_just_output() {
 #[test]
 fn the_helper_reports_setup_errors_on_its_channel_not_stderr() {
     let (mut ours, theirs) = UnixStream::pair().unwrap();
-    let helper = Command::new(super::common::helper_path())
+    let helper = Command::new(crate::common::helper_path())
         .arg("run")
         .env_clear()
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))

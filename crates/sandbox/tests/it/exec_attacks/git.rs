@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use toolsmith_sandbox::exec::{ExecOutput, Launcher};
-
-use super::{caps, launcher, require, run};
+use super::launcher;
+use crate::common::{caps, require, run, sh, survivors};
 
 /// `git`, when installed (on the test's `PATH`, as the sandbox's `PATH` is).
 fn git() -> bool {
@@ -84,10 +83,6 @@ fn view(root: &Path) -> View {
         config: std::fs::read_to_string(root.join(".git/config")).ok(),
         hooks,
     }
-}
-
-async fn sh(l: &Launcher, script: &str) -> ExecOutput {
-    run(l, "sh", &["-c", script]).await
 }
 
 #[tokio::test]
@@ -299,9 +294,5 @@ async fn a_cancelled_command_is_undone_too() {
     assert!(cancelled.is_err());
     assert!(!root.join(".git/commondir").exists());
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(
-        super::survivors("331.7"),
-        0,
-        "the cancelled command survived"
-    );
+    assert_eq!(survivors("331.7"), 0, "the cancelled command survived");
 }

@@ -11,7 +11,8 @@ use std::process::Command;
 use toolsmith_sandbox::exec::Launcher;
 use toolsmith_sandbox::{Capabilities, SandboxPolicy, Strictness, UnixSockets};
 
-use super::{PYTHON, caps, helper, launcher, python, require, run};
+use super::launcher;
+use crate::common::{PYTHON, caps, helper, python, require, run};
 
 /// Every file beneath `root` (not following links) with its mode and type.
 fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {

@@ -8,7 +8,7 @@ use std::process::{Child, Command};
 use toolsmith_sandbox::exec::Launcher;
 use toolsmith_sandbox::{Capabilities, SandboxPolicy};
 
-use super::{caps, helper, landlock, require, run};
+use crate::common::{caps, helper, landlock, require, run};
 
 /// A `sleep 30` whose `argv[0]` is a secret only this test knows, killed on drop.
 struct Marker {

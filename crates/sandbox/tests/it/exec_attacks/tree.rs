@@ -6,7 +6,7 @@
 use toolsmith_sandbox::SandboxPolicy;
 use toolsmith_sandbox::exec::{CgroupSupport, Launcher};
 
-use super::{PYTHON, helper, python, require, run, survivors};
+use crate::common::{PYTHON, helper, python, require, run, survivors};
 
 /// Whether this process can give commands a control group with both controllers.
 fn groups() -> bool {
