@@ -3,16 +3,16 @@
 #
 # `cargo test` runs them as whoever runs it; in CI that is root, for whom the kernel skips
 # some checks (RLIMIT_NPROC, namespace permissions). When this script runs as root and
-# `setpriv` exists, it copies the compiled test binaries of the sandbox's attack suites
-# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`, `spare_helper`) and of
-# the built-in tools' hardening (`run_code`, `run_code_worker`, `file_guards`, `grep_glob`,
+# `setpriv` exists, it copies the compiled test binaries that hold the sandbox's attack suites
+# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`, `spare_helper`) and the
+# built-in tools' hardening (`run_code`, `run_code_worker`, `file_guards`, `grep_glob`,
 # `grep_cancel`), the `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a
-# temporary directory and runs each as uid/gid 65534 (nobody) with a clean environment,
+# temporary directory and runs each suite as uid/gid 65534 (nobody) with a clean environment,
 # TOOLSMITH_SANDBOX_HELPER and TOOLSMITH_RUN_CODE_WORKER pointing at the copies and TMPDIR at a
 # directory only that user can write. Otherwise it says why it skips the pass.
 #
-# Output: one summary line per binary, then, as the very last line, `N passed, M failed` summed
-# over everything it ran. Exits non-zero on any failure. Each binary is limited to
+# Output: one summary line per suite, then, as the very last line, `N passed, M failed` summed
+# over everything it ran. Exits non-zero on any failure. Each suite is limited to
 # $ATTACK_SUITE_TIMEOUT seconds (default 60); a normal pass takes ~15 s.
 #
 # Usage: scripts/attack-suite.sh   (from anywhere; honours CARGO_TARGET_DIR)
@@ -21,8 +21,22 @@ cd "$(dirname "$0")/.."
 
 UID_NOBODY=65534
 LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
-BINARIES=(fs_attacks exec_attacks degraded read_allowlist cgroup spare_helper run_code run_code_worker file_guards grep_glob grep_cancel)
-# The test binaries' packages, and the programs they need besides themselves.
+# One suite a line: its name, the package and the test target (binary) that hold it, and the
+# test name filter that selects it in that binary (`-`: every test of the binary).
+SUITES=(
+    "fs_attacks       toolsmith-sandbox   it               fs_attacks::"
+    "exec_attacks     toolsmith-sandbox   it               exec_attacks::"
+    "degraded         toolsmith-sandbox   it               degraded::"
+    "read_allowlist   toolsmith-sandbox   it               read_allowlist::"
+    "cgroup           toolsmith-sandbox   it               cgroup::"
+    "spare_helper     toolsmith-sandbox   spare_helper     -"
+    "run_code         toolsmith-builtins  it               run_code::"
+    "run_code_worker  toolsmith-builtins  it               run_code_worker::"
+    "file_guards      toolsmith-builtins  it               file_guards::"
+    "grep_glob        toolsmith-builtins  it               grep_glob::"
+    "grep_cancel      toolsmith-builtins  it               grep_cancel::"
+)
+# The programs the test binaries need besides themselves.
 PROGRAMS=(toolsmith-sandbox-exec toolsmith-run-code-worker)
 
 echo "== unprivileged attack suite (uid $UID_NOBODY)"
@@ -56,14 +70,34 @@ if ! cargo test --workspace --locked --no-run --message-format=json \
     exit 1
 fi
 
-# "name path" for the test binaries and the programs (bin targets, not their unit tests).
-python3 - "$work/cargo.json" "${BINARIES[@]}" >"$work/binaries" <<'EOF'
-import json, sys
-path, wanted = sys.argv[1], set(sys.argv[2:])
-packages = ("toolsmith-sandbox", "toolsmith-builtins")
-programs = ("toolsmith-sandbox-exec", "toolsmith-run-code-worker")
+# The test binaries as "package:target", each once.
+targets=()
+for suite in "${SUITES[@]}"; do
+    read -r _ package target _ <<<"$suite"
+    [[ " ${targets[*]} " == *" $package:$target "* ]] || targets+=("$package:$target")
+done
+
+# "package:target path" for the test binaries, "name path" for the programs (bin targets, not
+# their unit tests).
+python3 - "$work/cargo.json" "${PROGRAMS[@]}" -- "${targets[@]}" >"$work/binaries" <<'EOF'
+import json, re, sys
+args = sys.argv[2:]
+programs, wanted = set(args[: args.index("--")]), set(args[args.index("--") + 1 :])
+packages = {t.split(":")[0] for t in wanted}
+
+
+def package(msg):
+    pid = msg.get("package_id", "")
+    named = re.search(r"#([^#@]+)@", pid)  # path+file:///…/crates/sandbox#toolsmith-sandbox@0.1.0
+    if named:
+        return named.group(1)
+    if " " in pid:  # toolsmith-sandbox 0.1.0 (path+file:///…), before cargo 1.77
+        return pid.split(" ")[0]
+    return pid.split("#")[0].rstrip("/").rsplit("/", 1)[-1]  # path+file:///…/name#0.1.0
+
+
 found = {}
-for line in open(path):
+for line in open(sys.argv[1]):
     try:
         msg = json.loads(line)
     except ValueError:
@@ -71,13 +105,12 @@ for line in open(path):
     if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
         continue
     target, profile = msg["target"], msg.get("profile", {})
-    origin = msg.get("package_id", "") + msg.get("manifest_path", "")
-    if not any(p in origin for p in packages):
+    name = package(msg)
+    if name not in packages:
         continue
-    if target["name"] in wanted and "test" in target["kind"]:
-        found[target["name"]] = msg["executable"]
-    elif target["name"] in programs and "bin" in target["kind"] \
-            and not profile.get("test"):
+    if f"{name}:{target['name']}" in wanted and "test" in target["kind"]:
+        found[f"{name}:{target['name']}"] = msg["executable"]
+    elif target["name"] in programs and "bin" in target["kind"] and not profile.get("test"):
         found[target["name"]] = msg["executable"]
 for name, exe in sorted(found.items()):
     print(name, exe)
@@ -87,18 +120,22 @@ declare -A exe=()
 while read -r name path; do
     exe[$name]="$path"
 done <"$work/binaries"
-for name in "${PROGRAMS[@]}" "${BINARIES[@]}"; do
+for name in "${PROGRAMS[@]}" "${targets[@]}"; do
     if [ -z "${exe[$name]:-}" ]; then
         echo "attack suite: cargo reported no executable for $name"
         echo "0 passed, 1 failed"
         exit 1
     fi
-    install -m 755 "${exe[$name]}" "$work/bin/$name"
+    # toolsmith-sandbox:it is copied as toolsmith-sandbox-it.
+    install -m 755 "${exe[$name]}" "$work/bin/${name/:/-}"
 done
 
 total_passed=0
 total_failed=0
-for name in "${BINARIES[@]}"; do
+for suite in "${SUITES[@]}"; do
+    read -r name package target filter <<<"$suite"
+    args=()
+    [ "$filter" = - ] || args=("$filter")
     log="$work/logs/$name.log"
     start=$SECONDS
     (
@@ -107,9 +144,8 @@ for name in "${BINARIES[@]}"; do
                 setpriv --reuid="$UID_NOBODY" --regid="$UID_NOBODY" --clear-groups --reset-env \
                 env TOOLSMITH_SANDBOX_HELPER="$work/bin/toolsmith-sandbox-exec" \
                 TOOLSMITH_RUN_CODE_WORKER="$work/bin/toolsmith-run-code-worker" \
-                TOOLSMITH_FS_ATTACKS_BIN="$work/bin/fs_attacks" \
                 TMPDIR="$work/tmp" RUST_BACKTRACE=0 \
-                "$work/bin/$name"
+                "$work/bin/$package-$target" "${args[@]}"
     ) >"$log" 2>&1
     status=$?
     elapsed=$((SECONDS - start))
@@ -120,13 +156,17 @@ for name in "${BINARIES[@]}"; do
     failed="${failed:-0}"
     note=""
     if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-        # Crashed, timed out or never got to its summary: count the binary as one failure.
+        # Crashed, timed out or never got to its summary: count the suite as one failure.
         failed=1
         if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
             note=" (timed out after ${LIMIT}s)"
         else
             note=" (exit status $status, no test summary)"
         fi
+    elif [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
+        # A filter that matches no test (a module renamed) must not pass as an empty suite.
+        failed=1
+        note=" (no test matched \`$filter\` in $package's $target binary)"
     fi
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))

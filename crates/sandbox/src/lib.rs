@@ -12,13 +12,13 @@
 //! `toolsmith __sandbox-exec degrade -- …`) runs `CMD` under a seccomp filter that makes Landlock
 //! and openat2 unavailable (`ENOSYS`) and namespaces forbidden (`EPERM`), inherited by everything
 //! it starts, so a machine with every feature exercises the paths of one without them.
-//! `tests/degraded.rs` uses it: the probe sees nothing, the whole `fs_attacks` binary passes
+//! `tests/it/degraded.rs` uses it: the probe sees nothing, every `fs_attacks` test passes
 //! on cap-std's walk, fail-closed launches (and `bash`) refuse with `SANDBOX_UNAVAILABLE`, and
 //! best-effort runs warn while seccomp still keeps the network off.
 //!
 //! `scripts/attack-suite.sh` (the last step of `scripts/test.sh`) runs the `fs_attacks`,
-//! `exec_attacks` and `degraded` binaries again as uid 65534 when it runs as root, from a copy
-//! with `TOOLSMITH_SANDBOX_HELPER` pointing at a copied helper.
+//! `exec_attacks`, `degraded` (and other) test suites again as uid 65534 when it runs as root,
+//! from a copy of the test binary with `TOOLSMITH_SANDBOX_HELPER` pointing at a copied helper.
 //!
 //! The errors keep Smithers' codes and messages: `TOOL_PATH_INVALID` (`Path must be a
 //! string`) and `TOOL_PATH_ESCAPE` (`Path escapes sandbox root`, or `Path escapes sandbox root

@@ -1,8 +1,13 @@
 //! The helper a launcher starts ahead of its next launch (the *spare*): it serves that launch,
 //! waits in a session of its own, is replaced when it died, and dies with its launcher.
 //!
-//! The tests look at this process' children in `/proc`, so they take turns.
+//! The tests look at this process' children in `/proc`, so they take turns. Alone in its
+//! binary, not a module of `tests/it`: every launcher keeps a spare helper, and these tests
+//! take every helper child of the process for theirs (they count them, and kill them), so the
+//! other sandbox tests' launchers in the same process would break them and be broken. It shares
+//! `tests/it/common` with them.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;

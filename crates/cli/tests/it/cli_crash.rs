@@ -6,7 +6,7 @@
 //! exactly one result, and no call's side effect happened twice. On SQLite and on a real
 //! PostgreSQL server; and two processes resuming one thread at once: exactly one proceeds.
 
-#[path = "../../../store/tests/pg_server/mod.rs"]
+#[path = "../../../store/tests/it/common/pg_server.rs"]
 mod pg_server;
 
 use std::collections::{HashMap, HashSet};

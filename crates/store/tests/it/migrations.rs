@@ -1,0 +1,184 @@
+//! SQLite schema migrations: an older database opened by this build is brought to the current
+//! schema with its data.
+
+use std::path::Path;
+
+use toolsmith_core::Message;
+use toolsmith_store::{
+    Batch, Claim, EffectStatus, Holder, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
+    ThreadWrite, Vault,
+};
+
+use crate::common::payment;
+
+/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then drops
+/// what the versions after it added to the threads (version 7: their holder) and forgets them.
+fn take_back(path: &Path, sql: &str, version: u32) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(&format!(
+            "{sql} ALTER TABLE threads DROP COLUMN holder_host; \
+             ALTER TABLE threads DROP COLUMN holder_pid; \
+             ALTER TABLE threads DROP COLUMN holder_started; \
+             DELETE FROM schema_migrations WHERE version > {version};"
+        ))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        // What version 1 left: its tables and its migration row, no variables table, no run
+        // column.
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("kept")).await.unwrap();
+    }
+    take_back(
+        &path,
+        "DROP TABLE variables; ALTER TABLE threads DROP COLUMN run_id;",
+        1,
+    );
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert!(store.thread("kept").await.unwrap().is_some());
+    let vault = Vault::new(&store, SecretKey::generate());
+    vault.put("kept", "A", "b", false).await.unwrap();
+    store
+        .claim("kept", 0, "run-1", &Holder::current())
+        .await
+        .unwrap();
+    let thread = store.thread("kept").await.unwrap().unwrap();
+    assert_eq!(thread.run_id.as_deref(), Some("run-1"));
+    assert_eq!(thread.holder, Some(Holder::current()));
+    assert_eq!(SqliteStore::schema_version(), 7);
+}
+
+#[tokio::test]
+async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_clustered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let entry = payment::intended_payment();
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let messages = [Message::user("Pay."), Message::assistant("Paying.")];
+        let write = ThreadWrite::new("t", 0, 0, &messages, ThreadStatus::Running);
+        let batch = Batch::new().write(write).intend(&entry);
+        store.commit(batch).await.unwrap();
+    }
+    // Version 3's layout: the same tables with rowids and their keys' indexes.
+    take_back(
+        &path,
+        "PRAGMA foreign_keys = OFF;
+         CREATE TABLE m3 (thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+             idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (thread_id, idx));
+         INSERT INTO m3 SELECT * FROM messages; DROP TABLE messages;
+         ALTER TABLE m3 RENAME TO messages;
+         CREATE TABLE j3 AS SELECT * FROM journal; DROP TABLE journal;
+         ALTER TABLE j3 RENAME TO journal;
+         CREATE TABLE l3 (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, status TEXT NOT NULL,
+             output TEXT, created_at INTEGER NOT NULL);
+         INSERT INTO l3 SELECT * FROM ledger; DROP TABLE ledger;
+         ALTER TABLE l3 RENAME TO ledger;",
+        3,
+    );
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.messages("t").await.unwrap().len(), 2);
+    assert_eq!(store.journal("t").await.unwrap(), [entry]);
+    assert_eq!(
+        store
+            .commit(Batch::new().claim_key("r:c1", "t"))
+            .await
+            .unwrap()
+            .claims,
+        [Claim::Existing {
+            status: EffectStatus::Intended,
+            output: None
+        }]
+    );
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for table in ["messages", "journal", "ledger"] {
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
+    }
+    // Version 5: the journal clustered on its thread, and no index rewritten at every save
+    // beyond the tables' own keys.
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(indexes, ["threads_parent"]);
+}
+
+#[tokio::test]
+async fn a_version_6_database_gains_the_holder_of_its_running_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let prompt = [Message::user("Pay.")];
+        let write = ThreadWrite::new("t", 0, 0, &prompt, ThreadStatus::Running);
+        store.commit(Batch::new().write(write)).await.unwrap();
+    }
+    take_back(&path, "", 6);
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(
+        (thread.status, thread.holder.clone()),
+        (ThreadStatus::Running, None),
+        "a thread running before the migration has no holder: the lease rule applies to it"
+    );
+    let holder = Holder {
+        host: "h/boot/pid:[1]".into(),
+        pid: 99,
+        started: 12345,
+    };
+    store.claim("t", 1, "run-1", &holder).await.unwrap();
+    let thread = store.thread("t").await.unwrap().unwrap();
+    assert_eq!(thread.holder, Some(holder));
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |path: &std::path::Path| -> u32 {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    let new = dir.path().join("new.db");
+    SqliteStore::open(&new).await.unwrap();
+    assert_eq!(page_size(&new), 2048);
+
+    // A database made with SQLite's default pages (as toolsmith made them before) is used as
+    // it is.
+    let old = dir.path().join("old.db");
+    rusqlite::Connection::open(&old)
+        .unwrap()
+        .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE other (x INTEGER);")
+        .unwrap();
+    assert_eq!(page_size(&old), 4096);
+    let store = SqliteStore::open(&old).await.unwrap();
+    store.create_thread(NewThread::new("t")).await.unwrap();
+    let hi = [Message::user("Hi.")];
+    let write = ThreadWrite::new("t", 0, 0, &hi, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
+    drop(store);
+    assert_eq!(page_size(&old), 4096);
+}

@@ -1,0 +1,174 @@
+//! The conformance suite on a real PostgreSQL server (started by the test), and what is
+//! particular to it: two stores (as two processes) racing on one thread, and migrations run
+//! by several at once.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolsmith_core::Message;
+use toolsmith_store::{
+    Batch, EffectStatus, Holder, NewThread, PostgresStore, Settlement, Store, StoreError,
+    ThreadStatus, ThreadWrite, conformance,
+};
+
+use crate::common::payment;
+use crate::common::pg_server::PgServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    conformance::check(Arc::new(PostgresStore::connect(&url).await.unwrap())).await;
+
+    // Two stores opened at once (as two processes) migrate one database once.
+    let url = server.database().await;
+    let (first, second) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    first.create_thread(NewThread::new("t1")).await.unwrap();
+    let (ma, mb) = ([Message::user("a")], [Message::user("b")]);
+    let write = |m| Batch::new().write(ThreadWrite::new("t1", 0, 0, m, ThreadStatus::Running));
+    let (a, b) = tokio::join!(first.commit(write(&ma)), second.commit(write(&mb)));
+    assert_eq!(
+        [&a, &b].iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{a:?} {b:?}"
+    );
+    assert!(matches!(
+        a.err().or(b.err()),
+        Some(StoreError::Conflict { .. })
+    ));
+    assert_eq!(second.messages("t1").await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_in_the_url_are_kept_with_the_stores_own() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    // The store starts its sessions with an option of its own (generic plans); a URL's
+    // options are passed on with it, not replaced.
+    let store =
+        PostgresStore::connect(&format!("{url}?options=-c%20application_name%3Dts-options"))
+            .await
+            .unwrap();
+    store.create_thread(NewThread::new("t")).await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let named: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ts-options'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(named >= 1, "the URL's application_name is the session's");
+}
+
+#[tokio::test]
+async fn a_bad_url_is_an_error_that_does_not_repeat_it() {
+    let error = PostgresStore::connect("postgres://user:hunter2@[bad")
+        .await
+        .unwrap_err();
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_refused() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let entry = payment::intended_payment();
+    {
+        let store = PostgresStore::connect(&url).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        store.commit(Batch::new().intend(&entry)).await.unwrap();
+    }
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // Version 3's layout: the journal keyed on run, call and attempt with an index on its
+    // thread and without the two tool metadata columns, and the threads' `updated_at` index.
+    client
+        .batch_execute(
+            "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;
+             ALTER TABLE journal DROP CONSTRAINT journal_pkey;
+             ALTER TABLE journal ADD PRIMARY KEY (run_id, tool_call_id, attempt);
+             CREATE INDEX journal_thread ON journal(thread_id, seq, attempt);
+             CREATE INDEX threads_updated ON threads(updated_at);
+             ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
+                 DROP COLUMN holder_started;
+             DELETE FROM schema_migrations WHERE version > 3;",
+        )
+        .await
+        .unwrap();
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    assert_eq!(
+        store.journal("t").await.unwrap(),
+        std::slice::from_ref(&entry)
+    );
+    let paid = json!({"paid": 5});
+    let settled = Settlement {
+        entry: &entry,
+        status: EffectStatus::Succeeded,
+        output: &paid,
+    };
+    store.commit(Batch::new().settle(settled)).await.unwrap();
+    assert_eq!(
+        store.journal("t").await.unwrap()[0].status,
+        EffectStatus::Succeeded
+    );
+    // Version 6: the holder of a running thread.
+    let holder = Holder::current();
+    store.claim("t", 0, "r", &holder).await.unwrap();
+    assert_eq!(
+        store.thread("t").await.unwrap().unwrap().holder,
+        Some(holder)
+    );
+    let key: String = client
+        .query_one(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'journal_pkey'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        key,
+        "PRIMARY KEY (thread_id, run_id, tool_call_id, attempt)"
+    );
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexname::TEXT FROM pg_indexes \
+             WHERE tablename IN ('journal', 'threads') ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(indexes, ["journal_pkey", "threads_parent", "threads_pkey"]);
+
+    // A schema newer than this build's is refused, not written to.
+    client
+        .execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Corrupt(m) if m.contains("version 99")),
+        "{error}"
+    );
+}
