@@ -73,6 +73,17 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Whether `pid` has exited and waits to be reaped.
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rfind(')')
+                .map(|i| stat[i + 1..].trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
 #[tokio::test]
 async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
     let _serial = SERIAL.lock().await;
@@ -112,6 +123,12 @@ async fn a_spare_that_died_is_replaced_by_a_fresh_helper() {
     for pid in &spares {
         let pid = rustix::process::Pid::from_raw(*pid as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    }
+    // Dead: its files closed, so the plan cannot be sent to it. (A spare killed while its plan
+    // is on the way dies as a command killed by SIGKILL would, and is reported so.)
+    let until = Instant::now() + Duration::from_secs(5);
+    while spares.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
     }
     let out = launcher.run(&echo(&root, "after")).await.unwrap();
     assert_eq!((out.exit_code, out.stdout.as_str()), (0, "after\n"));
