@@ -83,11 +83,15 @@ async fn memory_spread_over_processes_is_capped_for_the_whole_tree() {
     let dir = tempfile::tempdir().unwrap();
     let launcher = launcher(dir.path(), 64, 96 << 20);
     // Four processes of 40 MiB each: every one is within any per-process cap, the tree is not.
+    // The parent waits for its children: they must not die with it (PID 1 of the namespace)
+    // before they print, on a loaded machine.
     let script = "import os, time\n\
-                  for _ in range(3):\n    if os.fork() == 0:\n        break\n\
+                  kids = 0\n\
+                  for _ in range(3):\n    if os.fork() == 0:\n        kids = -1\n        break\n    kids += 1\n\
                   b = bytearray(40 << 20)\n\
                   for i in range(0, len(b), 4096): b[i] = 1\n\
-                  time.sleep(1)\nprint('survived')\n";
+                  time.sleep(1)\nprint('survived', flush=True)\n\
+                  for _ in range(max(kids, 0)):\n    os.wait()\n";
     let out = run(&launcher, PYTHON, &["-c", script]).await;
     let survived = out.stdout.matches("survived").count();
     assert!(survived < 4, "every process kept its memory: {out:?}");
