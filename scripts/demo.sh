@@ -23,8 +23,8 @@ fi
 echo "building toolsmith (the first build compiles llama.cpp: a few minutes)..." >&2
 # llama.cpp built for this machine's AVX-512, if it has it (the script says why).
 source scripts/llama-cpu.sh
-cargo "${llama_cpu_cargo[@]}" build --release --quiet -p toolsmith --bin toolsmith
-toolsmith="${CARGO_TARGET_DIR:-target}/release/toolsmith"
+cargo build --profile "$llama_cpu_profile" --quiet -p toolsmith --bin toolsmith
+toolsmith="${CARGO_TARGET_DIR:-target}/$llama_cpu_profile/toolsmith"
 
 workspace="$(mktemp -d "${TMPDIR:-/tmp}/toolsmith-demo.XXXXXX")"
 cp -R examples/workspace/. "$workspace/"
