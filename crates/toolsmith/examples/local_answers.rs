@@ -7,9 +7,10 @@
 //!   prompt does not (for a result with none, such as `write`'s `ok`, one of the call's
 //!   arguments will do). Words are compared lowercased; common English words and words under
 //!   three letters without a digit do not count.
-//! - **short**: one to three sentences (a sentence ends at `.`, `!` or `?` before a space, or
-//!   at a line break), and at most 300 characters (a list of numbers to the token limit is one
-//!   sentence).
+//! - **short**: one to three sentences, as the local model's stop rule counts them
+//!   (`toolsmith_providers::local::answer::sentences`: a sentence ends at `.`, `!` or `?` before
+//!   a space, or at a line break), and at most 300 characters (a list of numbers to the token
+//!   limit is one sentence).
 //!
 //! ```sh
 //! cargo build --release -p toolsmith && cargo run --release -p toolsmith --example local_answers
@@ -27,6 +28,7 @@ use std::time::Instant;
 use serde_json::Value;
 use toolsmith::agent::Agent;
 use toolsmith::providers::local::LocalModel;
+use toolsmith::providers::local::answer::sentences;
 use toolsmith::{Message, ModelOutput, Part, Role};
 use toolsmith_builtins::{RUN_CODE_WORKER_ENV, RunCodeWorker, Workspace};
 use toolsmith_sandbox::SandboxPolicy;
@@ -104,22 +106,6 @@ fn output_text(output: &ModelOutput) -> String {
         }
         other => other.to_text(),
     }
-}
-
-/// Sentences: ended by `.`, `!` or `?` before whitespace, or by a line break.
-fn sentences(text: &str) -> u32 {
-    let mut count = 0;
-    let mut open = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\n' || (".!?".contains(c) && chars.peek().is_none_or(|n| n.is_whitespace())) {
-            count += u32::from(open);
-            open = false;
-        } else if !c.is_whitespace() {
-            open = true;
-        }
-    }
-    count + u32::from(open)
 }
 
 /// What a run's calls and results were: the calls' argument values and the results' words (for
