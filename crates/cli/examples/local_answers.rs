@@ -7,13 +7,17 @@
 //!   prompt does not (for a result with none, such as `write`'s `ok`, one of the call's
 //!   arguments will do). Words are compared lowercased; common English words and words under
 //!   three letters without a digit do not count.
-//! - **short**: one to three sentences (a sentence ends at `.`, `!` or `?` before a space, or
-//!   at a line break), and at most 300 characters (a list of numbers to the token limit is one
-//!   sentence).
+//! - **short**: one to three sentences, as the local model's stop rule counts them
+//!   (`toolsmith_providers::local::answer::sentences`: a sentence ends at `.`, `!` or `?` before
+//!   a space, or at a line break), and at most 300 characters (a list of numbers to the token
+//!   limit is one sentence).
 //!
 //! ```sh
-//! cargo run --release -p toolsmith-cli --example local_answers
+//! cargo build --release -p toolsmith-cli && cargo run --release -p toolsmith-cli --example local_answers
 //! ```
+//!
+//! (`run_code` needs the `toolsmith` binary for its workers: the one beside the example, or
+//! `TOOLSMITH_RUN_CODE_WORKER`.)
 //!
 //! It prints a table (prompt, tool, answer, the two verdicts, sentences, tokens) and the totals.
 
@@ -24,8 +28,9 @@ use std::time::Instant;
 use serde_json::Value;
 use toolsmith::agent::Agent;
 use toolsmith::providers::local::LocalModel;
+use toolsmith::providers::local::answer::sentences;
 use toolsmith::{Message, ModelOutput, Part, Role};
-use toolsmith_builtins::Workspace;
+use toolsmith_builtins::{RUN_CODE_WORKER_ENV, RunCodeWorker, Workspace};
 use toolsmith_sandbox::SandboxPolicy;
 
 /// Files the prompts name, besides the demo's workspace (`examples/workspace`), so that their
@@ -103,37 +108,36 @@ fn output_text(output: &ModelOutput) -> String {
     }
 }
 
-/// Sentences: ended by `.`, `!` or `?` before whitespace, or by a line break.
-fn sentences(text: &str) -> u32 {
-    let mut count = 0;
-    let mut open = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\n' || (".!?".contains(c) && chars.peek().is_none_or(|n| n.is_whitespace())) {
-            count += u32::from(open);
-            open = false;
-        } else if !c.is_whitespace() {
-            open = true;
-        }
-    }
-    count + u32::from(open)
+/// What a run's calls and results were: the calls' argument values and the results' words (for
+/// the verdict), and each call and result as shown (for the table).
+#[derive(Default)]
+struct Calls {
+    inputs: String,
+    results: String,
+    shown_calls: Vec<String>,
+    shown_results: Vec<String>,
 }
 
-/// The calls' inputs and the results' text of a run's messages.
-fn calls_and_results(messages: &[Message]) -> (String, String) {
-    let (mut inputs, mut results) = (String::new(), String::new());
+fn calls_and_results(messages: &[Message]) -> Calls {
+    let mut calls = Calls::default();
     for message in messages {
         for part in &message.content {
             match part {
                 Part::ToolCall(call) if message.role == Role::Assistant => {
-                    leaves(&call.input, &mut inputs);
+                    leaves(&call.input, &mut calls.inputs);
+                    calls
+                        .shown_calls
+                        .push(format!("{} {}", call.tool_name, call.input));
                 }
-                Part::ToolResult(result) => results.push_str(&output_text(&result.output)),
+                Part::ToolResult(result) => {
+                    calls.results.push_str(&output_text(&result.output));
+                    calls.shown_results.push(result.output.to_text());
+                }
                 _ => {}
             }
         }
     }
-    (inputs, results)
+    calls
 }
 
 fn seed(dir: &Path) {
@@ -149,9 +153,9 @@ fn seed(dir: &Path) {
     }
 }
 
-fn cell(text: &str) -> String {
+fn cell(text: &str, chars: usize) -> String {
     let flat = text.replace('|', "\\|").replace('\n', " ⏎ ");
-    match flat.char_indices().nth(160) {
+    match flat.char_indices().nth(chars) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,
     }
@@ -159,9 +163,17 @@ fn cell(text: &str) -> String {
 
 #[tokio::main]
 async fn main() {
-    let model = LocalModel::from_name("")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .with_prompt_cache(None);
+    // `run_code` runs its scripts in worker processes of the `toolsmith` binary: the one built
+    // beside this example, unless TOOLSMITH_RUN_CODE_WORKER names one.
+    let worker = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("toolsmith")))
+        .filter(|path| path.is_file() && std::env::var_os(RUN_CODE_WORKER_ENV).is_none())
+        .map(RunCodeWorker::new);
+    // A model of its own for each run, as each `toolsmith run` is a process of its own: a new
+    // context, its prompt's shared start restored from a prompt cache of the example's own.
+    let prompt_cache = tempfile::tempdir().unwrap();
+    let model = LocalModel::from_name("").unwrap_or_else(|e| panic!("{e}"));
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/local-prompts.json"
@@ -170,36 +182,36 @@ async fn main() {
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (mut grounded, mut short, mut both, mut tokens) = (0, 0, 0, 0u64);
     let started = Instant::now();
-    println!("| prompt | tool | answer | uses the result | short | sentences | tokens |");
-    println!("|---|---|---|---|---|---:|---:|");
+    println!("| prompt | call | result | answer | uses the result | short | sentences | tokens |");
+    println!("|---|---|---|---|---|---|---:|---:|");
     for case in &prompts {
         let prompt = case["prompt"].as_str().unwrap();
         let dir = tempfile::tempdir().unwrap();
         seed(dir.path());
         let workspace = Workspace::new(SandboxPolicy::new(dir.path())).unwrap();
-        let agent = Agent::builder(model.clone())
-            .tools(toolsmith_builtins::all(&workspace))
-            .max_steps(3)
-            .build();
+        let mut tools = toolsmith_builtins::all(&workspace);
+        if let Some(worker) = &worker {
+            tools =
+                tools.with(toolsmith_builtins::run_code(&workspace).with_worker(worker.clone()));
+        }
+        let model = model
+            .clone()
+            .with_prompt_cache(Some(prompt_cache.path().to_path_buf()));
+        let agent = Agent::builder(model).tools(tools).max_steps(3).build();
         let out = match agent.run(prompt).await {
             Ok(out) => out,
             Err(err) => panic!("{prompt}: {err}"),
         };
-        let tools: Vec<&str> = out
-            .steps
-            .iter()
-            .flat_map(|s| &s.tool_calls)
-            .map(|c| c.tool_name.as_str())
-            .collect();
-        let (inputs, results) = calls_and_results(&out.messages);
+        let calls = calls_and_results(&out.messages);
         let answer = out.text.trim();
         let said = words(answer);
         let asked = words(prompt);
-        let mut evidence: BTreeSet<String> = words(&results).difference(&asked).cloned().collect();
+        let mut evidence: BTreeSet<String> =
+            words(&calls.results).difference(&asked).cloned().collect();
         if evidence.is_empty() {
-            evidence = words(&inputs);
+            evidence = words(&calls.inputs);
         }
-        let uses = !tools.is_empty() && !said.is_disjoint(&evidence);
+        let uses = !calls.shown_calls.is_empty() && !said.is_disjoint(&evidence);
         let n = sentences(answer);
         let brief = (1..=3).contains(&n) && answer.chars().count() <= 300;
         let answer_tokens = out
@@ -213,13 +225,10 @@ async fn main() {
         tokens += answer_tokens;
         let yes = |b: bool| if b { "yes" } else { "no" };
         println!(
-            "| {prompt} | {} | {} | {} | {} | {n} | {answer_tokens} |",
-            if tools.is_empty() {
-                "-".to_string()
-            } else {
-                tools.join(", ")
-            },
-            cell(answer),
+            "| {prompt} | {} | {} | {} | {} | {} | {n} | {answer_tokens} |",
+            cell(&calls.shown_calls.join("; "), 80),
+            cell(&calls.shown_results.join("; "), 80),
+            cell(answer, 160),
             yes(uses),
             yes(brief),
         );

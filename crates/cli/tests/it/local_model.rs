@@ -6,13 +6,15 @@
 use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolsmith::agent::{Agent, CallOutcome};
 use toolsmith::providers::local::LocalModel;
+use toolsmith::providers::local::answer::{self, sentences};
 use toolsmith::schema::SchemaValidator;
 use toolsmith::{
-    CallSettings, LanguageModel, Message, ModelPart, ModelRequest, ModelToolCall, ToolChoice,
-    ToolDeclarations, Toolset, UnifiedFinishReason,
+    CallSettings, LanguageModel, Message, ModelOutput, ModelPart, ModelRequest, ModelToolCall,
+    Part, Role, ToolCallPart, ToolChoice, ToolDeclarations, ToolResultPart, Toolset,
+    UnifiedFinishReason,
 };
 use toolsmith_builtins::Workspace;
 use toolsmith_sandbox::SandboxPolicy;
@@ -419,4 +421,88 @@ async fn a_new_context_restores_the_shared_start_from_the_prompt_cache_and_refus
         files,
         "one file, no temporaries left"
     );
+}
+
+/// The answer step after `call` returned `result`, with the request's `local` provider options:
+/// its text and parts.
+async fn answer_to(
+    prompt: &str,
+    call: (&str, Value),
+    result: &str,
+    options: Value,
+) -> (String, Vec<ModelPart>) {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtins(dir.path());
+    let (name, input) = call;
+    let messages = vec![
+        Message::user(prompt),
+        Message::new(
+            Role::Assistant,
+            vec![Part::ToolCall(ToolCallPart {
+                tool_call_id: "c1".into(),
+                tool_name: name.into(),
+                input,
+                provider_executed: false,
+                provider_metadata: Default::default(),
+            })],
+        ),
+        Message::tool_results(vec![ToolResultPart {
+            tool_call_id: "c1".into(),
+            tool_name: name.into(),
+            output: ModelOutput::text(result),
+            provider_executed: false,
+            provider_metadata: Default::default(),
+        }]),
+    ];
+    let mut request = request(prompt, &tools, ToolChoice::Auto);
+    request.messages = messages;
+    request.provider_options = serde_json::from_value(json!({ "local": options })).unwrap();
+    let parts = one_turn(&request).await;
+    let text: String = parts
+        .iter()
+        .filter_map(|p| match p {
+            ModelPart::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    (text, parts)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_answer_to_a_result_is_short_grounded_and_ends_at_its_sentence_limit() {
+    let (text, parts) = answer_to(
+        "What is 17 * 23 + 4?",
+        ("calculator", json!({"expression": "17 * 23 + 4"})),
+        "17 * 23 + 4 = 395",
+        json!({}),
+    )
+    .await;
+    assert!(text.contains("395"), "{text:?}");
+    assert!(
+        (1..=answer::SENTENCES).contains(&sentences(&text)),
+        "{text:?}"
+    );
+    assert_eq!(finish_of(&parts).0, UnifiedFinishReason::Stop);
+
+    let readme = "# Sample workspace\n\nThis folder is the demo agent's workspace. The demo \
+                  copies it to a temporary directory. The agent's tools read and write there, \
+                  and nowhere else.\n\n- `todo.md` lists what is left to do.\n";
+    let read_me = |sentences: u32| {
+        answer_to(
+            "Read README.md to me",
+            ("read", json!({"path": "README.md"})),
+            readme,
+            json!({"answerSentences": sentences}),
+        )
+    };
+    // Without a sentence limit the model goes on, as far as the length bound.
+    let (text, parts) = read_me(0).await;
+    let (_, usage) = finish_of(&parts);
+    assert!(sentences(&text) > 2, "{text:?}");
+    assert!(usage.output.total.unwrap() <= u64::from(answer::MAX_TOKENS));
+    for limit in [1, 2] {
+        let (text, parts) = read_me(limit).await;
+        assert_eq!(sentences(&text), limit, "{text:?}");
+        assert_eq!(finish_of(&parts).0, UnifiedFinishReason::Stop, "{text:?}");
+    }
 }

@@ -29,6 +29,7 @@ use toolsmith_core::{
     ProviderMetadata, UnifiedFinishReason, Usage,
 };
 
+use super::answer;
 use super::forced::Skeleton;
 use super::prompt_cache::{self, PromptCache};
 use super::turn::TurnParser;
@@ -44,6 +45,8 @@ pub(crate) struct Job {
     pub skeleton: Skeleton,
     pub sampling: Sampling,
     pub max_tokens: u32,
+    /// The sentences after which an answer ends, if limited ([`answer::sentences_ended`]).
+    pub sentence_limit: Option<u32>,
     pub model_id: String,
     pub out: UnboundedSender<Result<ModelPart, ModelError>>,
 }
@@ -252,8 +255,10 @@ impl Engine {
         let mut forced_tokens = 0u32;
         // The turn's current line, for the skeleton.
         let mut line = String::new();
-        // The tokens of the answer's text so far, for the repeat ban.
+        // The tokens of the answer's text so far, for the repeat ban, and the text, for the
+        // sentence limit.
         let mut answer_tokens: Vec<LlamaToken> = Vec::new();
+        let mut answer_text = String::new();
         let mut finish = UnifiedFinishReason::Stop;
         loop {
             if generated >= job.max_tokens {
@@ -282,6 +287,18 @@ impl Engine {
             }
             // Fast path: the model's own choice, if the grammar allows it.
             let wanted = chooser.choose_unconstrained(logits);
+            // An answer that has said enough ends here, before the space after its last
+            // sentence (the parser closes it).
+            if let Some(limit) = job.sentence_limit
+                && parser.in_answer()
+                && !answer_text.is_empty()
+            {
+                let next = String::from_utf8_lossy(&vocab.token_to_piece(wanted, false, None))
+                    .into_owned();
+                if answer::sentences_ended(&answer_text, &next) >= limit {
+                    break;
+                }
+            }
             let token = if accepts(&mut grammar, wanted) {
                 wanted
             } else if parser.is_complete() {
@@ -323,6 +340,9 @@ impl Engine {
             }
             if !text.is_empty() {
                 for part in parser.push(&text)? {
+                    if let ModelPart::TextDelta { delta, .. } = &part {
+                        answer_text.push_str(delta);
+                    }
                     let _ = job.out.send(Ok(part));
                 }
             }

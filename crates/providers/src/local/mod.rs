@@ -16,6 +16,9 @@
 //! need several steps; the request's provider options can set it per call:
 //! `{"local": {"toolRounds": 3}}`.
 //!
+//! **The answer after a tool result** has a prompt of its own, a length bound and a stop rule
+//! ([`answer`]): short answers that restate the result, instead of an echo or a ramble.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), toolsmith_core::ModelError> {
 //! use toolsmith_providers::local::LocalModel;
@@ -25,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod answer;
 mod engine;
 mod forced;
 pub mod grammar;
@@ -49,7 +53,8 @@ use self::grammar::TurnShape;
 pub use self::prompt::PromptFormat;
 use crate::provider_tools;
 
-/// The most tokens a turn may take when the request does not say.
+/// The most tokens a turn may take when the request does not say (an answer to a tool result:
+/// [`answer::MAX_TOKENS`]).
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
 
 /// The embedded model: llama.cpp in this process, grammar-constrained tool calls.
@@ -194,6 +199,14 @@ impl LocalModel {
         Ok(())
     }
 
+    /// How many sentences an answer to a tool result may have: the request's provider option
+    /// `answerSentences` (0: no limit), else [`answer::SENTENCES`].
+    fn answer_sentences(request: &ModelRequest) -> Option<u32> {
+        let limit = local_option(request, "answerSentences")
+            .map_or(answer::SENTENCES, |n| n.min(u64::from(u32::MAX)) as u32);
+        (limit > 0).then_some(limit)
+    }
+
     /// What the grammar allows this turn: the request's tool choice, then the tool-round
     /// policy.
     fn shape(&self, request: &ModelRequest) -> TurnShape {
@@ -201,11 +214,7 @@ impl LocalModel {
             ToolChoice::None => TurnShape::Answer,
             ToolChoice::Required | ToolChoice::Tool { .. } => TurnShape::Calls,
             ToolChoice::Auto => {
-                let rounds = request
-                    .provider_options
-                    .get("local")
-                    .and_then(|o| o.get("toolRounds"))
-                    .and_then(serde_json::Value::as_u64)
+                let rounds = local_option(request, "toolRounds")
                     .map_or(self.inner.settings.tool_rounds, |n| {
                         n.min(u64::from(u32::MAX)) as u32
                     });
@@ -227,6 +236,15 @@ impl std::fmt::Debug for LocalModel {
             .field("tool_rounds", &self.inner.settings.tool_rounds)
             .finish_non_exhaustive()
     }
+}
+
+/// A number among the request's provider options for `local`.
+fn local_option(request: &ModelRequest, name: &str) -> Option<u64> {
+    request
+        .provider_options
+        .get("local")
+        .and_then(|o| o.get(name))
+        .and_then(serde_json::Value::as_u64)
 }
 
 /// Tool-result messages since the last user message.
@@ -332,15 +350,26 @@ impl LanguageModel for LocalModel {
         }
         let shape = self.shape(request);
         let grammar = turn_grammar(request, &tools, shape, optional)?;
-        let (prompt, shared_len) =
-            prompt::build_split(&request.messages, &tools, self.inner.settings.format);
+        let format = self.inner.settings.format;
+        let answering = answer::follows_result(&request.messages, shape == TurnShape::Answer);
+        let (prompt, shared_len) = if answering {
+            answer::build_split(&request.messages)
+        } else {
+            prompt::build_split(&request.messages, &tools, format)
+        };
         let settings = &request.settings;
+        let default_max_tokens = if answering {
+            answer::MAX_TOKENS
+        } else {
+            DEFAULT_MAX_TOKENS
+        };
         let (out, parts) = tokio::sync::mpsc::unbounded_channel();
         let _ = out.send(Ok(ModelPart::StreamStart { warnings }));
         self.submit(Job {
             prompt,
             shared_len,
-            parse_special: self.inner.settings.format == PromptFormat::Gemma,
+            // The answer's prompt is plain text in either format.
+            parse_special: format == PromptFormat::Gemma && !answering,
             grammar,
             skeleton: Skeleton::new(&tools, shape),
             sampling: Sampling {
@@ -349,7 +378,8 @@ impl LanguageModel for LocalModel {
                 top_k: settings.top_k,
                 seed: settings.seed.unwrap_or(0) as u32,
             },
-            max_tokens: settings.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            max_tokens: settings.max_output_tokens.unwrap_or(default_max_tokens),
+            sentence_limit: answering.then(|| Self::answer_sentences(request)).flatten(),
             model_id: self.inner.settings.model_id.clone(),
             out,
         })?;

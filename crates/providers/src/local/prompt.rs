@@ -9,7 +9,8 @@
 //! the grammar already forbids anything else, the examples teach *which* call.
 //!
 //! The prompt is a pure function of the request, and earlier turns render identically in later
-//! steps, so the engine's KV cache reuses everything up to the newest message.
+//! steps, so the engine's KV cache reuses everything up to the newest message. (The answer to a
+//! tool result has a prompt of its own: [`super::answer`].)
 
 use serde_json::{Value, json};
 use toolsmith_core::{Message, ModelOutput, Part, Role, ToolDeclaration};
@@ -119,11 +120,7 @@ pub(crate) fn build_split(
     format: PromptFormat,
 ) -> (String, usize) {
     let mut out = String::new();
-    let mut preamble = String::new();
-    for message in messages.iter().filter(|m| m.role == Role::System) {
-        preamble.push_str(message.text().trim());
-        preamble.push_str("\n\n");
-    }
+    let mut preamble = system_text(messages);
     preamble.push_str(&tool_section(tools));
     let mut first_user = true;
     let mut turn = |out: &mut String, role: Role, text: &str| match format {
@@ -184,6 +181,16 @@ pub(crate) fn build_split(
     (out, shared)
 }
 
+/// The system messages' text, each followed by a blank line.
+pub(super) fn system_text(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages.iter().filter(|m| m.role == Role::System) {
+        out.push_str(message.text().trim());
+        out.push_str("\n\n");
+    }
+    out
+}
+
 /// What the model sees about the tools: how to call, and one line per tool.
 fn tool_section(tools: &[&ToolDeclaration]) -> String {
     if tools.is_empty() {
@@ -233,7 +240,7 @@ fn assistant_turn(message: &Message) -> String {
 }
 
 /// JSON with a space after `:` and `,`, as in the examples.
-fn spaced_json(value: &Value) -> String {
+pub(super) fn spaced_json(value: &Value) -> String {
     let compact = value.to_string();
     let mut out = String::with_capacity(compact.len() + 16);
     let mut in_string = false;
@@ -256,7 +263,9 @@ fn spaced_json(value: &Value) -> String {
     out
 }
 
-fn result_text(output: &ModelOutput) -> String {
+/// A tool result as the prompt shows it: its text, marked if it is an error, cut to
+/// [`MAX_RESULT_CHARS`].
+pub(super) fn result_text(output: &ModelOutput) -> String {
     let text = output.to_text();
     let text = text.trim();
     let prefix = if output.is_error() { "Error: " } else { "" };
