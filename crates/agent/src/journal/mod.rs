@@ -98,24 +98,7 @@ impl Journal {
     /// Saves the thread now, with the outcomes waiting for it. A save still waiting for an
     /// intent is written as part of this one.
     pub(crate) async fn save(&self, save: ThreadSave<'_>) -> Result<(), RunLogError> {
-        let Staged {
-            save: staged,
-            settled,
-        } = std::mem::take(&mut *self.lock());
-        let merged;
-        let save = match staged {
-            Some(staged) => {
-                merged = staged.merge(save);
-                merged.borrow()
-            }
-            None => save,
-        };
-        let batch = LogBatch {
-            settled: &settled,
-            save: Some(save),
-            intend: None,
-        };
-        self.log.commit(batch).await.map(drop)
+        self.commit_staged(Some(save), None, None).await.map(drop)
     }
 
     /// Keeps the thread as it stands right before a step's calls run one by one, to write with
@@ -135,13 +118,7 @@ impl Journal {
 
     /// Records that `call` is about to execute (with whatever waits), and returns its fate.
     pub(crate) async fn intend(&self, call: &LoggedCall) -> Result<Intent, RunLogError> {
-        let Staged { save, settled } = std::mem::take(&mut *self.lock());
-        let batch = LogBatch {
-            settled: &settled,
-            save: save.as_ref().map(OwnedSave::borrow),
-            intend: Some(call),
-        };
-        let committed = self.log.commit(batch).await?;
+        let committed = self.commit_staged(None, Some(call), None).await?;
         Ok(committed.intent.unwrap_or(Intent::Execute))
     }
 
@@ -152,20 +129,39 @@ impl Journal {
             self.lock().settled.push(done);
             return Ok(());
         }
-        let Staged { save, mut settled } = std::mem::take(&mut *self.lock());
-        settled.push(done);
-        let batch = LogBatch {
-            settled: &settled,
-            save: save.as_ref().map(OwnedSave::borrow),
-            intend: None,
-        };
-        self.log.commit(batch).await.map(drop)
+        self.commit_staged(None, None, Some(done)).await.map(drop)
     }
 
     /// Keeps an outcome for the next commit, whatever it is (a call stopped before it
     /// returned: there is no waiting from where it is recorded).
     pub(crate) fn settle_later(&self, done: SettledCall) {
         self.lock().settled.push(done);
+    }
+
+    /// Commits what is staged with `save` (merged after the staged save), `intend` and `done`
+    /// (after the staged outcomes), in one batch.
+    async fn commit_staged(
+        &self,
+        save: Option<ThreadSave<'_>>,
+        intend: Option<&LoggedCall>,
+        done: Option<SettledCall>,
+    ) -> Result<Committed, RunLogError> {
+        let Staged {
+            save: staged,
+            mut settled,
+        } = std::mem::take(&mut *self.lock());
+        settled.extend(done);
+        let merged = staged.map(|staged| match save {
+            Some(save) => staged.merge(save),
+            None => staged,
+        });
+        let save = merged.as_ref().map(OwnedSave::borrow).or(save);
+        let batch = LogBatch {
+            settled: &settled,
+            save,
+            intend,
+        };
+        self.log.commit(batch).await
     }
 
     fn lock(&self) -> MutexGuard<'_, Staged> {

@@ -74,14 +74,18 @@ impl HelperCommand {
         command
     }
 
-    /// The helper's command in `run` mode, its stdin the helper's end of a new channel, and
-    /// the launcher's end. Spawn it, drop the command (it holds the helper's end, and EOF must
-    /// come), then send the plan on the launcher's end.
-    pub(crate) fn run_command(
+    /// Starts the helper in `run` mode, its stdin the helper's end of a new channel; returns the
+    /// process and the launcher's end, on which the plan is sent. The helper's end is closed here
+    /// once the helper holds it, so EOF comes when the helper is gone.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Helper`] when the channel cannot be made or the helper cannot be started.
+    pub(crate) fn start_run(
         &self,
         stdout: Stdio,
         stderr: Stdio,
-    ) -> Result<(std::process::Command, UnixStream), ExecError> {
+    ) -> Result<(std::process::Child, UnixStream), ExecError> {
         let (ours, theirs) = channel::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the helper's channel: {e}")))?;
         let mut command = self.command("run");
@@ -89,12 +93,13 @@ impl HelperCommand {
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
             .stdout(stdout)
             .stderr(stderr);
-        Ok((command, ours))
-    }
-
-    /// The error for a helper that cannot be started.
-    pub(crate) fn cannot_start(&self, e: std::io::Error) -> ExecError {
-        ExecError::Helper(format!("cannot start {}: {e}", self.program.display()))
+        let spawned = command.spawn();
+        // The command holds the helper's end of the channel (and whatever `stdout` is): drop it.
+        drop(command);
+        let child = spawned.map_err(|e| {
+            ExecError::Helper(format!("cannot start {}: {e}", self.program.display()))
+        })?;
+        Ok((child, ours))
     }
 
     /// Runs the helper's `probe` mode (namespaces), synchronously.

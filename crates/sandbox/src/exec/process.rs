@@ -7,6 +7,7 @@
 //! pidfds are missing, a blocking thread only *peeks* at the exit (`waitid(WNOWAIT)`), so the
 //! child is still reaped here and its pid, the process group's id, stays taken until then.
 //! Dropped before it was reaped, the helper is killed and reaped on a thread of its own.
+//! [`SandboxedChild`](super::SandboxedChild) holds one too, and reaps it synchronously.
 
 use std::io;
 use std::process::{Child, ChildStderr, ChildStdout, ExitStatus};
@@ -94,6 +95,27 @@ impl HelperProcess {
                 Ok(status)
             }
         }
+    }
+
+    /// Whether the helper has exited, without reaping it (its pid, the group's id, stays taken).
+    pub(crate) fn exited(&self) -> bool {
+        let Some(pid) = Pid::from_raw(i32::try_from(self.id()).unwrap_or(0)) else {
+            return true;
+        };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        self.reaped || !matches!(waitid(WaitId::Pid(pid), options), Ok(None))
+    }
+
+    /// Waits for the helper to exit and reaps it, blocking the calling thread.
+    pub(crate) fn wait_blocking(&mut self) -> io::Result<ExitStatus> {
+        let status = loop {
+            match self.child_mut()?.wait() {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        self.reaped = true;
+        Ok(status)
     }
 
     /// The exit status if the helper has exited (reaping it), without waiting.

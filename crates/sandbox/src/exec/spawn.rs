@@ -11,11 +11,12 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ChildStderr, ExitStatus, Stdio};
+use std::process::{ChildStderr, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::cgroup::Cgroup;
 use super::launcher::enter_group;
+use super::process::HelperProcess;
 use super::{ExecError, ExecRequest, Launcher, channel};
 use crate::git::GitProtection;
 
@@ -63,7 +64,7 @@ impl SpawnRequest {
 /// reaps the helper.
 #[derive(Debug)]
 pub struct SandboxedChild {
-    child: Child,
+    child: HelperProcess,
     channel: UnixStream,
     /// The helper's plan-and-error channel, read once the helper has exited.
     helper: UnixStream,
@@ -180,33 +181,20 @@ impl SandboxedChild {
     /// the tree, reaps the helper and reads what was written to stderr.
     pub fn finish(mut self) -> Ended {
         let until = std::time::Instant::now() + EXIT_GRACE;
-        while !self.exited() && std::time::Instant::now() < until {
+        while !self.child.exited() && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         self.reap()
     }
 
-    /// Whether the helper has exited, without reaping it (its pid, the group's id, stays taken).
-    fn exited(&self) -> bool {
-        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-        let Some(pid) = Pid::from_raw(self.killer.inner.pid) else {
-            return true;
-        };
-        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-        !matches!(waitid(WaitId::Pid(pid), options), Ok(None))
-    }
-
     /// Kills the tree (a no-op for one that has exited), then reaps the helper.
     fn reap(&mut self) -> Ended {
         self.killer.kill_for_reaping();
-        let status = loop {
-            match self.child.wait() {
-                Ok(status) => break status,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                // Already reaped (only through `finish`, which consumes): report a kill.
-                Err(_) => break ExitStatus::from_raw(libc::SIGKILL),
-            }
-        };
+        // An error means already reaped (only through `finish`, which consumes): report a kill.
+        let status = self
+            .child
+            .wait_blocking()
+            .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL));
         let stderr = self.stderr.take().map(read_available).unwrap_or_default();
         let error = channel::error_of(&channel::collect(&mut self.helper));
         drop(self.group.take());
@@ -299,14 +287,12 @@ impl Launcher {
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the channel: {e}")))?;
-        let (mut command, helper) = self
+        // `start_run` drops the program's end of both channels: EOF on ours means it is gone.
+        let (child, helper) = self
             .helper
-            .run_command(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
-        let spawned = command.spawn();
-        // The command holds the program's end of both channels: EOF on ours means it is gone.
-        drop(command);
-        let mut child = spawned.map_err(|e| self.helper.cannot_start(e))?;
-        let stderr = child.stderr.take();
+            .start_run(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
+        let mut child = HelperProcess::new(child);
+        let (_, stderr) = child.take_pipes();
         let killer = GroupKiller {
             inner: Arc::new(KillerState {
                 pid: i32::try_from(child.id()).unwrap_or(0),

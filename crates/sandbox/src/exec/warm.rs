@@ -103,11 +103,8 @@ impl Waiting {
             Ok(group) => (group, None),
             Err(warning) => (None, Some(warning)),
         };
-        let (mut command, channel) = helper.run_command(Stdio::piped(), Stdio::piped())?;
-        let spawned = command.spawn();
-        // The command holds the helper's end of the channel: drop it, or EOF never comes.
-        drop(command);
-        let process = HelperProcess::new(spawned.map_err(|e| helper.cannot_start(e))?);
+        let (child, channel) = helper.start_run(Stdio::piped(), Stdio::piped())?;
+        let process = HelperProcess::new(child);
         // On error `process` is dropped, which kills the helper.
         enter_group(group.as_ref(), Some(process.id()))?;
         Ok(Waiting {
