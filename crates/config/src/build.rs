@@ -11,6 +11,9 @@ use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
 use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, error};
 
+/// The most steps a run takes when the config does not say (`maxSteps`).
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+
 /// Builds the model a `model` entry names (`toolsmith run`: the provider registry).
 pub type ResolveModel<'a> =
     &'a (dyn Fn(&ModelConfig) -> Result<Arc<dyn LanguageModel>, String> + Sync);
@@ -77,6 +80,39 @@ impl AgentConfig {
             tools.add(approved(Arc::new(tool), entry.needs_approval));
         }
         Ok(tools)
+    }
+
+    /// The agent this config describes, to build: `tools` (the config's own toolset, from
+    /// [`toolset`](Self::toolset) or the caller's choice) with the composite tools added, on
+    /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`, the approval
+    /// settings and the declared variables (values from the config, else `cx.lookup`) set.
+    /// The caller may override any of them on the builder.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_composite_tools`](Self::with_composite_tools).
+    pub fn agent_builder(
+        &self,
+        tools: Toolset,
+        cx: &BuildContext<'_>,
+        parent: &ParentAgent,
+    ) -> Result<AgentBuilder, ConfigError> {
+        let tools = self.with_composite_tools(tools, cx, parent)?;
+        let mut builder = Agent::builder_shared(Arc::clone(&parent.model))
+            .tools(tools)
+            .max_steps(self.max_steps.unwrap_or(DEFAULT_MAX_STEPS));
+        if let Some(instructions) = &self.instructions {
+            builder = builder.instructions(instructions.clone());
+        }
+        if let Some(policy) = self.execution {
+            builder = builder.execution(policy);
+        }
+        if let Some(approval) = &self.approval {
+            builder = builder
+                .approval_policy(approval.policy.clone())
+                .approval_timeout(approval.timeout, approval.timeout_action);
+        }
+        Ok(self.declare_variables(builder, cx.lookup))
     }
 
     /// Declares the config's variables on `builder`, with their values: the config's own

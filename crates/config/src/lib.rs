@@ -63,12 +63,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use toolsmith_agent::{ApprovalPolicy, ExecutionPolicy, TimeoutAction};
-use toolsmith_core::{Approval, ClientTool, ToolSpec, Toolset};
+use toolsmith_core::{Approval, AsyncMode, ClientTool, ToolSpec, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
 };
 
-pub use build::{BuildContext, ParentAgent, ResolveModel};
+pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 
 /// A config error, with the agent harness's message.
@@ -127,6 +127,9 @@ pub struct ToolConfig {
     pub needs_approval: Option<bool>,
     /// Tool-level variable values (`env`).
     pub env: Vec<(String, String)>,
+    /// `async: true`, with `execution` (default `same-invocation`): the tool runs outside
+    /// the model's turn, which only the harness service can do (`toolsmith run` refuses it).
+    pub async_mode: Option<AsyncMode>,
     /// The options passed to the tool's factory.
     pub options: Map<String, Value>,
 }
@@ -431,6 +434,38 @@ impl AgentConfig {
         Ok(config)
     }
 
+    /// The path of the first tool with `async: true` in this config or a sub-agent's or
+    /// prompt's config in it (`config.tools.<name>`, `config.subagents[0].tools.<name>`…), for
+    /// callers that run every tool inline.
+    ///
+    /// ```
+    /// use toolsmith_config::AgentConfig;
+    ///
+    /// let config = AgentConfig::from_json(r#"{"tools": {"read": {"async": true}}}"#).unwrap();
+    /// assert_eq!(config.async_tool().as_deref(), Some("config.tools.read"));
+    /// ```
+    pub fn async_tool(&self) -> Option<String> {
+        let own = self.tools.iter().flatten().find(|t| t.async_mode.is_some());
+        if let Some(tool) = own {
+            return Some(format!("config.tools.{}", tool.name));
+        }
+        let nested = |kind: &str, i: usize, agent: &AgentConfig| {
+            agent
+                .async_tool()
+                .map(|path| path.replacen("config.", &format!("config.{kind}[{i}]."), 1))
+        };
+        self.subagents
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| nested("subagents", i, &s.agent))
+            .or_else(|| {
+                self.prompts
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, p)| nested("prompts", i, &p.agent))
+            })
+    }
+
     /// Whether `name` is declared a secret variable (`"type": "secret"`, the default type)
     /// by this config or by a sub-agent's or prompt's config in it, at any depth.
     ///
@@ -605,21 +640,18 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         let needs_approval = flag(&mut options, "needsApproval")?;
         let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
         let is_async = flag(&mut options, "async")?.unwrap_or(false);
-        match options.remove("execution") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(mode))
-                if mode == "same-invocation" || mode == "external-dispatch" => {}
+        let execution = match options.remove("execution") {
+            None | Some(Value::Null) => AsyncMode::SameInvocation,
+            Some(Value::String(mode)) if mode == "same-invocation" => AsyncMode::SameInvocation,
+            Some(Value::String(mode)) if mode == "external-dispatch" => {
+                AsyncMode::ExternalDispatch
+            }
             Some(_) => {
                 return Err(error(format!(
                     "config.tools.{name}.execution must be \"same-invocation\" or \"external-dispatch\""
                 )));
             }
-        }
-        if is_async && is_enabled {
-            return Err(error(format!(
-                "config.tools.{name}.async needs the harness service; `toolsmith run` runs tools inline"
-            )));
-        }
+        };
         if BUILTIN_TOOLS.contains(&name.as_str())
             && let Some(key) = options.keys().next()
         {
@@ -632,6 +664,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 name,
                 needs_approval,
                 env,
+                async_mode: is_async.then_some(execution),
                 options,
             });
         }

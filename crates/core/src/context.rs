@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables};
+use crate::{AsyncCall, Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables};
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
 ///
@@ -72,6 +72,8 @@ pub struct ToolContext {
     idempotency_key: Arc<str>,
     cancel: CancellationToken,
     resume: Option<Arc<NestedResume>>,
+    /// For a tool run asynchronously by the service: its call's async side.
+    async_call: Option<Arc<AsyncCall>>,
     /// The variables as they were when the call started.
     variables: Arc<Variables>,
 }
@@ -95,6 +97,7 @@ impl ToolContext {
             idempotency_key,
             cancel,
             resume: None,
+            async_call: None,
             variables,
         }
     }
@@ -312,6 +315,18 @@ impl ToolContext {
     /// Marks this call as the resumption of a paused sub-agent run.
     pub fn with_resume(mut self, resume: NestedResume) -> Self {
         self.resume = Some(Arc::new(resume));
+        self
+    }
+
+    /// For a tool configured `async: true` in the harness service: its call's result id and
+    /// where to complete it. `None` for an ordinary call.
+    pub fn async_call(&self) -> Option<&AsyncCall> {
+        self.async_call.as_deref()
+    }
+
+    /// Marks this call as run asynchronously, as `call` says.
+    pub fn with_async_call(mut self, call: AsyncCall) -> Self {
+        self.async_call = Some(Arc::new(call));
         self
     }
 

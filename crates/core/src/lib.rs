@@ -41,6 +41,7 @@
 //! ```
 
 mod approval;
+mod async_call;
 mod client_tool;
 mod context;
 mod declarations;
@@ -70,6 +71,7 @@ mod variables;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
 pub use client_tool::ClientTool;
+pub use async_call::AsyncCall;
 pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext, UsageReports};
 pub use declarations::{ToolDeclaration, ToolDeclarations};
 pub use error::{Disposition, Pause, PauseKind, ToolError};

@@ -25,6 +25,7 @@ mod open;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod service;
 mod store;
 mod thread;
 
@@ -35,10 +36,14 @@ pub use error::StoreError;
 pub use holder::Holder;
 pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};
 pub use memory::MemoryStore;
-pub use open::open;
+pub use open::{open, open_service};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+pub use service::{
+    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
+    EventStatus, ServiceStore,
+};
 pub use store::{Store, StoredValue};
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus, ThreadWrite};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{Store, StoreError};
+use crate::{ServiceStore, Store, StoreError};
 
 /// Opens the store a URL names: `sqlite:PATH` (also `sqlite://PATH`; the file is created if
 /// needed) or `postgres://…` / `postgresql://…` (a libpq URL or key-value string after the
@@ -30,6 +30,17 @@ use crate::{Store, StoreError};
 /// # });
 /// ```
 pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    let store: Arc<dyn Store> = open_service(url).await?;
+    Ok(store)
+}
+
+/// [`open`], as the [`ServiceStore`] every backend also is (the harness service's accounts,
+/// agents, events and async results besides the threads).
+///
+/// # Errors
+///
+/// As [`open`].
+pub async fn open_service(url: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     if let Some(path) = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
@@ -51,22 +62,22 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 }
 
 #[cfg(feature = "sqlite")]
-async fn open_sqlite(path: &str) -> Result<Arc<dyn Store>, StoreError> {
+async fn open_sqlite(path: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     Ok(Arc::new(crate::SqliteStore::open(path).await?))
 }
 
 #[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(_: &str) -> Result<Arc<dyn Store>, StoreError> {
+async fn open_sqlite(_: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     Err(not_built("SQLite", "sqlite"))
 }
 
 #[cfg(feature = "postgres")]
-async fn connect_postgres(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+async fn connect_postgres(url: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     Ok(Arc::new(crate::PostgresStore::connect(url).await?))
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn connect_postgres(_: &str) -> Result<Arc<dyn Store>, StoreError> {
+async fn connect_postgres(_: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     Err(not_built("PostgreSQL", "postgres"))
 }
 

@@ -37,7 +37,7 @@ pub(crate) enum ApproveMode {
 
 /// The built-ins `toolsmith run` asks about unless `--approve auto`: those that write files
 /// or run commands.
-pub(crate) const ASK_BY_DEFAULT: &[&str] = &["write", "edit", "bash"];
+pub(crate) use toolsmith_builtins::CHANGING_TOOLS as ASK_BY_DEFAULT;
 
 /// The reason a call is denied when `--approve ask` has no terminal to ask on.
 pub(crate) const NO_TERMINAL: &str =
@@ -55,16 +55,7 @@ pub(crate) fn ask_by_default(builtins: Toolset, mode: ApproveMode) -> Toolset {
     if mode == ApproveMode::Auto {
         return builtins;
     }
-    let mut tools = builtins;
-    for name in ASK_BY_DEFAULT {
-        let unset = tools
-            .get(name)
-            .is_some_and(|t| matches!(t.meta().approval, Approval::Policy));
-        if unset {
-            tools = tools.map_meta(name, |meta| meta.approval(Approval::Always));
-        }
-    }
-    tools
+    toolsmith_builtins::ask_before_changes(builtins)
 }
 
 /// The answer to one approval under `mode`: asked on the terminal (`y`, `n` or `a` for always),

@@ -5,6 +5,7 @@ mod doctor;
 mod print;
 mod run;
 mod secrets;
+mod serve;
 mod spinner;
 mod threads;
 mod tool;
@@ -43,6 +44,18 @@ enum Command {
         #[command(subcommand)]
         command: tools::ToolsCommand,
     },
+    /// Serve agents over HTTP: runs streamed as SSE, async and external tools, approvals.
+    Serve(Box<serve::ServeArgs>),
+    /// Manage the service's accounts.
+    Accounts {
+        #[command(subcommand)]
+        command: serve::AccountsCommand,
+    },
+    /// Manage the service's agents.
+    Agents {
+        #[command(subcommand)]
+        command: serve::AgentsCommand,
+    },
 }
 
 /// Exit code of a failed run (usage errors exit 2, through clap).
@@ -59,6 +72,9 @@ pub(crate) async fn main() -> ExitCode {
         Command::Tools { command } => tools::tools(command),
         Command::Doctor(args) => doctor::doctor(args),
         Command::Threads { command } => threads::threads(command).await,
+        Command::Serve(args) => serve::serve(*args).await,
+        Command::Accounts { command } => serve::accounts(command).await,
+        Command::Agents { command } => serve::agents(command).await,
     }
 }
 

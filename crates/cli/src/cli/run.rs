@@ -166,6 +166,12 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             Err(e) => return usage_error(format!("--config {}: {e}", path.display())),
         },
     };
+    if let Some(path) = config.async_tool() {
+        return usage_error(format!(
+            "{path}.async needs the harness service (`toolsmith serve`); `toolsmith run` runs \
+             tools inline"
+        ));
+    }
     let model_name = match (&args.model, &config.model) {
         (Some(model), _) => model.clone(),
         (None, Some(model)) => model.spec(),
@@ -244,26 +250,18 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         provider: provider.to_string(),
         approval: config.approval.clone(),
     };
-    let tools = match config.with_composite_tools(tools, &build, &parent) {
-        Ok(tools) => tools,
+    let mut builder = match config.agent_builder(tools, &build, &parent) {
+        Ok(builder) => builder,
         Err(e) => return usage_error(e.to_string()),
     };
-
-    let mut builder = Agent::builder_shared(Arc::clone(&model))
-        .tools(tools)
-        .max_steps(args.max_steps.or(config.max_steps).unwrap_or(10));
-    if let Some(instructions) = args.instructions.or(config.instructions.clone()) {
+    if let Some(max_steps) = args.max_steps {
+        builder = builder.max_steps(max_steps);
+    }
+    if let Some(instructions) = args.instructions.clone() {
         builder = builder.instructions(instructions);
     }
     if let Some(max) = args.parallel {
         builder = builder.execution(ExecutionPolicy::Parallel { max: max.into() });
-    } else if let Some(policy) = config.execution {
-        builder = builder.execution(policy);
-    }
-    if let Some(approval) = &config.approval {
-        builder = builder
-            .approval_policy(approval.policy.clone())
-            .approval_timeout(approval.timeout, approval.timeout_action);
     }
     // A stored run may pause in one process and resume in another: its approval ids are
     // signed with a key every process derives from the secret key, which also seals the
@@ -280,7 +278,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         }
         Some(Err(e)) => return usage_error(format!("--db: {e}")),
     };
-    let agent = config.declare_variables(builder, &lookup).build();
+    let agent = builder.build();
 
     let cancel = CancellationToken::new();
     tokio::spawn({

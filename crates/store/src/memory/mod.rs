@@ -1,5 +1,7 @@
 //! [`MemoryStore`]: the in-memory backend, for tests and the library default.
 
+mod service;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -33,6 +35,8 @@ use crate::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    /// What [`ServiceStore`](crate::ServiceStore) keeps.
+    service: Mutex<service::ServiceState>,
 }
 
 #[derive(Debug, Default)]

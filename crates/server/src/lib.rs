@@ -1,0 +1,128 @@
+//! The toolsmith harness service: agents configured per account, runs started over HTTP and
+//! streamed back, tools that run outside the model's turn and report back through a
+//! completion endpoint, approvals answered in a later request (`toolsmith serve`).
+//!
+//! Routes (the agent harness's, with its bodies, status codes and texts):
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /` | a run, streamed as SSE (`data: <run part>`; heartbeats while async work is pending) |
+//! | `POST /async` | a run in the background: 202 with a `statusUrl` |
+//! | `GET /status/{eventId}?agentId=` | `processing` \| `awaiting_approval` \| `completed` \| `failed` |
+//! | `POST /async-tools/{resultId}/complete` | an external worker settles an async call |
+//! | `PUT /agents/{agentId}`, `GET /agents`, `DELETE /agents/{agentId}` | the caller's agents |
+//! | `/admin/…` | accounts, agents and credentials, with `TOOLSMITH_ADMIN_SECRET` |
+//! | any other `GET` | health |
+//!
+//! State lives in a [`ServiceStore`](toolsmith_store::ServiceStore): SQLite for one machine,
+//! PostgreSQL for replicas. The user's guide is `docs/service.md`.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolsmith_server::{Service, ServiceOptions};
+//! use toolsmith_store::{MemoryStore, SecretKey};
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let service = Service::new(
+//!     Arc::new(MemoryStore::new()),
+//!     SecretKey::generate(),
+//!     ServiceOptions::default(),
+//!     "http://127.0.0.1:8080",
+//! );
+//! toolsmith_server::serve(listener, service, std::future::pending()).await
+//! # }
+//! ```
+
+pub mod admin;
+pub mod async_tools;
+pub mod auth;
+mod error;
+mod events;
+mod routes;
+mod runs;
+mod service;
+mod sse;
+
+use std::future::Future;
+
+use axum::Router;
+use axum::routing::{get, post, put};
+use tower_http::limit::RequestBodyLimitLayer;
+
+pub use error::ApiError;
+pub use service::{Service, ServiceOptions};
+
+/// The service's routes (see the [crate docs](crate)), with the request body limit applied
+/// (413 above [`ServiceOptions::max_body_bytes`]).
+pub fn router(service: Service) -> Router {
+    let limit = service.options().max_body_bytes;
+    Router::new()
+        .route("/", post(routes::run_streamed))
+        .route("/async", post(routes::run_async))
+        .route("/status/{event_id}", get(routes::status))
+        .route(
+            "/async-tools/{result_id}/complete",
+            post(async_tools::completion::complete),
+        )
+        .route("/agents", get(admin::own_agents))
+        .route(
+            "/agents/{agent_id}",
+            put(admin::own_put_agent).delete(admin::own_delete_agent),
+        )
+        .route(
+            "/admin/accounts",
+            post(admin::post_account).get(admin::get_accounts),
+        )
+        .route(
+            "/admin/accounts/{account}/agents/{agent_id}",
+            put(admin::admin_put_agent),
+        )
+        .route(
+            "/admin/accounts/{account}/credentials/{name}",
+            put(admin::admin_put_credential),
+        )
+        .fallback(routes::fallback)
+        .method_not_allowed_fallback(routes::fallback)
+        .layer(RequestBodyLimitLayer::new(limit))
+        .with_state(service)
+}
+
+/// Serves the service on `listener` until `shutdown` completes; then stops accepting and
+/// lets requests in flight finish.
+///
+/// # Errors
+///
+/// When the listener fails.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    service: Service,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(service))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// JavaScript's `encodeURIComponent`: every byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`
+/// percent-encoded.
+pub(crate) fn encode_component(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'!'
+            | b'~'
+            | b'*'
+            | b'\''
+            | b'('
+            | b')' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

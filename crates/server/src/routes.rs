@@ -1,0 +1,195 @@
+//! The agent harness's routes: `POST /` (a run streamed as SSE), `POST /async` (a run in the
+//! background, 202 with a `statusUrl`), `GET /status/{eventId}?agentId=` (where it stands),
+//! health on any other `GET`, 405 for other methods.
+//!
+//! Every route but health takes the account's bearer secret (401 `{"error":"Unauthorized"}`
+//! without it). Agents, events and async results are looked up within the caller's account:
+//! another account's answers exactly as a missing one.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use toolsmith_core::AsyncMode;
+use toolsmith_store::{EventRecord, EventStatus};
+
+use crate::async_tools::ASYNC_RESULT_TTL;
+use crate::events::RunBody;
+use crate::runs::{self, RequestPath, RunRequest, thread_id};
+use crate::service::toolsmith_store_now;
+use crate::{ApiError, Service, auth, encode_component, sse};
+
+/// How many parts a streamed run may be ahead of a slow reader.
+const STREAM_BUFFER: usize = 256;
+
+/// `POST /`.
+pub(crate) async fn run_streamed(
+    State(service): State<Service>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let Some(request) = begin(&service, &headers, &body, RequestPath::Stream).await? else {
+        return Ok(sse::empty());
+    };
+    let (built, request) = request;
+    let input = match runs::claim(&service, &request).await {
+        Ok(input) => input,
+        Err(e) => return Err(fail_event(&service, &request, e).await),
+    };
+    let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
+    tokio::spawn(runs::drive(service, built, request, input, Some(sender)));
+    Ok(sse::response(receiver))
+}
+
+/// `POST /async`.
+pub(crate) async fn run_async(
+    State(service): State<Service>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let parsed = RunBody::parse(&body)?;
+    let accepted = |service: &Service| {
+        let status_url = format!(
+            "{}/status/{}?agentId={}",
+            service.inner.public_url,
+            encode_component(&parsed.event_id),
+            encode_component(&parsed.agent_id)
+        );
+        (
+            StatusCode::ACCEPTED,
+            axum::Json(json!({
+                "eventId": parsed.event_id,
+                "agentId": parsed.agent_id,
+                "status": "processing",
+                "statusUrl": status_url,
+            })),
+        )
+            .into_response()
+    };
+    let Some((built, request)) = begin(&service, &headers, &body, RequestPath::Background).await?
+    else {
+        // The event was started before: where it stands is at its statusUrl.
+        return Ok(accepted(&service));
+    };
+    let input = match runs::claim(&service, &request).await {
+        Ok(input) => input,
+        Err(e) => return Err(fail_event(&service, &request, e).await),
+    };
+    let response = accepted(&service);
+    tokio::spawn(runs::drive(service, built, request, input, None));
+    Ok(response)
+}
+
+/// The checks both run routes make, then the event recorded: `None` for a duplicate event id.
+async fn begin(
+    service: &Service,
+    headers: &HeaderMap,
+    body: &[u8],
+    path: RequestPath,
+) -> Result<Option<(std::sync::Arc<crate::service::BuiltAgent>, RunRequest)>, ApiError> {
+    let store = service.inner.store.clone();
+    let account = auth::caller(&*store, headers).await?;
+    let body = RunBody::parse(body)?;
+    let built = service.agent(&account.name, &body.agent_id).await?;
+    if path == RequestPath::Stream
+        && let Some((name, _)) = built
+            .async_tools
+            .iter()
+            .find(|(_, mode)| *mode == AsyncMode::ExternalDispatch)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Async tool {name} uses external-dispatch, which is not supported by this request \
+             path"
+        )));
+    }
+    let now = toolsmith_store_now();
+    let record = EventRecord {
+        account: account.name.clone(),
+        agent_id: body.agent_id.clone(),
+        event_id: body.event_id.clone(),
+        conversation_key: body.conversation_key.clone(),
+        thread_id: thread_id(&account.name, &body.agent_id, &body.conversation_key),
+        status: EventStatus::Processing,
+        detail: json!({}),
+        created_at: now,
+        updated_at: now,
+        expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
+    };
+    if !store.insert_event(&record).await? {
+        return Ok(None);
+    }
+    let request = RunRequest {
+        account: account.name,
+        status_event: body.event_id.clone(),
+        agent_id: body.agent_id,
+        event_id: body.event_id,
+        conversation_key: body.conversation_key,
+        messages: body.messages,
+        approvals: body.approvals,
+        tool_results: body.tool_results,
+        path,
+    };
+    Ok(Some((built, request)))
+}
+
+/// Marks the event failed with the error a run could not start with, and returns the error.
+async fn fail_event(service: &Service, request: &RunRequest, error: ApiError) -> ApiError {
+    let detail = json!({"error": {"message": error.body.get("error").cloned().unwrap_or(Value::Null)}});
+    let _ = service
+        .inner
+        .store
+        .update_event(
+            &request.account,
+            &request.agent_id,
+            &request.event_id,
+            EventStatus::Failed,
+            &detail,
+        )
+        .await;
+    error
+}
+
+/// `GET /status/{eventId}?agentId=`.
+pub(crate) async fn status(
+    State(service): State<Service>,
+    Path(event_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let store = service.inner.store.clone();
+    let account = auth::caller(&*store, &headers).await?;
+    let agent_id = query
+        .get("agentId")
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| ApiError::bad_request("agentId is required (?agentId=)"))?;
+    let event = store
+        .event(&account.name, agent_id, &event_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Event not found"))?;
+    let mut body = json!({
+        "eventId": event.event_id,
+        "agentId": event.agent_id,
+        "conversationKey": event.conversation_key,
+        "status": event.status.as_str(),
+        "createdAt": event.created_at,
+        "updatedAt": event.updated_at,
+    });
+    if let (Value::Object(body), Value::Object(detail)) = (&mut body, event.detail) {
+        body.extend(detail);
+    }
+    Ok(axum::Json(body).into_response())
+}
+
+/// Any other route: health for `GET` (and `HEAD`), 404 for `POST`, 405 for other methods.
+pub(crate) async fn fallback(method: Method) -> Response {
+    match method {
+        Method::GET | Method::HEAD => {
+            axum::Json(json!({"status": "ok", "service": "toolsmith"})).into_response()
+        }
+        Method::POST => ApiError::not_found("Not found").into_response(),
+        other => ApiError::method_not_allowed(other.as_str(), &["GET", "POST"]).into_response(),
+    }
+}

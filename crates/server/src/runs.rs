@@ -1,0 +1,324 @@
+//! Running an agent for an event: the conversation's stored thread claimed (started, or
+//! resumed with the caller's answers), the run streamed, its event's status kept, and what
+//! its async tools need done after it (the dispatch group sealed, a continuation tried).
+//!
+//! A conversation is one stored thread per `(account, agent, conversationKey)`. Every run is
+//! a [`StoredRun`]: its journal makes it survive a crash of the replica, and its claim makes
+//! two requests on one conversation exclusive (the second answers 409).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+use toolsmith_agent::{RunError, RunInput, RunOutput};
+use toolsmith_core::{Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart};
+use toolsmith_store::{
+    DurableError, EventStatus, StoredRun, ThreadStatus, keep_variables, thread_variables,
+};
+
+use crate::async_tools::continuation;
+use crate::service::BuiltAgent;
+use crate::{ApiError, Service};
+
+/// What a run of the service knows about itself, in its [`Dependencies`]: async tools read it.
+#[derive(Clone)]
+pub(crate) struct RunContext {
+    pub(crate) account: String,
+    pub(crate) agent_id: String,
+    /// The caller's event id (for a continuation, `<parentEventId>:async-tools`).
+    pub(crate) event_id: String,
+    /// `<account>/<agent>/<event id>`: the event's key in async rows and dispatch groups.
+    pub(crate) event_key: String,
+    pub(crate) conversation_key: String,
+    /// Whether this request path takes external-dispatch calls (not a streamed request: its
+    /// connection cannot be held until an external worker answers).
+    pub(crate) external_dispatch: bool,
+    pub(crate) public_url: String,
+    /// Signs completion tokens.
+    token_key: [u8; 32],
+}
+
+impl RunContext {
+    /// A token that authorises exactly the completion of `result_id`: `tsc_` and the hex of
+    /// HMAC-SHA256 over the result id, with a key derived from the service's secret key.
+    pub(crate) fn completion_token(&self, result_id: &str) -> String {
+        completion_token(&self.token_key, result_id)
+    }
+}
+
+/// See [`RunContext::completion_token`].
+pub(crate) fn completion_token(key: &[u8; 32], result_id: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(result_id.as_bytes());
+    let bytes = mac.finalize().into_bytes();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("tsc_{hex}")
+}
+
+/// `<account>/<agent>/<event id>`: account names and agent ids hold no `/`, so the key is
+/// unambiguous.
+pub(crate) fn event_key(account: &str, agent_id: &str, event_id: &str) -> String {
+    format!("{account}/{agent_id}/{event_id}")
+}
+
+/// The stored thread of a conversation: `conv_` and 32 hex digits of SHA-256 over the account,
+/// the agent and the key.
+pub(crate) fn thread_id(account: &str, agent_id: &str, conversation_key: &str) -> String {
+    let mut hash = Sha256::new();
+    for part in [account, agent_id, conversation_key] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    let hex: String = hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("conv_{hex}")
+}
+
+/// How a run was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestPath {
+    /// `POST /`: streamed back.
+    Stream,
+    /// `POST /async`, or a continuation: in the background.
+    Background,
+}
+
+/// One run to make.
+pub(crate) struct RunRequest {
+    pub(crate) account: String,
+    pub(crate) agent_id: String,
+    pub(crate) event_id: String,
+    pub(crate) conversation_key: String,
+    /// New messages for the thread (user messages, injected results).
+    pub(crate) messages: Vec<Message>,
+    /// Answers to approvals the thread waits for.
+    pub(crate) approvals: Vec<ToolApprovalResponse>,
+    /// Results of client tools the thread waits for.
+    pub(crate) tool_results: Vec<ToolResultPart>,
+    pub(crate) path: RequestPath,
+    /// The event whose status the run's end settles (a continuation settles its root's).
+    pub(crate) status_event: String,
+}
+
+/// What a run sends to its stream.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// A run part.
+    Part(RunPart),
+    /// Waiting for async work: how many calls.
+    Waiting(usize),
+}
+
+/// Claims the conversation's thread for `request` and returns the run's input.
+///
+/// # Errors
+///
+/// 409 when another run holds the conversation or it waits for answers the request does not
+/// give; 400 for a request with nothing to run.
+pub(crate) async fn claim(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<RunInput, ApiError> {
+    let store = service.inner.store.clone();
+    let thread = thread_id(&request.account, &request.agent_id, &request.conversation_key);
+    let lease = service.inner.options.lease;
+    let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
+    let found = store.thread(&thread).await?;
+    let status = found.as_ref().map(|t| t.status);
+    let busy = || {
+        ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "Conversation is busy: another run of it is in progress",
+        )
+    };
+    let claimed = match status {
+        Some(ThreadStatus::Paused) if answers && request.messages.is_empty() => {
+            let (run, messages) = StoredRun::resume(store.clone(), &thread, lease)
+                .await
+                .map_err(durable_error)?;
+            let mut input = run.with_lease(lease).input(messages);
+            for answer in &request.approvals {
+                input = input.with_approval(answer.clone());
+            }
+            for result in &request.tool_results {
+                input = input.with_tool_result(result.clone());
+            }
+            input
+        }
+        Some(ThreadStatus::Paused) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "Conversation is awaiting approval: answer with tool-approval-response events only",
+            ));
+        }
+        // Held by a live run, or interrupted (its replica gone): the replicas' takeover
+        // resumes an interrupted run; a request does not race it.
+        Some(ThreadStatus::Running) => return Err(busy()),
+        _ => {
+            if request.messages.is_empty() {
+                return Err(ApiError::bad_request(if answers {
+                    "Conversation has no run waiting for these answers"
+                } else {
+                    "events must hold at least one message"
+                }));
+            }
+            let (run, messages) =
+                StoredRun::start(store.clone(), &thread, request.messages.clone())
+                    .await
+                    .map_err(durable_error)?;
+            run.with_lease(lease).input(messages)
+        }
+    };
+    let key = service.inner.key.clone();
+    let mut input = claimed;
+    match thread_variables(&*store, &thread, &key).await {
+        Ok(variables) => input.variables.extend(variables),
+        Err(e) => return Err(ApiError::internal("the thread's variables", e)),
+    }
+    let mut deps = Dependencies::new();
+    deps.insert(RunContext {
+        account: request.account.clone(),
+        agent_id: request.agent_id.clone(),
+        event_id: request.event_id.clone(),
+        event_key: event_key(&request.account, &request.agent_id, &request.event_id),
+        conversation_key: request.conversation_key.clone(),
+        external_dispatch: request.path == RequestPath::Background,
+        public_url: service.inner.public_url.clone(),
+        token_key: service.inner.key.derive("completion-tokens"),
+    });
+    input.deps = Some(Arc::new(deps));
+    Ok(input)
+}
+
+fn durable_error(e: DurableError) -> ApiError {
+    match e {
+        DurableError::Busy(_) | DurableError::Held { .. } => ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "Conversation is busy: another run of it is in progress",
+        ),
+        DurableError::Unfinished { .. } | DurableError::NothingToResume { .. } => ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "Conversation has no run waiting for these answers",
+        ),
+        other => ApiError::internal("claiming the conversation", other),
+    }
+}
+
+/// Runs `input` on `built` to its end: parts (and waiting notices) to `sink` when there is
+/// one, the event's status kept, the thread's variables kept, then what async tools need.
+pub(crate) async fn drive(
+    service: Service,
+    built: Arc<BuiltAgent>,
+    request: RunRequest,
+    input: RunInput,
+    sink: Option<mpsc::Sender<Outgoing>>,
+) {
+    let key = event_key(&request.account, &request.agent_id, &request.event_id);
+    let coordinator = service.inner.coordinator.clone();
+    let options = &service.inner.options;
+    let mut stream = built.agent.stream(input);
+    let deadline = tokio::time::Instant::now() + options.async_wait;
+    let mut beat = tokio::time::interval_at(
+        tokio::time::Instant::now() + options.heartbeat,
+        options.heartbeat.max(Duration::from_millis(10)),
+    );
+    let mut drained = false;
+    let send = |item: Outgoing| {
+        if let Some(sink) = &sink {
+            // A caller that went away does not stop the run: it is stored as it goes.
+            let _ = sink.try_send(item);
+        }
+    };
+    loop {
+        tokio::select! {
+            part = stream.next() => match part {
+                Some(part) => {
+                    if let Some(sink) = &sink {
+                        let _ = sink.send(Outgoing::Part(part)).await;
+                    }
+                }
+                None => break,
+            },
+            _ = beat.tick() => {
+                let pending = coordinator.pending_for(&key);
+                if pending > 0 {
+                    send(Outgoing::Waiting(pending));
+                }
+            }
+            () = tokio::time::sleep_until(deadline), if !drained => {
+                coordinator.drain(&key).await;
+                drained = true;
+            }
+        }
+    }
+    let result = stream.output().await;
+    drop(sink);
+    let thread = thread_id(&request.account, &request.agent_id, &request.conversation_key);
+    let set = match &result {
+        Ok(out) => &out.variables_set,
+        Err(e) => &e.output.variables_set,
+    };
+    let store = service.inner.store.clone();
+    if let Err(e) = keep_variables(&*store, &thread, &service.inner.key, set).await {
+        tracing::error!(target: "toolsmith::server", %e, "keeping the thread's variables");
+    }
+    let external_waits = continuation::seal(&service, &key).await;
+    let (status, detail) = outcome(&result, external_waits);
+    if let Err(e) = store
+        .update_event(
+            &request.account,
+            &request.agent_id,
+            &request.status_event,
+            status,
+            &detail,
+        )
+        .await
+    {
+        tracing::error!(target: "toolsmith::server", %e, "keeping the event's status");
+    }
+    if external_waits {
+        continuation::try_continue(&service, &key).await;
+    }
+}
+
+/// The event's status and detail after a run: `completed` with the text, `awaiting_approval`
+/// with the approvals (and client tool calls) it waits for, `failed` with the error, or still
+/// `processing` while external calls are out.
+fn outcome(result: &Result<RunOutput, RunError>, external_waits: bool) -> (EventStatus, Value) {
+    match result {
+        Ok(out) if !out.pending.is_empty() => {
+            let approvals: Vec<Value> = out
+                .pending
+                .iter()
+                .filter(|p| p.kind == PauseKind::Approval)
+                .map(|p| {
+                    json!({
+                        "approvalId": p.approval_id(),
+                        "toolCallId": p.tool_call_id,
+                        "toolName": p.tool_name,
+                        "input": p.input,
+                    })
+                })
+                .collect();
+            (
+                EventStatus::AwaitingApproval,
+                json!({"approvals": approvals, "text": out.text}),
+            )
+        }
+        Ok(out) if external_waits => (
+            EventStatus::Processing,
+            json!({"text": out.text, "waitingFor": "external-async-tools"}),
+        ),
+        Ok(out) => (EventStatus::Completed, json!({"text": out.text})),
+        Err(e) => (
+            EventStatus::Failed,
+            json!({"error": {"code": e.code(), "message": e.to_string()}}),
+        ),
+    }
+}

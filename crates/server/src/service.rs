@@ -1,0 +1,318 @@
+//! [`Service`]: the state every route shares — the store, the secret key, the options — and
+//! the agents it builds from their stored configs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use toolsmith_agent::{Agent, ApprovalKey};
+use toolsmith_builtins::Workspace;
+use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
+use toolsmith_core::{AsyncMode, LanguageModel};
+use toolsmith_providers::ProviderOptions;
+use toolsmith_sandbox::SandboxPolicy;
+use toolsmith_store::{AgentRecord, SecretKey, ServiceStore, Vault};
+
+use crate::ApiError;
+use crate::async_tools::{self, Coordinator};
+use crate::auth::hash_secret;
+
+/// How the service runs. [`Default`] is what `toolsmith serve` starts with.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// The service's absolute URL as workers reach it (`completeUrl`s are built on it).
+    /// Default: `http://<listen address>`.
+    pub public_url: Option<String>,
+    /// The admin secret (`TOOLSMITH_ADMIN_SECRET`); the admin routes answer 401 without one.
+    pub admin_secret: Option<String>,
+    /// The folder holding each agent's workspace, `<folder>/<account>/<agent id>`, to which
+    /// its built-in tools are confined.
+    pub workspaces: PathBuf,
+    /// How long a run waits for its same-invocation async tools before they are drained as
+    /// failed (the agent harness: 8 minutes).
+    pub async_wait: Duration,
+    /// How often a streamed run that waits for async work says so (`: waiting for async work
+    /// pending=<n>`; the agent harness: 15 s).
+    pub heartbeat: Duration,
+    /// How long a running thread stays held by its replica without a sign of life.
+    pub lease: Duration,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Whether agent configs may name models read from the server's files (`scripted:PATH`,
+    /// `local:PATH`): off, since a config comes from an account, not from the operator.
+    pub allow_file_models: bool,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        ServiceOptions {
+            public_url: None,
+            admin_secret: None,
+            workspaces: PathBuf::from("workspaces"),
+            async_wait: Duration::from_secs(8 * 60),
+            heartbeat: Duration::from_secs(15),
+            lease: toolsmith_store::DEFAULT_LEASE,
+            max_body_bytes: 1024 * 1024,
+            allow_file_models: false,
+        }
+    }
+}
+
+/// The service's shared state (see the [module docs](self)). Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn ServiceStore>,
+    pub(crate) key: SecretKey,
+    pub(crate) options: ServiceOptions,
+    pub(crate) admin_hash: Option<[u8; 32]>,
+    pub(crate) public_url: String,
+    /// Agents built from their configs, by (account, id), with the `updated_at` they were
+    /// built from.
+    agents: Mutex<HashMap<(String, String), (u64, Arc<BuiltAgent>)>>,
+    pub(crate) coordinator: Coordinator,
+}
+
+/// An agent ready to run, built from its stored config.
+pub(crate) struct BuiltAgent {
+    pub(crate) agent: Agent,
+    /// The config's tools that run asynchronously, and how.
+    pub(crate) async_tools: Vec<(String, AsyncMode)>,
+}
+
+impl Service {
+    /// A service over `store`, sealing secrets with `key`; `listen_url` is the URL it listens
+    /// on, used for `completeUrl`s unless [`ServiceOptions::public_url`] is set.
+    pub fn new(
+        store: Arc<dyn ServiceStore>,
+        key: SecretKey,
+        options: ServiceOptions,
+        listen_url: &str,
+    ) -> Self {
+        let admin_hash = options.admin_secret.as_deref().map(hash_secret);
+        let public_url = options
+            .public_url
+            .clone()
+            .unwrap_or_else(|| listen_url.to_string())
+            .trim_end_matches('/')
+            .to_string();
+        Service {
+            inner: Arc::new(Inner {
+                coordinator: Coordinator::new(store.clone()),
+                store,
+                key,
+                options,
+                admin_hash,
+                public_url,
+                agents: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ServiceStore> {
+        &self.inner.store
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ServiceOptions {
+        &self.inner.options
+    }
+
+    /// Stores an agent: its config checked (parsed, and its model and tools built as a run
+    /// would), then sealed.
+    ///
+    /// # Errors
+    ///
+    /// 400 with the config's error; 404 `Agent not found`-style for a missing account is the
+    /// caller's to say (the store answers `NotFound`).
+    pub async fn put_agent(&self, account: &str, id: &str, config: &Value) -> Result<(), ApiError> {
+        if !valid_agent_id(id) {
+            return Err(ApiError::bad_request(
+                "agent ids are 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-' (not '.' or '..')",
+            ));
+        }
+        let text = serde_json::to_vec(config).map_err(|e| ApiError::internal("config", e))?;
+        let record = AgentRecord {
+            account: account.to_string(),
+            id: id.to_string(),
+            config: self.inner.key.seal(&text),
+            active: true,
+            updated_at: toolsmith_store_now(),
+        };
+        self.build(&record)
+            .await
+            .map_err(|e| ApiError::bad_request(e))?;
+        match self.inner.store.put_agent(&record).await {
+            Ok(()) => Ok(()),
+            Err(toolsmith_store::StoreError::NotFound(_)) => {
+                Err(ApiError::not_found("Account not found"))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The account's agent, built; 404 `{"error":"Agent not found"}` when it is missing,
+    /// inactive or another account's.
+    pub(crate) async fn agent(&self, account: &str, id: &str) -> Result<Arc<BuiltAgent>, ApiError> {
+        let record = match self.inner.store.agent(account, id).await? {
+            Some(record) if record.active => record,
+            _ => return Err(ApiError::agent_not_found()),
+        };
+        let key = (account.to_string(), id.to_string());
+        if let Some((at, built)) = lock(&self.inner.agents).get(&key)
+            && *at == record.updated_at
+        {
+            return Ok(built.clone());
+        }
+        let built = Arc::new(self.build(&record).await.map_err(|e| {
+            ApiError::internal("a stored agent config no longer builds", e)
+        })?);
+        lock(&self.inner.agents).insert(key, (record.updated_at, built.clone()));
+        Ok(built)
+    }
+
+    /// The agent config of `record`, unsealed.
+    pub(crate) fn config_of(&self, record: &AgentRecord) -> Result<AgentConfig, String> {
+        let text = self
+            .inner
+            .key
+            .open(&record.config)
+            .map_err(|e| format!("the agent's config cannot be unsealed: {e}"))?;
+        let value: Value = serde_json::from_slice(&text)
+            .map_err(|e| format!("the agent's config is not JSON: {e}"))?;
+        AgentConfig::from_value(value).map_err(|e| e.to_string())
+    }
+
+    /// Builds the agent `record` describes: its model (the account's own API key for the
+    /// provider when it stored one, else the service's environment), the built-in tools
+    /// confined to its workspace and asking before changes, its config's tools, sub-agents and
+    /// prompts, async tools wrapped.
+    async fn build(&self, record: &AgentRecord) -> Result<BuiltAgent, String> {
+        let config = self.config_of(record)?;
+        let model_config = config.model.clone().ok_or_else(|| {
+            "config.model is required by the service (PROVIDER:MODEL)".to_string()
+        })?;
+        let credentials = Vault::new(&*self.inner.store, self.inner.key.clone())
+            .credentials(&record.account)
+            .await
+            .map_err(|e| format!("the account's credentials: {e}"))?;
+        let resolve = |spec: &ModelConfig| self.resolve_model(spec, &credentials);
+        let model = resolve(&model_config)?;
+        let root = self
+            .inner
+            .options
+            .workspaces
+            .join(&record.account)
+            .join(&record.id);
+        std::fs::create_dir_all(&root)
+            .map_err(|e| format!("cannot create the workspace {}: {e}", root.display()))?;
+        let workspace = Workspace::new(SandboxPolicy::new(&root))
+            .map_err(|e| format!("the workspace {}: {e}", root.display()))?;
+        let builtins = toolsmith_builtins::ask_before_changes(toolsmith_builtins::all(&workspace));
+        let tools = config
+            .toolset(&builtins, &model_config.provider)
+            .map_err(|e| e.to_string())?;
+        // Declared variables take their values from the config, or from the thread at run time:
+        // never from the service's environment.
+        let lookup = |_: &str| None;
+        let cx = BuildContext {
+            builtins: &builtins,
+            resolve: &resolve,
+            lookup: &lookup,
+        };
+        let parent = ParentAgent {
+            model,
+            provider: model_config.provider.clone(),
+            approval: config.approval.clone(),
+        };
+        let async_tools = async_tools::modes(&config);
+        let tools = async_tools::wrap(tools, &async_tools, &self.inner.coordinator);
+        let agent = config
+            .agent_builder(tools, &cx, &parent)
+            .map_err(|e| e.to_string())?
+            // Runs pause in one request and resume in another, maybe on another replica.
+            .approval_key(ApprovalKey::new(self.inner.key.derive("approvals")))
+            .build();
+        Ok(BuiltAgent { agent, async_tools })
+    }
+
+    /// The model a config names, under the service's rules: no model read from the server's
+    /// files unless the operator allows it, and the service's own API keys never sent to a
+    /// base URL a config names.
+    fn resolve_model(
+        &self,
+        spec: &ModelConfig,
+        credentials: &[(String, String)],
+    ) -> Result<Arc<dyn LanguageModel>, String> {
+        let file_model = spec.provider == "scripted"
+            || (spec.provider == "local" && !matches!(spec.name.as_str(), "" | "default"));
+        if file_model && !self.inner.options.allow_file_models {
+            return Err(format!(
+                "config.model: \"{}\" reads a file of the server's, which agent configs may not \
+                 name",
+                spec.spec()
+            ));
+        }
+        let key_name = api_key_variable(&spec.provider);
+        let own_key = key_name.and_then(|name| {
+            credentials
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        });
+        if spec.base_url.is_some()
+            && own_key.is_none()
+            && !matches!(spec.provider.as_str(), "openai-compatible" | "local" | "scripted")
+        {
+            return Err(format!(
+                "config.model.baseUrl needs the account's own API key (the credential {}): the \
+                 service's keys are never sent to a base URL an agent names",
+                key_name.unwrap_or("for the provider")
+            ));
+        }
+        let options = ProviderOptions {
+            base_url: spec.base_url.clone(),
+            api_key: own_key,
+        };
+        toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
+    }
+}
+
+/// The credential (and environment variable) holding a provider's API key.
+fn api_key_variable(provider: &str) -> Option<&'static str> {
+    match provider {
+        "anthropic" => Some("ANTHROPIC_API_KEY"),
+        "openai" | "openai-responses" | "openai-compatible" => Some("OPENAI_API_KEY"),
+        "google" => Some("GEMINI_API_KEY"),
+        _ => None,
+    }
+}
+
+/// Whether an agent id is acceptable: 1 to 128 of `A-Z a-z 0-9 . _ -`, not `.` or `..` (it
+/// names a folder).
+pub(crate) fn valid_agent_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id != "."
+        && id != ".."
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn toolsmith_store_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the data itself intact.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

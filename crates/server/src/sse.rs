@@ -1,0 +1,75 @@
+//! A run streamed as server-sent events, as the agent harness streams it: `data: <json>\n\n`
+//! per run part (the AI SDK's `fullStream` part shapes), and while async work is pending the
+//! comment `: waiting for async work pending=<n>\n\n`.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use tokio::sync::mpsc;
+
+use crate::runs::Outgoing;
+
+/// The bytes of one outgoing item.
+pub(crate) fn encode(item: &Outgoing) -> Vec<u8> {
+    match item {
+        Outgoing::Part(part) => {
+            let json = serde_json::to_string(part).unwrap_or_else(|e| {
+                serde_json::json!({"type": "error", "error": {"message": e.to_string()}})
+                    .to_string()
+            });
+            format!("data: {json}\n\n").into_bytes()
+        }
+        Outgoing::Waiting(pending) => {
+            format!(": waiting for async work pending={pending}\n\n").into_bytes()
+        }
+    }
+}
+
+/// The response streaming what `items` receives, until its sender is dropped.
+pub(crate) fn response(items: mpsc::Receiver<Outgoing>) -> Response {
+    let body = futures::stream::unfold(items, |mut items| async move {
+        let item = items.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(encode(&item)), items))
+    });
+    stream_response(Body::from_stream(body))
+}
+
+/// An event stream that ends at once (a duplicate `eventId`).
+pub(crate) fn empty() -> Response {
+    stream_response(Body::empty())
+}
+
+fn stream_response(body: Body) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies that buffer (nginx) would hold the stream back.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolsmith_core::RunPart;
+
+    #[test]
+    fn parts_and_heartbeats_have_the_harness_shape() {
+        let part = Outgoing::Part(RunPart::TextDelta {
+            id: "t0".into(),
+            text: "Hi".into(),
+        });
+        assert_eq!(
+            String::from_utf8(encode(&part)).unwrap(),
+            "data: {\"type\":\"text-delta\",\"id\":\"t0\",\"text\":\"Hi\"}\n\n"
+        );
+        assert_eq!(
+            String::from_utf8(encode(&Outgoing::Waiting(2))).unwrap(),
+            ": waiting for async work pending=2\n\n"
+        );
+    }
+}
