@@ -24,37 +24,8 @@
 //! # Example
 //!
 //! ```
-//! use toolsmith_core::{Approval, Toolset};
+//! use toolsmith_core::Toolset;
 
-/// The built-ins that change the workspace or run commands, which ask before every call unless
-/// told otherwise ([`ask_before_changes`]): `write`, `edit`, `bash`.
-pub const CHANGING_TOOLS: &[&str] = &["write", "edit", "bash"];
-
-/// `tools` with approval required on every call of the [`CHANGING_TOOLS`] whose approval is not
-/// set (`Approval::Policy`): what `toolsmith run` and the service offer by default, as the agent
-/// harness's `ask` permission mode does (a config's `needsApproval: false` turns it off).
-///
-/// ```
-/// use toolsmith_builtins::{Workspace, all, ask_before_changes};
-/// use toolsmith_core::Approval;
-/// use toolsmith_sandbox::SandboxPolicy;
-///
-/// let workspace = Workspace::new(SandboxPolicy::new(std::env::temp_dir())).unwrap();
-/// let tools = ask_before_changes(all(&workspace));
-/// assert!(matches!(tools.get("write").unwrap().meta().approval, Approval::Always));
-/// assert!(matches!(tools.get("read").unwrap().meta().approval, Approval::Policy));
-/// ```
-pub fn ask_before_changes(mut tools: Toolset) -> Toolset {
-    for name in CHANGING_TOOLS {
-        let unset = tools
-            .get(name)
-            .is_some_and(|t| matches!(t.meta().approval, Approval::Policy));
-        if unset {
-            tools = tools.map_meta(name, |meta| meta.approval(Approval::Always));
-        }
-    }
-    tools
-}
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let workspace = toolsmith_builtins::Workspace::new(
@@ -105,7 +76,37 @@ pub use write::{Write, write};
 
 use std::sync::Arc;
 
-use toolsmith_core::Toolset;
+use toolsmith_core::{Approval, Toolset};
+
+/// The built-ins that change the workspace or run commands, which ask before every call unless
+/// told otherwise ([`ask_before_changes`]): `write`, `edit`, `bash`.
+pub const CHANGING_TOOLS: &[&str] = &["write", "edit", "bash"];
+
+/// `tools` with approval required on every call of the [`CHANGING_TOOLS`] whose approval is not
+/// set (`Approval::Policy`): what `toolsmith run` and the service offer by default, as the agent
+/// harness's `ask` permission mode does (a config's `needsApproval: false` turns it off).
+///
+/// ```
+/// use toolsmith_builtins::{Workspace, all, ask_before_changes};
+/// use toolsmith_core::Approval;
+/// use toolsmith_sandbox::SandboxPolicy;
+///
+/// let workspace = Workspace::new(SandboxPolicy::new(std::env::temp_dir())).unwrap();
+/// let tools = ask_before_changes(all(&workspace));
+/// assert!(matches!(tools.get("write").unwrap().meta().approval, Approval::Always));
+/// assert!(matches!(tools.get("read").unwrap().meta().approval, Approval::Policy));
+/// ```
+pub fn ask_before_changes(mut tools: Toolset) -> Toolset {
+    for name in CHANGING_TOOLS {
+        let unset = tools
+            .get(name)
+            .is_some_and(|t| matches!(t.meta().approval, Approval::Policy));
+        if unset {
+            tools = tools.map_meta(name, |meta| meta.approval(Approval::Always));
+        }
+    }
+    tools
+}
 
 /// Every built-in tool, in a [`Toolset`], the workspace tools confined to `workspace`: `read`,
 /// `write`, `edit`, `grep`, `glob`, `bash`, `run_code`, `calculator`.

@@ -9,7 +9,7 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
-use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, error};
+use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, WebhookPolicy, error};
 
 /// The most steps a run takes when the config does not say (`maxSteps`).
 pub const DEFAULT_MAX_STEPS: u32 = 10;
@@ -27,6 +27,8 @@ pub struct BuildContext<'a> {
     /// A declared variable's value from outside the config (`toolsmith run`: `--var`, then
     /// the environment).
     pub lookup: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// Which addresses the webhook tools of sub-agents' and prompts' configs may reach.
+    pub webhooks: WebhookPolicy,
 }
 
 /// The agent a config's composite tools belong to: what a sub-agent without its own model or
@@ -216,7 +218,7 @@ fn child_agent(
         provider,
         approval: config.approval.clone().or_else(|| parent.approval.clone()),
     };
-    let tools = config.toolset(cx.builtins, &me.provider)?;
+    let tools = config.toolset_with(cx.builtins, &me.provider, cx.webhooks)?;
     let tools = config.with_composite_tools(tools, cx, &me)?;
     let mut builder = Agent::builder_shared(model)
         .tools(tools)

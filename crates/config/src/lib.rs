@@ -57,6 +57,7 @@
 
 mod build;
 mod composite;
+mod webhook;
 
 use std::path::Path;
 use std::time::Duration;
@@ -70,6 +71,9 @@ use toolsmith_providers::provider_tools::{
 
 pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
+pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
+
+use webhook::WebhookEntry;
 
 /// A config error, with the agent harness's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,6 +136,8 @@ pub struct ToolConfig {
     pub async_mode: Option<AsyncMode>,
     /// The options passed to the tool's factory.
     pub options: Map<String, Value>,
+    /// A webhook tool's checked entry (`"type": "webhook"`).
+    pub(crate) webhook: Option<WebhookEntry>,
 }
 
 /// A parsed agent config.
@@ -497,7 +503,22 @@ impl AgentConfig {
     /// `config.tools.googleSearch requires config.model.provider to be google`; a built-in
     /// missing from `builtins`; a client tool named like another tool.
     pub fn toolset(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
-        let mut tools = self.server_tools(builtins, provider)?;
+        self.toolset_with(builtins, provider, WebhookPolicy::public_only())
+    }
+
+    /// [`toolset`](Self::toolset), with webhook tools allowed to reach what `webhooks` says
+    /// (`toolset` allows public addresses only).
+    ///
+    /// # Errors
+    ///
+    /// As [`toolset`](Self::toolset).
+    pub fn toolset_with(
+        &self,
+        builtins: &Toolset,
+        provider: &str,
+        webhooks: WebhookPolicy,
+    ) -> Result<Toolset, ConfigError> {
+        let mut tools = self.server_tools(builtins, provider, webhooks)?;
         for client in &self.client_tools {
             if tools.get(&client.name).is_some() {
                 return Err(error(format!(
@@ -511,28 +532,33 @@ impl AgentConfig {
     }
 
     /// The built-in and provider tools of [`toolset`](Self::toolset).
-    fn server_tools(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
+    fn server_tools(
+        &self,
+        builtins: &Toolset,
+        provider: &str,
+        webhooks: WebhookPolicy,
+    ) -> Result<Toolset, ConfigError> {
         let Some(entries) = &self.tools else {
             return Ok(builtins.clone());
         };
         let mut tools = Toolset::new();
         for entry in entries {
-            let name = match provider_tool(entry, provider)? {
-                Some(tool) => {
-                    let name = toolsmith_core::Tool::spec(&tool).name().to_string();
-                    tools.add(tool);
-                    name
-                }
-                None => {
-                    let tool = builtins.get(&entry.name).ok_or_else(|| {
-                        error(format!(
-                            "config.tools.{} is not available in this workspace",
-                            entry.name
-                        ))
-                    })?;
-                    tools.add(tool.clone());
-                    entry.name.clone()
-                }
+            let name = if let Some(webhook) = &entry.webhook {
+                tools.add(webhook.tool(&entry.name, webhooks)?);
+                entry.name.clone()
+            } else if let Some(tool) = provider_tool(entry, provider)? {
+                let name = toolsmith_core::Tool::spec(&tool).name().to_string();
+                tools.add(tool);
+                name
+            } else {
+                let tool = builtins.get(&entry.name).ok_or_else(|| {
+                    error(format!(
+                        "config.tools.{} is not available in this workspace",
+                        entry.name
+                    ))
+                })?;
+                tools.add(tool.clone());
+                entry.name.clone()
             };
             match entry.needs_approval {
                 Some(true) => {
@@ -622,7 +648,19 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         let Value::Object(mut options) = entry else {
             return Err(error(format!("config.tools.{name} must be an object")));
         };
-        let known = BUILTIN_TOOLS.contains(&name.as_str())
+        let webhook = match options.get("type") {
+            Some(Value::String(kind)) if kind == "webhook" => {
+                Some(WebhookEntry::parse(&name, &options)?)
+            }
+            Some(_) => {
+                return Err(error(format!(
+                    "config.tools.{name}.type must be \"webhook\" (the only kind of tool a config defines)"
+                )));
+            }
+            None => None,
+        };
+        let known = webhook.is_some()
+            || BUILTIN_TOOLS.contains(&name.as_str())
             || PROVIDER_TOOLS.iter().any(|(n, _)| *n == name);
         if !known {
             return Err(error(format!(
@@ -666,6 +704,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 env,
                 async_mode: is_async.then_some(execution),
                 options,
+                webhook,
             });
         }
     }

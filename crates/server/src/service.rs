@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_agent::{Agent, ApprovalKey};
 use toolsmith_builtins::Workspace;
-use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
+use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
 use toolsmith_core::{AsyncMode, LanguageModel};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::SandboxPolicy;
@@ -43,6 +43,9 @@ pub struct ServiceOptions {
     /// Whether agent configs may name models read from the server's files (`scripted:PATH`,
     /// `local:PATH`): off, since a config comes from an account, not from the operator.
     pub allow_file_models: bool,
+    /// Which addresses the agents' webhook tools may reach: public ones only by default,
+    /// since a config comes from an account ([`WebhookPolicy`]).
+    pub webhooks: WebhookPolicy,
 }
 
 impl Default for ServiceOptions {
@@ -56,6 +59,7 @@ impl Default for ServiceOptions {
             lease: toolsmith_store::DEFAULT_LEASE,
             max_body_bytes: 1024 * 1024,
             allow_file_models: false,
+            webhooks: WebhookPolicy::public_only(),
         }
     }
 }
@@ -216,7 +220,7 @@ impl Service {
             .map_err(|e| format!("the workspace {}: {e}", root.display()))?;
         let builtins = toolsmith_builtins::ask_before_changes(toolsmith_builtins::all(&workspace));
         let tools = config
-            .toolset(&builtins, &model_config.provider)
+            .toolset_with(&builtins, &model_config.provider, self.inner.options.webhooks)
             .map_err(|e| e.to_string())?;
         // Declared variables take their values from the config, or from the thread at run time:
         // never from the service's environment.
@@ -225,6 +229,7 @@ impl Service {
             builtins: &builtins,
             resolve: &resolve,
             lookup: &lookup,
+            webhooks: self.inner.options.webhooks,
         };
         let parent = ParentAgent {
             model,

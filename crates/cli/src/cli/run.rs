@@ -19,7 +19,7 @@ use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 use toolsmith_store::SecretKey;
 
-use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent};
+use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
 use toolsmith_store::{DurableError, StoredRun, keep_variables, thread_variables};
 
 use super::approve::{ApproveMode, answer, ask_by_default};
@@ -198,8 +198,9 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             return usage_error("pass either --tools or a config with \"tools\", not both");
         }
         (Some(names), None) => select_tools(builtins.clone(), Some(names)),
+        // The config is the user's own: its webhooks may reach any address.
         (None, _) => config
-            .toolset(&builtins, provider)
+            .toolset_with(&builtins, provider, WebhookPolicy::any())
             .map_err(|e| e.to_string()),
     };
     let tools = match tools {
@@ -244,6 +245,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         builtins: &builtins,
         resolve: &resolve,
         lookup: &lookup,
+        webhooks: WebhookPolicy::any(),
     };
     let parent = ParentAgent {
         model: Arc::clone(&model),

@@ -7,6 +7,8 @@
 //! ([`ServiceStore::insert_event`](toolsmith_store::ServiceStore::insert_event)), so of two
 //! completions settling the last calls at once (on one replica or two) one starts it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::json;
@@ -81,8 +83,16 @@ pub(crate) async fn readiness(
 }
 
 /// Starts the event's continuation if it is ready and nobody started it: whether this call
-/// did.
-pub(crate) async fn try_continue(service: &Service, key: &str) -> bool {
+/// did. (Boxed: a continuation's run may continue in turn, and the recursion needs a named
+/// `Send` future.)
+pub(crate) fn try_continue<'a>(
+    service: &'a Service,
+    key: &'a str,
+) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    Box::pin(continue_if_ready(service, key))
+}
+
+async fn continue_if_ready(service: &Service, key: &str) -> bool {
     match readiness(service, key).await {
         Ok(Some(Readiness { sealed: true, pending: 0 })) => {}
         Ok(_) => return false,
@@ -166,7 +176,7 @@ pub(crate) async fn try_continue(service: &Service, key: &str) -> bool {
                     }
                 }
                 Err(e) => {
-                    tracing::error!(target: "toolsmith::server", ?e.body, "starting a continuation");
+                    tracing::error!(target: "toolsmith::server", error = ?e.body, "starting a continuation");
                     return;
                 }
             }

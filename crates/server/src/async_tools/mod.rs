@@ -339,6 +339,7 @@ impl Tool for AsyncTool {
             token: external.then(|| run.completion_token(&result_id)),
             complete_path: path,
         };
+        let call_id = cx.tool_call_id().to_string();
         let cx = cx.clone().with_async_call(call);
         if external {
             // The tool only hands the work out: wait for that, and fail the call if it fails.
@@ -371,7 +372,7 @@ impl Tool for AsyncTool {
                 coordinator.finished(&id, settlement).await;
             });
         }
-        Ok(ToolOutput::json(running(&result_id, &name, cx.tool_call_id())))
+        Ok(ToolOutput::json(running(&result_id, &name, &call_id)))
     }
 }
 

@@ -1,0 +1,6 @@
+//! The harness service's integration tests, linked as one binary: real HTTP against a running
+//! service, a loopback model speaking OpenAI's Chat Completions stream.
+
+mod async_tools;
+mod common;
+mod runs;

@@ -1,0 +1,205 @@
+//! `POST /`, `POST /async`, `GET /status`, approvals, auth and account scoping.
+
+use serde_json::{Value, json};
+use toolsmith_server::ServiceOptions;
+
+use crate::common::{self, call, config, last, mock_model, parse_sse, run_body, text, types};
+
+/// A model that calls `calculator` on the first turn and answers with its result after.
+fn calculating_model() -> String {
+    mock_model(|body| match last(body) {
+        (role, result) if role == "tool" => text(&format!("The answer is {result}.")),
+        _ => call("call_1", "calculator", json!({"expression": "6 * 7"})),
+    })
+}
+
+#[tokio::test]
+async fn a_run_is_streamed_as_run_parts_and_its_status_kept() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let base = calculating_model();
+    service
+        .agent("acme", "calc", config(&base, json!({"calculator": {}})))
+        .await;
+
+    let (status, body) = service
+        .post("/", &secret, &run_body("calc", "e1", "conv-1", "What is 6 * 7?"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (events, _) = parse_sse(&body);
+    let kinds = types(&events);
+    assert_eq!(kinds.first(), Some(&"start"), "{kinds:?}");
+    assert!(kinds.contains(&"tool-call") && kinds.contains(&"tool-result"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"finish"), "{kinds:?}");
+    let result = events.iter().find(|e| e["type"] == "tool-result").unwrap();
+    assert_eq!(result["toolName"], "calculator");
+
+    let done = service.settled(&secret, "calc", "e1").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["text"], "The answer is 6 * 7 = 42.");
+    assert_eq!(done["conversationKey"], "conv-1");
+}
+
+#[tokio::test]
+async fn a_duplicate_event_id_gets_an_empty_stream() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let base = mock_model(|_| text("hello"));
+    service.agent("acme", "a", config(&base, json!({}))).await;
+    let body = run_body("a", "e1", "c", "hi");
+    let (status, first) = service.post("/", &secret, &body).await;
+    assert_eq!(status, 200);
+    assert!(first.contains("\"text-delta\""), "{first}");
+    let (status, second) = service.post("/", &secret, &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(second, "", "a duplicate event runs nothing");
+}
+
+#[tokio::test]
+async fn requests_without_a_valid_secret_are_unauthorized() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let body = run_body("a", "e1", "c", "hi");
+    for token in ["", "nope", &format!("{secret}0"), "ts_acme_00"] {
+        let (status, text) = service.post("/", token, &body).await;
+        assert_eq!(status, 401, "{token}: {text}");
+        assert_eq!(text, r#"{"error":"Unauthorized"}"#);
+    }
+    let (status, text) = service.post("/async", "", &body).await;
+    assert_eq!((status, text.as_str()), (401, r#"{"error":"Unauthorized"}"#));
+}
+
+#[tokio::test]
+async fn another_accounts_agent_and_events_answer_as_missing_ones() {
+    let service = common::start(ServiceOptions::default()).await;
+    let acme = service.account("acme").await;
+    let rival = service.account("rival").await;
+    let base = mock_model(|_| text("secret plans"));
+    service.agent("acme", "a", config(&base, json!({}))).await;
+
+    let (status, missing) = service.post("/", &rival, &run_body("none", "e1", "c", "hi")).await;
+    let (status2, foreign) = service.post("/", &rival, &run_body("a", "e1", "c", "hi")).await;
+    assert_eq!((status, status2), (404, 404));
+    assert_eq!(missing, foreign);
+    assert_eq!(foreign, r#"{"error":"Agent not found"}"#);
+
+    let (status, _) = service.post("/", &acme, &run_body("a", "e1", "c", "hi")).await;
+    assert_eq!(status, 200);
+    let (status, missing) = service.get("/status/e2?agentId=a", &rival).await;
+    let (status2, foreign) = service.get("/status/e1?agentId=a", &rival).await;
+    assert_eq!((status, status2), (404, 404));
+    assert_eq!(missing, foreign);
+}
+
+#[tokio::test]
+async fn an_async_run_answers_202_with_a_status_url() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let base = calculating_model();
+    service
+        .agent("acme", "calc", config(&base, json!({"calculator": {}})))
+        .await;
+    let (status, body) = service
+        .post("/async", &secret, &run_body("calc", "e 1", "c", "6 * 7?"))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["status"], "processing");
+    let url = body["statusUrl"].as_str().unwrap();
+    assert_eq!(url, format!("{}/status/e%201?agentId=calc", service.url));
+    let done = service.settled(&secret, "calc", "e%201").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["text"], "The answer is 6 * 7 = 42.");
+}
+
+#[tokio::test]
+async fn an_approval_is_streamed_stored_and_answered_in_a_later_request() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let base = calculating_model();
+    service
+        .agent(
+            "acme",
+            "calc",
+            config(&base, json!({"calculator": {"needsApproval": true}})),
+        )
+        .await;
+    let (status, body) = service
+        .post("/", &secret, &run_body("calc", "e1", "c", "6 * 7?"))
+        .await;
+    assert_eq!(status, 200);
+    let (events, _) = parse_sse(&body);
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "tool-approval-request")
+        .unwrap_or_else(|| panic!("no approval request in {:?}", types(&events)));
+    let approval_id = request["approvalId"].as_str().unwrap().to_string();
+
+    let waiting = service.settled(&secret, "calc", "e1").await;
+    assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
+    assert_eq!(waiting["approvals"][0]["approvalId"], approval_id.as_str());
+    assert_eq!(waiting["approvals"][0]["toolName"], "calculator");
+    assert_eq!(waiting["approvals"][0]["input"], json!({"expression": "6 * 7"}));
+
+    // A new message while it waits is refused; the answer resumes it.
+    let (status, refused) = service
+        .post("/", &secret, &run_body("calc", "e2", "c", "hello?"))
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    let answer = json!({
+        "agentId": "calc", "eventId": "e3", "conversationKey": "c",
+        "events": [{"role": "tool", "content": [
+            {"type": "tool-approval-response", "approvalId": approval_id, "approved": true}
+        ]}],
+    });
+    let (status, body) = service.post("/", &secret, &answer).await;
+    assert_eq!(status, 200, "{body}");
+    let (events, _) = parse_sse(&body);
+    assert!(types(&events).contains(&"tool-result"), "{:?}", types(&events));
+    let done = service.settled(&secret, "calc", "e3").await;
+    assert_eq!(done["text"], "The answer is 6 * 7 = 42.");
+}
+
+#[tokio::test]
+async fn malformed_and_oversized_bodies_get_clear_errors() {
+    let options = ServiceOptions {
+        max_body_bytes: 4096,
+        ..ServiceOptions::default()
+    };
+    let service = common::start(options).await;
+    let secret = service.account("acme").await;
+    let send = |body: String| {
+        service
+            .client
+            .post(format!("{}/", service.url))
+            .bearer_auth(&secret)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let response = send("{".into()).await.unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert!(error["error"].as_str().unwrap().starts_with("Invalid request JSON: "));
+    let response = send("x".repeat(10_000)).await.unwrap();
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn health_answers_any_get_and_other_methods_get_405() {
+    let service = common::start(ServiceOptions::default()).await;
+    let (status, body) = service.get("/anything/at/all", "").await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    let response = service
+        .client
+        .delete(format!("{}/", service.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 405);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"error": "Method not allowed", "method": "DELETE", "allowedMethods": ["GET", "POST"]})
+    );
+}
