@@ -681,9 +681,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         let execution = match options.remove("execution") {
             None | Some(Value::Null) => AsyncMode::SameInvocation,
             Some(Value::String(mode)) if mode == "same-invocation" => AsyncMode::SameInvocation,
-            Some(Value::String(mode)) if mode == "external-dispatch" => {
-                AsyncMode::ExternalDispatch
-            }
+            Some(Value::String(mode)) if mode == "external-dispatch" => AsyncMode::ExternalDispatch,
             Some(_) => {
                 return Err(error(format!(
                     "config.tools.{name}.execution must be \"same-invocation\" or \"external-dispatch\""

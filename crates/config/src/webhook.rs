@@ -29,7 +29,14 @@ use crate::{ConfigError, error};
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A webhook entry's own keys.
-const WEBHOOK_KEYS: &[&str] = &["type", "url", "description", "inputSchema", "headers", "timeoutMs"];
+const WEBHOOK_KEYS: &[&str] = &[
+    "type",
+    "url",
+    "description",
+    "inputSchema",
+    "headers",
+    "timeoutMs",
+];
 
 /// The keys every tool entry may have, read by the config itself.
 const CONTROL_KEYS: &[&str] = &["enabled", "needsApproval", "env", "async", "execution"];
@@ -94,7 +101,11 @@ impl WebhookEntry {
             .ok_or_else(|| error(format!("{at}.url must be an http or https URL")))?;
         let description = match options.get("description") {
             Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
-            _ => return Err(error(format!("{at}.description must be a non-empty string"))),
+            _ => {
+                return Err(error(format!(
+                    "{at}.description must be a non-empty string"
+                )));
+            }
         };
         let input_schema = match options.get("inputSchema") {
             Some(schema @ Value::Object(_)) => schema.clone(),
@@ -109,9 +120,9 @@ impl WebhookEntry {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
                 for (key, value) in map {
-                    let value = value.as_str().ok_or_else(|| {
-                        error(format!("{at}.headers.{key} must be a string"))
-                    })?;
+                    let value = value
+                        .as_str()
+                        .ok_or_else(|| error(format!("{at}.headers.{key} must be a string")))?;
                     let ok = reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_ok()
                         && reqwest::header::HeaderValue::from_str(value).is_ok();
                     if !ok {
@@ -149,7 +160,11 @@ impl WebhookEntry {
     }
 
     /// The tool.
-    pub(crate) fn tool(&self, name: &str, policy: WebhookPolicy) -> Result<WebhookTool, ConfigError> {
+    pub(crate) fn tool(
+        &self,
+        name: &str,
+        policy: WebhookPolicy,
+    ) -> Result<WebhookTool, ConfigError> {
         let mut client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(self.timeout);
@@ -186,7 +201,12 @@ impl std::fmt::Debug for WebhookTool {
             .field("url", &self.entry.url.as_str())
             .field(
                 "headers",
-                &self.entry.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                &self
+                    .entry
+                    .headers
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -206,7 +226,10 @@ impl Tool for WebhookTool {
         {
             return Err(ToolError::new(
                 "WEBHOOK_FORBIDDEN",
-                format!("webhook {} names a private address, which this service does not reach", host(url)),
+                format!(
+                    "webhook {} names a private address, which this service does not reach",
+                    host(url)
+                ),
             ));
         }
         let mut body = json!({
@@ -239,7 +262,11 @@ impl Tool for WebhookTool {
                 )
             } else {
                 // reqwest's message may quote the URL, with a token in its query: host only.
-                let why = if e.is_connect() { "cannot connect" } else { "request failed" };
+                let why = if e.is_connect() {
+                    "cannot connect"
+                } else {
+                    "request failed"
+                };
                 ToolError::new(
                     "WEBHOOK_UNREACHABLE",
                     format!("webhook {}: {why}{}", host(url), forbidden_note(&e)),
@@ -254,10 +281,15 @@ impl Tool for WebhookTool {
             )
         })?;
         if !status.is_success() {
-            let quoted = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTED_BYTES)]).into_owned();
+            let quoted =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTED_BYTES)]).into_owned();
             return Err(ToolError::new(
                 "WEBHOOK_FAILED",
-                format!("webhook {} answered {}: {quoted}", host(url), status.as_u16()),
+                format!(
+                    "webhook {} answered {}: {quoted}",
+                    host(url),
+                    status.as_u16()
+                ),
             ));
         }
         Ok(match serde_json::from_slice::<Value>(&bytes) {
@@ -293,7 +325,10 @@ const PRIVATE_ADDRESS: &str = "resolves to a private address";
 /// The IP address a URL names literally (`http://10.0.0.1/`, `http://[::1]/`), if it does.
 fn literal_ip(url: &reqwest::Url) -> Option<IpAddr> {
     let host = url.host_str()?;
-    host.trim_start_matches('[').trim_end_matches(']').parse().ok()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
 }
 
 /// Whether `ip` is a public unicast address: not loopback, private (RFC 1918, unique local),
@@ -339,9 +374,8 @@ impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if addrs.iter().any(|a| !is_public(a.ip())) {
                 return Err(format!("{host} {PRIVATE_ADDRESS}").into());
             }
@@ -357,9 +391,20 @@ mod tests {
     #[test]
     fn internal_addresses_are_not_public() {
         for ip in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-            "100.64.0.1", "255.255.255.255", "224.0.0.1", "::1", "fe80::1", "fd00::1",
-            "::ffff:127.0.0.1", "::",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
@@ -376,7 +421,9 @@ mod tests {
         assert!(parse(ok).is_ok());
         let err = |v: Value| parse(v).unwrap_err().to_string();
         assert_eq!(
-            err(json!({"type": "webhook", "url": "ftp://x", "description": "d", "inputSchema": {}})),
+            err(
+                json!({"type": "webhook", "url": "ftp://x", "description": "d", "inputSchema": {}})
+            ),
             "config.tools.lookup.url must be an http or https URL"
         );
         assert_eq!(
@@ -388,11 +435,15 @@ mod tests {
             "config.tools.lookup.inputSchema must be a JSON Schema object"
         );
         assert_eq!(
-            err(json!({"type": "webhook", "url": "https://x", "description": "d", "inputSchema": {}, "timeoutMs": 0})),
+            err(
+                json!({"type": "webhook", "url": "https://x", "description": "d", "inputSchema": {}, "timeoutMs": 0})
+            ),
             "config.tools.lookup.timeoutMs must be an integer from 1 to 600000"
         );
         assert_eq!(
-            err(json!({"type": "webhook", "url": "https://x", "description": "d", "inputSchema": {}, "retries": 3})),
+            err(
+                json!({"type": "webhook", "url": "https://x", "description": "d", "inputSchema": {}, "retries": 3})
+            ),
             "config.tools.lookup.retries is not a supported setting"
         );
     }

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::{AsyncCall, Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables};
+use crate::{
+    AsyncCall, Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables,
+};
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
 ///

@@ -70,8 +70,8 @@ mod variable_cell;
 mod variables;
 
 pub use approval::{ToolApprovalRequest, ToolApprovalResponse};
-pub use client_tool::ClientTool;
 pub use async_call::AsyncCall;
+pub use client_tool::ClientTool;
 pub use context::{Dependencies, EventSink, RunScope, SessionState, ToolContext, UsageReports};
 pub use declarations::{ToolDeclaration, ToolDeclarations};
 pub use error::{Disposition, Pause, PauseKind, ToolError};

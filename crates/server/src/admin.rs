@@ -156,7 +156,12 @@ pub(crate) async fn own_delete_agent(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let account = auth::caller(&*service.inner.store, &headers).await?;
-    if service.inner.store.delete_agent(&account.name, &agent_id).await? {
+    if service
+        .inner
+        .store
+        .delete_agent(&account.name, &agent_id)
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::agent_not_found())

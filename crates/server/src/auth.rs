@@ -70,7 +70,10 @@ pub async fn account_of(
 
 /// The bearer token of `Authorization: Bearer <token>`, if any.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
@@ -129,7 +132,10 @@ mod tests {
         let last = if wrong.ends_with('0') { "1" } else { "0" };
         wrong.replace_range(wrong.len() - 1.., last);
         for token in [wrong.as_str(), "ts_other_00", "ts__", "", "Bearer"] {
-            assert!(account_of(&store, token).await.unwrap().is_none(), "{token}");
+            assert!(
+                account_of(&store, token).await.unwrap().is_none(),
+                "{token}"
+            );
         }
     }
 

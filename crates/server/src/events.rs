@@ -88,7 +88,10 @@ impl RunBody {
             }
         };
         if role == Role::User {
-            if parts.iter().any(|p| !matches!(p, Part::Text { .. } | Part::File { .. })) {
+            if parts
+                .iter()
+                .any(|p| !matches!(p, Part::Text { .. } | Part::File { .. }))
+            {
                 return Err(ApiError::bad_request(format!(
                     "{at}: a user message holds text and file parts only"
                 )));
@@ -162,11 +165,15 @@ mod tests {
             "events must be an array"
         );
         assert_eq!(
-            error(r#"{"agentId":"a","eventId":"e","conversationKey":"c","events":[{"role":"system","content":"x"}]}"#),
+            error(
+                r#"{"agentId":"a","eventId":"e","conversationKey":"c","events":[{"role":"system","content":"x"}]}"#
+            ),
             "events[0].role must be \"user\" or \"tool\""
         );
         assert_eq!(
-            error(r#"{"agentId":"a","eventId":"e","conversationKey":"c","events":[{"role":"tool","content":"x"}]}"#),
+            error(
+                r#"{"agentId":"a","eventId":"e","conversationKey":"c","events":[{"role":"tool","content":"x"}]}"#
+            ),
             "events[0].content must be a string (user messages) or an array of parts"
         );
     }

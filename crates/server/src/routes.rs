@@ -137,7 +137,8 @@ async fn begin(
 
 /// Marks the event failed with the error a run could not start with, and returns the error.
 async fn fail_event(service: &Service, request: &RunRequest, error: ApiError) -> ApiError {
-    let detail = json!({"error": {"message": error.body.get("error").cloned().unwrap_or(Value::Null)}});
+    let detail =
+        json!({"error": {"message": error.body.get("error").cloned().unwrap_or(Value::Null)}});
     let _ = service
         .inner
         .store

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use toolsmith_agent::{RunError, RunInput, RunOutput};
-use toolsmith_core::{Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart};
+use toolsmith_core::{
+    Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
+};
 use toolsmith_store::{
     DurableError, EventStatus, StoredRun, ThreadStatus, keep_variables, thread_variables,
 };
@@ -121,12 +123,13 @@ pub(crate) enum Outgoing {
 ///
 /// 409 when another run holds the conversation or it waits for answers the request does not
 /// give; 400 for a request with nothing to run.
-pub(crate) async fn claim(
-    service: &Service,
-    request: &RunRequest,
-) -> Result<RunInput, ApiError> {
+pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<RunInput, ApiError> {
     let store = service.inner.store.clone();
-    let thread = thread_id(&request.account, &request.agent_id, &request.conversation_key);
+    let thread = thread_id(
+        &request.account,
+        &request.agent_id,
+        &request.conversation_key,
+    );
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
     let found = store.thread(&thread).await?;
@@ -259,7 +262,11 @@ pub(crate) async fn drive(
     }
     let result = stream.output().await;
     drop(sink);
-    let thread = thread_id(&request.account, &request.agent_id, &request.conversation_key);
+    let thread = thread_id(
+        &request.account,
+        &request.agent_id,
+        &request.conversation_key,
+    );
     let set = match &result {
         Ok(out) => &out.variables_set,
         Err(e) => &e.output.variables_set,

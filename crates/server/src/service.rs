@@ -174,9 +174,11 @@ impl Service {
         {
             return Ok(built.clone());
         }
-        let built = Arc::new(self.build(&record).await.map_err(|e| {
-            ApiError::internal("a stored agent config no longer builds", e)
-        })?);
+        let built = Arc::new(
+            self.build(&record)
+                .await
+                .map_err(|e| ApiError::internal("a stored agent config no longer builds", e))?,
+        );
         lock(&self.inner.agents).insert(key, (record.updated_at, built.clone()));
         Ok(built)
     }
@@ -220,7 +222,11 @@ impl Service {
             .map_err(|e| format!("the workspace {}: {e}", root.display()))?;
         let builtins = toolsmith_builtins::ask_before_changes(toolsmith_builtins::all(&workspace));
         let tools = config
-            .toolset_with(&builtins, &model_config.provider, self.inner.options.webhooks)
+            .toolset_with(
+                &builtins,
+                &model_config.provider,
+                self.inner.options.webhooks,
+            )
             .map_err(|e| e.to_string())?;
         // Declared variables take their values from the config, or from the thread at run time:
         // never from the service's environment.
@@ -273,7 +279,10 @@ impl Service {
         });
         if spec.base_url.is_some()
             && own_key.is_none()
-            && !matches!(spec.provider.as_str(), "openai-compatible" | "local" | "scripted")
+            && !matches!(
+                spec.provider.as_str(),
+                "openai-compatible" | "local" | "scripted"
+            )
         {
             return Err(format!(
                 "config.model.baseUrl needs the account's own API key (the credential {}): the \

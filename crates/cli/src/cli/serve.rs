@@ -112,7 +112,9 @@ async fn service(db: &ServiceDb, options: ServiceOptions, url: &str) -> Result<S
 pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     let options = ServiceOptions {
         public_url: args.public_url.clone(),
-        admin_secret: std::env::var(ADMIN_SECRET_VAR).ok().filter(|s| !s.is_empty()),
+        admin_secret: std::env::var(ADMIN_SECRET_VAR)
+            .ok()
+            .filter(|s| !s.is_empty()),
         workspaces: args
             .workspaces
             .clone()

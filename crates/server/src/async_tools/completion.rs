@@ -39,7 +39,8 @@ pub(crate) async fn complete(
     let account = match auth::account_of(&*store, token).await? {
         Some(account) => Some(account.name),
         None => {
-            let expected = completion_token(&service.inner.key.derive("completion-tokens"), &result_id);
+            let expected =
+                completion_token(&service.inner.key.derive("completion-tokens"), &result_id);
             let matches: bool = expected.as_bytes().ct_eq(token.as_bytes()).into();
             if !matches {
                 return Err(ApiError::unauthorized());
@@ -49,7 +50,10 @@ pub(crate) async fn complete(
     };
     let settlement = parse_body(&body)?;
     let not_found = || ApiError::not_found("Async tool result not found");
-    let row = store.async_result(&result_id).await?.ok_or_else(not_found)?;
+    let row = store
+        .async_result(&result_id)
+        .await?
+        .ok_or_else(not_found)?;
     if account.as_ref().is_some_and(|a| *a != row.account) {
         return Err(not_found());
     }
@@ -139,7 +143,10 @@ mod tests {
     #[test]
     fn bodies_are_checked_with_the_harness_messages() {
         assert!(error_of("{").starts_with("Invalid request JSON: "));
-        assert_eq!(error_of("[]"), "Async tool completion body must be an object");
+        assert_eq!(
+            error_of("[]"),
+            "Async tool completion body must be an object"
+        );
         assert_eq!(
             error_of(r#"{"status":"done"}"#),
             "Async tool completion status must be completed or failed"

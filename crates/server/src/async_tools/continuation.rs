@@ -15,9 +15,9 @@ use serde_json::json;
 use toolsmith_store::{AsyncStatus, EventRecord, EventStatus};
 
 use super::{ASYNC_RESULT_TTL, injected_row};
+use crate::Service;
 use crate::runs::{self, RequestPath, RunRequest, thread_id};
 use crate::service::toolsmith_store_now;
-use crate::Service;
 
 /// The suffix of a continuation's event id.
 pub const CONTINUATION_SUFFIX: &str = ":async-tools";
@@ -94,7 +94,10 @@ pub(crate) fn try_continue<'a>(
 
 async fn continue_if_ready(service: &Service, key: &str) -> bool {
     match readiness(service, key).await {
-        Ok(Some(Readiness { sealed: true, pending: 0 })) => {}
+        Ok(Some(Readiness {
+            sealed: true,
+            pending: 0,
+        })) => {}
         Ok(_) => return false,
         Err(e) => {
             tracing::error!(target: "toolsmith::server", %e, "reading a dispatch group");
@@ -142,7 +145,11 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
             return false;
         }
     };
-    let messages = rows.iter().filter(|r| r.external).map(injected_row).collect();
+    let messages = rows
+        .iter()
+        .filter(|r| r.external)
+        .map(injected_row)
+        .collect();
     // The status the caller polls is the first event's, whatever the chain of continuations.
     let root = parent
         .split(CONTINUATION_SUFFIX)

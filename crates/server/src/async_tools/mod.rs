@@ -31,8 +31,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolsmith_config::AgentConfig;
 use toolsmith_core::{
-    AsyncCall, AsyncMode, InboxTicket, Message, SharedTool, Tool, ToolContext, ToolError,
-    ToolKind, ToolMeta, ToolOutput, ToolSpec, Toolset,
+    AsyncCall, AsyncMode, InboxTicket, Message, SharedTool, Tool, ToolContext, ToolError, ToolKind,
+    ToolMeta, ToolOutput, ToolSpec, Toolset,
 };
 use toolsmith_store::{AsyncResult, AsyncSettlement, AsyncStatus, ServiceStore};
 
@@ -227,7 +227,12 @@ fn settlement_outcome(settlement: &AsyncSettlement) -> Outcome {
 ///
 /// Strings are inserted as they are, anything else as compact JSON; a failed call gives its
 /// error, a missing result `(no result)`.
-pub(crate) fn injected(result_id: &str, tool_name: &str, input: &Value, outcome: &Outcome) -> Message {
+pub(crate) fn injected(
+    result_id: &str,
+    tool_name: &str,
+    input: &Value,
+    outcome: &Outcome,
+) -> Message {
     let (status, result) = match outcome {
         Outcome::Completed(Some(value)) => ("completed", raw_or_json(value)),
         Outcome::Completed(None) => ("completed", "(no result)".to_string()),
@@ -263,7 +268,10 @@ pub(crate) fn injected_row(row: &AsyncResult) -> Message {
 
 /// `/async-tools/<resultId, URL-encoded>/complete`.
 pub(crate) fn complete_path(result_id: &str) -> String {
-    format!("/async-tools/{}/complete", crate::encode_component(result_id))
+    format!(
+        "/async-tools/{}/complete",
+        crate::encode_component(result_id)
+    )
 }
 
 /// A tool configured `async: true` (see the [module docs](self)).
@@ -363,7 +371,11 @@ impl Tool for AsyncTool {
                     input: input.clone(),
                 },
             );
-            let (inner, coordinator, id) = (self.inner.clone(), self.coordinator.clone(), result_id.clone());
+            let (inner, coordinator, id) = (
+                self.inner.clone(),
+                self.coordinator.clone(),
+                result_id.clone(),
+            );
             tokio::spawn(async move {
                 let settlement = match inner.call(input, &cx).await {
                     Ok(output) => AsyncSettlement::Completed(Some(output.value)),
@@ -405,7 +417,11 @@ mod tests {
              toolName: lookup\nstatus: completed\n\nInput:\n{\"q\":\"x\"}\n\nResult:\nfound it"
         );
         let failed = injected("a", "t", &json!("raw"), &Outcome::Failed("boom".into()));
-        assert!(failed.text().ends_with("status: failed\n\nInput:\nraw\n\nResult:\nboom"));
+        assert!(
+            failed
+                .text()
+                .ends_with("status: failed\n\nInput:\nraw\n\nResult:\nboom")
+        );
         let none = injected("a", "t", &json!({}), &Outcome::Completed(None));
         assert!(none.text().ends_with("Result:\n(no result)"));
     }

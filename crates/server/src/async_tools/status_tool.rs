@@ -83,7 +83,11 @@ impl Tool for AsyncStatusTool {
                 .settle_async_result(&id, &stopped)
                 .await
                 .map_err(store_error)?;
-            let row = store.async_result(&id).await.map_err(store_error)?.unwrap_or(row);
+            let row = store
+                .async_result(&id)
+                .await
+                .map_err(store_error)?
+                .unwrap_or(row);
             self.coordinator.settled_elsewhere(&row);
             row
         } else {
@@ -99,10 +103,9 @@ impl Tool for AsyncStatusTool {
 fn status(row: &AsyncResult) -> String {
     match row.status {
         AsyncStatus::Processing => "processing".to_string(),
-        AsyncStatus::Completed => format!(
-            "completed\n{}",
-            row.response.clone().unwrap_or(Value::Null)
-        ),
+        AsyncStatus::Completed => {
+            format!("completed\n{}", row.response.clone().unwrap_or(Value::Null))
+        }
         AsyncStatus::Failed => format!("failed\n{}", row.error.clone().unwrap_or_default()),
     }
 }

@@ -79,7 +79,12 @@ async fn dispatched(service: &common::Running, secret: &str, event: &str) -> Str
     assert_eq!(status, 202, "{body}");
     let key = format!("acme/calc/{event}");
     for _ in 0..600 {
-        let sealed = service.store.group(&key).await.unwrap().is_some_and(|g| g.sealed);
+        let sealed = service
+            .store
+            .group(&key)
+            .await
+            .unwrap()
+            .is_some_and(|g| g.sealed);
         if sealed {
             let rows = service.store.async_results_of(&key).await.unwrap();
             return rows[0].result_id.clone();
@@ -102,10 +107,7 @@ async fn external_service() -> (common::Running, String) {
 async fn an_external_completion_continues_the_run_once() {
     let (service, secret) = external_service().await;
     let id = dispatched(&service, &secret, "e1").await;
-    let waiting = service
-        .get("/status/e1?agentId=calc", &secret)
-        .await
-        .1;
+    let waiting = service.get("/status/e1?agentId=calc", &secret).await.1;
     assert_eq!(waiting["status"], "processing", "{waiting}");
 
     let path = format!("/async-tools/{id}/complete");
@@ -140,7 +142,11 @@ async fn completions_of_unknown_and_foreign_results_answer_alike() {
         .post(&format!("/async-tools/{id}/complete"), &rival, &completion)
         .await;
     let (status2, unknown) = service
-        .post("/async-tools/async_tool_none/complete", &secret, &completion)
+        .post(
+            "/async-tools/async_tool_none/complete",
+            &secret,
+            &completion,
+        )
         .await;
     assert_eq!((status, status2), (404, 404));
     assert_eq!(foreign, unknown);
@@ -148,7 +154,10 @@ async fn completions_of_unknown_and_foreign_results_answer_alike() {
     let (status, body) = service
         .post(&format!("/async-tools/{id}/complete"), "", &completion)
         .await;
-    assert_eq!((status, body.as_str()), (401, r#"{"error":"Unauthorized"}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (401, r#"{"error":"Unauthorized"}"#)
+    );
     // Still processing: the failed attempts settled nothing.
     let row = service.store.async_result(&id).await.unwrap().unwrap();
     assert_eq!(row.status.as_str(), "processing");
@@ -167,7 +176,10 @@ async fn racing_completions_settle_a_call_once() {
     let answers = futures::future::join_all(attempts).await;
     let accepted: Vec<_> = answers.iter().filter(|(s, _)| *s == 202).collect();
     assert_eq!(accepted.len(), 1, "{answers:?}");
-    assert!(answers.iter().all(|(s, _)| *s == 202 || *s == 409), "{answers:?}");
+    assert!(
+        answers.iter().all(|(s, _)| *s == 202 || *s == 409),
+        "{answers:?}"
+    );
     let done = service.settled(&secret, "calc", "e1").await;
     assert_eq!(done["status"], "completed", "{done}");
     // One continuation: its event exists once, and the model was asked once more.

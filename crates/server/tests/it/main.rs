@@ -4,3 +4,4 @@
 mod async_tools;
 mod common;
 mod runs;
+mod webhooks;

@@ -23,13 +23,20 @@ async fn a_run_is_streamed_as_run_parts_and_its_status_kept() {
         .await;
 
     let (status, body) = service
-        .post("/", &secret, &run_body("calc", "e1", "conv-1", "What is 6 * 7?"))
+        .post(
+            "/",
+            &secret,
+            &run_body("calc", "e1", "conv-1", "What is 6 * 7?"),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     let (events, _) = parse_sse(&body);
     let kinds = types(&events);
     assert_eq!(kinds.first(), Some(&"start"), "{kinds:?}");
-    assert!(kinds.contains(&"tool-call") && kinds.contains(&"tool-result"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"tool-call") && kinds.contains(&"tool-result"),
+        "{kinds:?}"
+    );
     assert_eq!(kinds.last(), Some(&"finish"), "{kinds:?}");
     let result = events.iter().find(|e| e["type"] == "tool-result").unwrap();
     assert_eq!(result["toolName"], "calculator");
@@ -66,7 +73,10 @@ async fn requests_without_a_valid_secret_are_unauthorized() {
         assert_eq!(text, r#"{"error":"Unauthorized"}"#);
     }
     let (status, text) = service.post("/async", "", &body).await;
-    assert_eq!((status, text.as_str()), (401, r#"{"error":"Unauthorized"}"#));
+    assert_eq!(
+        (status, text.as_str()),
+        (401, r#"{"error":"Unauthorized"}"#)
+    );
 }
 
 #[tokio::test]
@@ -77,13 +87,19 @@ async fn another_accounts_agent_and_events_answer_as_missing_ones() {
     let base = mock_model(|_| text("secret plans"));
     service.agent("acme", "a", config(&base, json!({}))).await;
 
-    let (status, missing) = service.post("/", &rival, &run_body("none", "e1", "c", "hi")).await;
-    let (status2, foreign) = service.post("/", &rival, &run_body("a", "e1", "c", "hi")).await;
+    let (status, missing) = service
+        .post("/", &rival, &run_body("none", "e1", "c", "hi"))
+        .await;
+    let (status2, foreign) = service
+        .post("/", &rival, &run_body("a", "e1", "c", "hi"))
+        .await;
     assert_eq!((status, status2), (404, 404));
     assert_eq!(missing, foreign);
     assert_eq!(foreign, r#"{"error":"Agent not found"}"#);
 
-    let (status, _) = service.post("/", &acme, &run_body("a", "e1", "c", "hi")).await;
+    let (status, _) = service
+        .post("/", &acme, &run_body("a", "e1", "c", "hi"))
+        .await;
     assert_eq!(status, 200);
     let (status, missing) = service.get("/status/e2?agentId=a", &rival).await;
     let (status2, foreign) = service.get("/status/e1?agentId=a", &rival).await;
@@ -139,7 +155,10 @@ async fn an_approval_is_streamed_stored_and_answered_in_a_later_request() {
     assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
     assert_eq!(waiting["approvals"][0]["approvalId"], approval_id.as_str());
     assert_eq!(waiting["approvals"][0]["toolName"], "calculator");
-    assert_eq!(waiting["approvals"][0]["input"], json!({"expression": "6 * 7"}));
+    assert_eq!(
+        waiting["approvals"][0]["input"],
+        json!({"expression": "6 * 7"})
+    );
 
     // A new message while it waits is refused; the answer resumes it.
     let (status, refused) = service
@@ -155,7 +174,11 @@ async fn an_approval_is_streamed_stored_and_answered_in_a_later_request() {
     let (status, body) = service.post("/", &secret, &answer).await;
     assert_eq!(status, 200, "{body}");
     let (events, _) = parse_sse(&body);
-    assert!(types(&events).contains(&"tool-result"), "{:?}", types(&events));
+    assert!(
+        types(&events).contains(&"tool-result"),
+        "{:?}",
+        types(&events)
+    );
     let done = service.settled(&secret, "calc", "e3").await;
     assert_eq!(done["text"], "The answer is 6 * 7 = 42.");
 }
@@ -180,7 +203,12 @@ async fn malformed_and_oversized_bodies_get_clear_errors() {
     let response = send("{".into()).await.unwrap();
     assert_eq!(response.status(), 400);
     let error: Value = response.json().await.unwrap();
-    assert!(error["error"].as_str().unwrap().starts_with("Invalid request JSON: "));
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid request JSON: ")
+    );
     let response = send("x".repeat(10_000)).await.unwrap();
     assert_eq!(response.status(), 413);
 }

@@ -38,9 +38,14 @@ pub fn mock_model(respond: impl Fn(&Value) -> Vec<Value> + Send + Sync + 'static
 }
 
 fn read_body(stream: &mut TcpStream) -> Value {
+    read_request(stream).1
+}
+
+/// Reads one request: its lower-case headers and JSON body.
+fn read_request(stream: &mut TcpStream) -> (Vec<(String, String)>, Value) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
-    let mut length = 0;
+    let mut headers = Vec::new();
     reader.read_line(&mut line).unwrap_or_default();
     loop {
         line.clear();
@@ -48,13 +53,56 @@ fn read_body(stream: &mut TcpStream) -> Value {
         let Some((name, value)) = line.trim_end().split_once(':') else {
             break;
         };
-        if name.eq_ignore_ascii_case("content-length") {
-            length = value.trim().parse().unwrap_or(0);
-        }
+        headers.push((name.trim().to_lowercase(), value.trim().to_string()));
     }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .map_or(0, |(_, v)| v.parse().unwrap_or(0));
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
-    serde_json::from_slice(&body).unwrap_or(Value::Null)
+    (
+        headers,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
+}
+
+/// A request an endpoint received.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// Serves JSON answers made by `respond` (status, body, delay before answering) on a loopback
+/// port: the URL, and the requests received.
+pub fn endpoint(
+    respond: impl Fn(&Value) -> (u16, String, Duration) + Send + Sync + 'static,
+) -> (String, Arc<std::sync::Mutex<Vec<Hit>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let hits = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = hits.clone();
+    let respond = Arc::new(respond);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (respond, log) = (respond.clone(), log.clone());
+            std::thread::spawn(move || {
+                let (headers, body) = read_request(&mut stream);
+                let (status, answer, delay) = respond(&body);
+                log.lock().unwrap().push(Hit { headers, body });
+                std::thread::sleep(delay);
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    answer.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    (url, hits)
 }
 
 /// A streamed answer with `text`.
