@@ -57,6 +57,8 @@
 
 mod build;
 mod composite;
+mod http_call;
+mod tavily;
 mod webhook;
 
 use std::path::Path;
@@ -73,6 +75,9 @@ pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
 
+pub use tavily::{TAVILY_API_KEY_VAR, TAVILY_BASE_URL_VAR, TAVILY_TOOLS, TavilyTool};
+
+use tavily::TavilyEntry;
 use webhook::WebhookEntry;
 
 /// A config error, with the agent harness's message.
@@ -136,8 +141,18 @@ pub struct ToolConfig {
     pub async_mode: Option<AsyncMode>,
     /// The options passed to the tool's factory.
     pub options: Map<String, Value>,
-    /// A webhook tool's checked entry (`"type": "webhook"`).
-    pub(crate) webhook: Option<WebhookEntry>,
+    /// The checked entry of a tool the config itself defines (a webhook, a Tavily tool).
+    pub(crate) defined: Option<Defined>,
+}
+
+/// A tool a config entry defines with its options, rather than picks from the built-ins or the
+/// provider's tools.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Defined {
+    /// `"type": "webhook"`.
+    Webhook(WebhookEntry),
+    /// `tavilySearch`, `tavilyExtract`.
+    Tavily(TavilyEntry),
 }
 
 /// A parsed agent config.
@@ -543,8 +558,11 @@ impl AgentConfig {
         };
         let mut tools = Toolset::new();
         for entry in entries {
-            let name = if let Some(webhook) = &entry.webhook {
-                tools.add(webhook.tool(&entry.name, webhooks)?);
+            let name = if let Some(defined) = &entry.defined {
+                match defined {
+                    Defined::Webhook(webhook) => tools.add(webhook.tool(&entry.name, webhooks)?),
+                    Defined::Tavily(tavily) => tools.add(tavily.tool(&entry.name)?),
+                };
                 entry.name.clone()
             } else if let Some(tool) = provider_tool(entry, provider)? {
                 let name = toolsmith_core::Tool::spec(&tool).name().to_string();
@@ -660,6 +678,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
             None => None,
         };
         let known = webhook.is_some()
+            || TAVILY_TOOLS.contains(&name.as_str())
             || BUILTIN_TOOLS.contains(&name.as_str())
             || PROVIDER_TOOLS.iter().any(|(n, _)| *n == name);
         if !known {
@@ -695,6 +714,14 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 "config.tools.{name}.{key} is not a supported option (built-in tools take none)"
             )));
         }
+        let defined = match webhook {
+            Some(webhook) => Some(Defined::Webhook(webhook)),
+            None if TAVILY_TOOLS.contains(&name.as_str()) => {
+                let entry = TavilyEntry::parse(&name, std::mem::take(&mut options))?;
+                Some(Defined::Tavily(entry))
+            }
+            None => None,
+        };
         if is_enabled {
             enabled.push(ToolConfig {
                 name,
@@ -702,7 +729,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 env,
                 async_mode: is_async.then_some(execution),
                 options,
-                webhook,
+                defined,
             });
         }
     }

@@ -25,8 +25,16 @@ fn seed_messages_for_bad_entries() {
             "config.tools.read must be an object",
         ),
         (
-            json!({"tools": {"tavilySearch": {}}}),
-            "config.tools.tavilySearch is not a supported tool",
+            json!({"tools": {"tavily": {}}}),
+            "config.tools.tavily is not a supported tool",
+        ),
+        (
+            json!({"tools": {"tavilySearch": {"maxResults": 50}}}),
+            "config.tools.tavilySearch.maxResults must be an integer from 1 to 20",
+        ),
+        (
+            json!({"tools": {"lookup": {"type": "plugin"}}}),
+            "config.tools.lookup.type must be \"webhook\" (the only kind of tool a config defines)",
         ),
         (
             json!({"tools": {"read": {"needsApproval": 1}}}),

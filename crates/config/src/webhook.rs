@@ -7,7 +7,7 @@
 //! `"completeUrl"` (absolute) and `"token"` (a bearer token that authorises exactly that
 //! completion). A synchronous webhook's answer is the result: JSON when it parses, else text;
 //! an answer outside 2xx is a tool error the model sees (`WEBHOOK_FAILED`), an unreachable URL
-//! `WEBHOOK_UNREACHABLE`, a slow one `WEBHOOK_TIMEOUT`.
+//! `WEBHOOK_UNREACHABLE`, a slow one `WEBHOOK_TIMEOUT` (`http_call.rs`).
 //!
 //! **The network.** A webhook URL comes from whoever wrote the config, which in the service
 //! is an account, not the operator: by default ([`WebhookPolicy::public_only`]) a webhook may
@@ -23,6 +23,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde_json::{Map, Value, json};
 use toolsmith_core::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
+use crate::http_call::{Caller, host, post_json};
 use crate::{ConfigError, error};
 
 /// How long a webhook may take by default.
@@ -40,9 +41,6 @@ const WEBHOOK_KEYS: &[&str] = &[
 
 /// The keys every tool entry may have, read by the config itself.
 const CONTROL_KEYS: &[&str] = &["enabled", "needsApproval", "env", "async", "execution"];
-
-/// The most of a failed webhook's answer quoted in its error.
-const QUOTED_BYTES: usize = 500;
 
 /// Which addresses webhooks may reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,70 +244,24 @@ impl Tool for WebhookTool {
                 body["token"] = json!(token);
             }
         }
-        let mut request = self.client.post(url.clone()).json(&body);
-        for (name, value) in &self.entry.headers {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.map_err(|e| {
-            if e.is_timeout() {
-                ToolError::new(
-                    "WEBHOOK_TIMEOUT",
-                    format!(
-                        "webhook {} did not answer within {} ms",
-                        host(url),
-                        self.entry.timeout.as_millis()
-                    ),
-                )
-            } else {
-                // reqwest's message may quote the URL, with a token in its query: host only.
-                let why = if e.is_connect() {
-                    "cannot connect"
-                } else {
-                    "request failed"
-                };
-                ToolError::new(
-                    "WEBHOOK_UNREACHABLE",
-                    format!("webhook {}: {why}{}", host(url), forbidden_note(&e)),
-                )
-            }
-        })?;
-        let status = response.status();
-        let bytes = response.bytes().await.map_err(|_| {
-            ToolError::new(
-                "WEBHOOK_UNREACHABLE",
-                format!("webhook {}: the answer was cut off", host(url)),
-            )
-        })?;
-        if !status.is_success() {
-            let quoted =
-                String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTED_BYTES)]).into_owned();
-            return Err(ToolError::new(
-                "WEBHOOK_FAILED",
-                format!(
-                    "webhook {} answered {}: {quoted}",
-                    host(url),
-                    status.as_u16()
-                ),
-            ));
-        }
-        Ok(match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) => ToolOutput::json(value),
-            Err(_) => ToolOutput::text(String::from_utf8_lossy(&bytes).into_owned()),
-        })
-    }
-}
-
-/// `host[:port]` of a URL, for messages (never its path or query).
-fn host(url: &reqwest::Url) -> String {
-    match (url.host_str(), url.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_string(),
-        _ => "(no host)".to_string(),
+        let caller = Caller {
+            code: "WEBHOOK",
+            noun: "webhook",
+        };
+        post_json(
+            &self.client,
+            url,
+            &self.entry.headers,
+            &body,
+            self.entry.timeout,
+            &caller,
+        )
+        .await
     }
 }
 
 /// Says so when a request failed because the name resolves to a private address.
-fn forbidden_note(e: &reqwest::Error) -> &'static str {
+pub(crate) fn forbidden_note(e: &reqwest::Error) -> &'static str {
     let mut source: Option<&dyn std::error::Error> = Some(e);
     while let Some(error) = source {
         if error.to_string().contains(PRIVATE_ADDRESS) {
