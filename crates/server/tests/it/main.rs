@@ -2,6 +2,7 @@
 //! service, a loopback model speaking OpenAI's Chat Completions stream.
 
 mod async_tools;
+mod chat;
 mod common;
 mod runs;
 mod webhooks;

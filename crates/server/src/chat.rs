@@ -1,0 +1,394 @@
+//! `POST /agents/{agentId}/chat`: the AI SDK's chat protocol, so that a web app's `useChat`
+//! (`DefaultChatTransport`) talks to a toolsmith agent by changing one URL.
+//!
+//! The request is the transport's body, `{id, messages, …}`: `id` is the chat, which is the
+//! conversation (one stored thread per chat, as for `conversationKey`). The service keeps the
+//! conversation itself, so only the **last** message is read: a user message's text and file
+//! parts are the new turn; an assistant message's tool parts in state `approval-responded` are
+//! answers to the approvals the chat waits for, and parts in state `output-available` /
+//! `output-error` of calls waiting for the client are client tools' results.
+//!
+//! The answer is a UI message stream (`x-vercel-ai-ui-message-stream: v1`): one `data: <chunk>`
+//! per chunk (`start`, `start-step`, `text-*`, `reasoning-*`, `tool-input-*`,
+//! `tool-output-*`, `tool-approval-request`, `source-url`, `file`, `data-<name>`,
+//! `finish-step`, `finish`, `error`, `abort`), then `data: [DONE]`. While async work is
+//! pending, SSE comment lines keep the connection alive.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use toolsmith_core::{
+    AsyncMode, Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse,
+    ToolResultPart,
+};
+use toolsmith_store::{EventRecord, EventStatus};
+
+use crate::async_tools::ASYNC_RESULT_TTL;
+use crate::runs::{self, Outgoing, RequestPath, RunRequest, thread_id};
+use crate::service::toolsmith_store_now;
+use crate::{ApiError, Service, auth, sse};
+
+/// The UI message stream chunk of a run part (`None`: nothing to show a chat UI).
+pub fn ui_chunk(part: &RunPart) -> Option<Value> {
+    Some(match part {
+        RunPart::Start { run_id } => json!({"type": "start", "messageId": run_id}),
+        RunPart::StartStep { .. } => json!({"type": "start-step"}),
+        RunPart::FinishStep { .. } => json!({"type": "finish-step"}),
+        RunPart::TextStart { id } => json!({"type": "text-start", "id": id}),
+        RunPart::TextDelta { id, text } => json!({"type": "text-delta", "id": id, "delta": text}),
+        RunPart::TextEnd { id } => json!({"type": "text-end", "id": id}),
+        RunPart::ReasoningStart { id } => json!({"type": "reasoning-start", "id": id}),
+        RunPart::ReasoningDelta { id, text } => {
+            json!({"type": "reasoning-delta", "id": id, "delta": text})
+        }
+        RunPart::ReasoningEnd { id } => json!({"type": "reasoning-end", "id": id}),
+        RunPart::ToolInputStart {
+            id,
+            tool_name,
+            provider_executed,
+        } => with_provider(
+            json!({"type": "tool-input-start", "toolCallId": id, "toolName": tool_name}),
+            *provider_executed,
+        ),
+        RunPart::ToolInputDelta { id, delta } => {
+            json!({"type": "tool-input-delta", "toolCallId": id, "inputTextDelta": delta})
+        }
+        RunPart::ToolCall {
+            tool_call_id,
+            tool_name,
+            input,
+            provider_executed,
+            ..
+        } => with_provider(
+            json!({"type": "tool-input-available", "toolCallId": tool_call_id,
+                   "toolName": tool_name, "input": input}),
+            *provider_executed,
+        ),
+        RunPart::ToolResult {
+            tool_call_id,
+            output,
+            provider_executed,
+            ..
+        } => with_provider(
+            json!({"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}),
+            *provider_executed,
+        ),
+        RunPart::ToolError {
+            tool_call_id,
+            error,
+            ..
+        } => json!({"type": "tool-output-error", "toolCallId": tool_call_id,
+                    "errorText": error.message}),
+        RunPart::ToolOutputDenied { tool_call_id, .. } => {
+            json!({"type": "tool-output-denied", "toolCallId": tool_call_id})
+        }
+        RunPart::ToolApprovalRequest {
+            approval_id,
+            tool_call_id,
+            ..
+        } => json!({"type": "tool-approval-request", "approvalId": approval_id,
+                    "toolCallId": tool_call_id}),
+        RunPart::Source(source) if source.url.is_some() => {
+            let mut chunk = json!({"type": "source-url", "sourceId": source.id, "url": source.url});
+            if let Some(title) = &source.title {
+                chunk["title"] = json!(title);
+            }
+            chunk
+        }
+        RunPart::File { media_type, data } => json!({"type": "file", "mediaType": media_type,
+            "url": format!("data:{media_type};base64,{data}")}),
+        RunPart::Data { name, data, .. } => json!({"type": format!("data-{name}"), "data": data}),
+        RunPart::Finish { finish_reason, .. } => {
+            json!({"type": "finish", "finishReason": finish_reason.as_str()})
+        }
+        RunPart::Abort { reason } => match reason {
+            Some(reason) => json!({"type": "abort", "reason": reason}),
+            None => json!({"type": "abort"}),
+        },
+        RunPart::Error { error } => json!({"type": "error", "errorText": error.message}),
+        _ => return None,
+    })
+}
+
+fn with_provider(mut chunk: Value, provider_executed: bool) -> Value {
+    if provider_executed {
+        chunk["providerExecuted"] = json!(true);
+    }
+    chunk
+}
+
+/// The bytes of one outgoing item in the UI message stream; `start` names `message_id`.
+fn encode(item: &Outgoing, message_id: &str) -> Vec<u8> {
+    match item {
+        Outgoing::Part(RunPart::Start { .. }) => format!(
+            "data: {}\n\n",
+            json!({"type": "start", "messageId": message_id})
+        )
+        .into_bytes(),
+        Outgoing::Part(part) => match ui_chunk(part) {
+            Some(chunk) => format!("data: {chunk}\n\n").into_bytes(),
+            None => Vec::new(),
+        },
+        Outgoing::Waiting(pending) => {
+            format!(": waiting for async work pending={pending}\n\n").into_bytes()
+        }
+    }
+}
+
+/// What the last message of a chat request asks for.
+#[derive(Debug, Default, PartialEq)]
+struct Turn {
+    /// The assistant message the answer continues (the last one's id when it is the
+    /// assistant's), else a new id.
+    message_id: String,
+    messages: Vec<Message>,
+    approvals: Vec<ToolApprovalResponse>,
+    /// `(toolCallId, output or error)` of tool parts with an output.
+    outputs: Vec<(String, String, Result<Value, String>)>,
+}
+
+/// Reads the request body's chat id and last message.
+fn parse(body: &[u8]) -> Result<(String, Turn), ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("Invalid request JSON: {e}")))?;
+    let id = match value.get("id") {
+        Some(Value::String(id)) if !id.is_empty() && id.len() <= 256 => id.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "id must be a non-empty string of at most 256 characters",
+            ));
+        }
+    };
+    let last = match value.get("messages") {
+        Some(Value::Array(messages)) => messages.last().cloned(),
+        _ => return Err(ApiError::bad_request("messages must be an array")),
+    }
+    .ok_or_else(|| ApiError::bad_request("messages must hold at least one message"))?;
+    let parts = last
+        .get("parts")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ApiError::bad_request("the last message must have parts"))?;
+    let mut turn = Turn {
+        message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
+        ..Turn::default()
+    };
+    match last.get("role").and_then(Value::as_str) {
+        Some("user") => {
+            let mut content = Vec::new();
+            for part in parts {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = part["text"].as_str().unwrap_or_default();
+                        content.push(Part::text(text));
+                    }
+                    Some("file") => content.push(Part::File {
+                        media_type: part["mediaType"].as_str().unwrap_or_default().to_string(),
+                        data: part["url"].as_str().unwrap_or_default().to_string(),
+                        filename: part["filename"].as_str().map(str::to_string),
+                    }),
+                    // Other parts (data-*, step markers) carry nothing for the model.
+                    _ => {}
+                }
+            }
+            if content.is_empty() {
+                return Err(ApiError::bad_request(
+                    "the last message holds no text or file part",
+                ));
+            }
+            turn.messages.push(Message::new(Role::User, content));
+        }
+        Some("assistant") => {
+            if let Some(id) = last.get("id").and_then(Value::as_str) {
+                turn.message_id = id.to_string();
+            }
+            for part in parts {
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
+                if !(kind.starts_with("tool-") || kind == "dynamic-tool") {
+                    continue;
+                }
+                let call_id = part["toolCallId"].as_str().unwrap_or_default().to_string();
+                let tool_name = part["toolName"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| kind.trim_start_matches("tool-").to_string());
+                match part.get("state").and_then(Value::as_str) {
+                    Some("approval-responded") => {
+                        let approval = &part["approval"];
+                        let approval_id = approval["id"].as_str().ok_or_else(|| {
+                            ApiError::bad_request("an approval-responded part needs approval.id")
+                        })?;
+                        let approved = approval["approved"].as_bool().unwrap_or(false);
+                        let reason = approval["reason"].as_str().map(str::to_string);
+                        turn.approvals.push(match (approved, reason) {
+                            (true, _) => ToolApprovalResponse::approve(approval_id),
+                            (false, reason) => ToolApprovalResponse::deny(
+                                approval_id,
+                                reason.unwrap_or_else(|| "Denied.".to_string()),
+                            ),
+                        });
+                    }
+                    Some("output-available") => {
+                        turn.outputs
+                            .push((call_id, tool_name, Ok(part["output"].clone())));
+                    }
+                    Some("output-error") => {
+                        let error = part["errorText"].as_str().unwrap_or("error").to_string();
+                        turn.outputs.push((call_id, tool_name, Err(error)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "the last message must be the user's or the assistant's",
+            ));
+        }
+    }
+    Ok((id, turn))
+}
+
+/// `POST /agents/{agentId}/chat`.
+pub(crate) async fn chat(
+    State(service): State<Service>,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let store = service.inner.store.clone();
+    let account = auth::caller(&*store, &headers).await?;
+    let (chat_id, turn) = parse(&body)?;
+    let built = service.agent(&account.name, &agent_id).await?;
+    if let Some((name, _)) = built
+        .async_tools
+        .iter()
+        .find(|(_, mode)| *mode == AsyncMode::ExternalDispatch)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Async tool {name} uses external-dispatch, which is not supported by this request path"
+        )));
+    }
+    let thread = thread_id(&account.name, &agent_id, &chat_id);
+    // Outputs count only for calls that wait for the client.
+    let waiting: Vec<String> = match store.thread(&thread).await? {
+        Some(found) => found
+            .pending
+            .iter()
+            .filter(|p| p.kind == PauseKind::ClientTool)
+            .map(|p| p.tool_call_id.clone())
+            .collect(),
+        None => Vec::new(),
+    };
+    let tool_results = turn
+        .outputs
+        .into_iter()
+        .filter(|(id, _, _)| waiting.contains(id))
+        .map(|(tool_call_id, tool_name, output)| ToolResultPart {
+            tool_call_id,
+            tool_name,
+            output: match output {
+                Ok(value) => ModelOutput::json(value),
+                Err(error) => ModelOutput::error_text(error),
+            },
+            provider_executed: false,
+            provider_metadata: Default::default(),
+        })
+        .collect();
+    let turn_message_id = turn.message_id.clone();
+    let event_id = format!("chat-{}", uuid::Uuid::new_v4());
+    let now = toolsmith_store_now();
+    let record = EventRecord {
+        account: account.name.clone(),
+        agent_id: agent_id.clone(),
+        event_id: event_id.clone(),
+        conversation_key: chat_id.clone(),
+        thread_id: thread,
+        status: EventStatus::Processing,
+        detail: Value::Object(Map::new()),
+        created_at: now,
+        updated_at: now,
+        expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
+    };
+    store.insert_event(&record).await?;
+    let request = RunRequest {
+        account: account.name,
+        agent_id,
+        status_event: event_id.clone(),
+        event_id,
+        conversation_key: chat_id,
+        messages: turn.messages,
+        approvals: turn.approvals,
+        tool_results,
+        path: RequestPath::Stream,
+    };
+    let input = runs::claim(&service, &request).await?;
+    let (sender, receiver) = mpsc::channel(256);
+    tokio::spawn(runs::drive(service, built, request, input, Some(sender)));
+    let message_id = turn_message_id;
+    let encode = move |item: &Outgoing| encode(item, &message_id);
+    let mut response = sse::response_with(receiver, encode, b"data: [DONE]\n\n");
+    response.headers_mut().insert(
+        "x-vercel-ai-ui-message-stream",
+        axum::http::HeaderValue::from_static("v1"),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_parts_become_ui_chunks() {
+        let delta = RunPart::TextDelta {
+            id: "t0".into(),
+            text: "Hi".into(),
+        };
+        assert_eq!(
+            ui_chunk(&delta).unwrap(),
+            json!({"type": "text-delta", "id": "t0", "delta": "Hi"})
+        );
+        let call = RunPart::ToolCall {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            input: json!({"path": "a"}),
+            provider_executed: false,
+            invalid: false,
+        };
+        assert_eq!(
+            ui_chunk(&call).unwrap(),
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "read",
+                   "input": {"path": "a"}})
+        );
+        assert!(
+            ui_chunk(&RunPart::Warning {
+                message: "w".into()
+            })
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn the_last_message_is_the_turn() {
+        let (id, turn) = parse(
+            br#"{"id":"chat-1","messages":[
+                {"id":"m1","role":"user","parts":[{"type":"text","text":"old"}]},
+                {"id":"m2","role":"user","parts":[{"type":"text","text":"new"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(id, "chat-1");
+        assert_eq!(turn.messages.len(), 1);
+        assert_eq!(turn.messages[0].text(), "new");
+        let (_, turn) = parse(
+            br#"{"id":"c","messages":[{"id":"m","role":"assistant","parts":[
+                {"type":"tool-write","toolCallId":"c1","state":"approval-responded","input":{},
+                 "approval":{"id":"ap1","approved":false,"reason":"no"}}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(turn.approvals, [ToolApprovalResponse::deny("ap1", "no")]);
+        let err = parse(br#"{"id":"c","messages":[]}"#).unwrap_err();
+        assert_eq!(err.body["error"], "messages must hold at least one message");
+    }
+}
