@@ -23,9 +23,9 @@ mod memory;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod service;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-mod service;
 mod store;
 mod thread;
 
@@ -39,11 +39,11 @@ pub use memory::MemoryStore;
 pub use open::{open, open_service};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
 pub use service::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
     EventStatus, ServiceStore,
 };
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
 pub use store::{Store, StoredValue};
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus, ThreadWrite};

@@ -133,10 +133,7 @@ impl ServiceStore for MemoryStore {
             .async_results
             .insert(row.result_id.clone(), row.clone());
         if group {
-            let (group, expires_at) = state
-                .groups
-                .entry(row.parent_event_id.clone())
-                .or_default();
+            let (group, expires_at) = state.groups.entry(row.parent_event_id.clone()).or_default();
             group.result_ids.push(row.result_id.clone());
             *expires_at = row.expires_at;
         }
@@ -193,10 +190,7 @@ impl ServiceStore for MemoryStore {
 
     async fn seal_group(&self, parent_event_id: &str, expires_at: u64) -> Result<(), StoreError> {
         let mut state = self.service();
-        let (group, expiry) = state
-            .groups
-            .entry(parent_event_id.to_string())
-            .or_default();
+        let (group, expiry) = state.groups.entry(parent_event_id.to_string()).or_default();
         group.sealed = true;
         *expiry = expires_at;
         Ok(())
