@@ -11,8 +11,8 @@ use toolsmith_store::{
     ThreadStatus, ThreadWrite, conformance,
 };
 
-use crate::common::payment;
 use crate::common::pg_server::PgServer;
+use crate::common::{payment, service};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
@@ -95,7 +95,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         .unwrap();
     tokio::spawn(connection);
     // Version 3's layout: the journal keyed on run, call and attempt with an index on its
-    // thread and without the two tool metadata columns, and the threads' `updated_at` index.
+    // thread and without the two tool metadata columns, the threads' `updated_at` index, and
+    // neither the holder of a running thread (version 6) nor the service's tables (version 7).
     client
         .batch_execute(
             "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;
@@ -105,6 +106,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
              CREATE INDEX threads_updated ON threads(updated_at);
              ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
                  DROP COLUMN holder_started;
+             DROP TABLE dispatch_group_members, dispatch_groups, async_results, events, agents,
+                 accounts;
              DELETE FROM schema_migrations WHERE version > 3;",
         )
         .await
@@ -133,6 +136,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         store.thread("t").await.unwrap().unwrap().holder,
         Some(holder)
     );
+    // Version 7: the service's tables.
+    service::tables_work(&store).await;
     let key: String = client
         .query_one(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'journal_pkey'",
