@@ -14,17 +14,18 @@ use toolsmith_store::{MemoryStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_passes_the_conformance_suite() {
-    conformance::check(Arc::new(MemoryStore::new())).await;
+    let store = Arc::new(MemoryStore::new());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 }
 
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
-    conformance::check(Arc::new(
-        SqliteStore::open(dir.path().join("s.db")).await.unwrap(),
-    ))
-    .await;
+    let store = Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 }
 
 #[cfg(feature = "sqlite")]

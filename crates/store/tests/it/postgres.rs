@@ -20,7 +20,9 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
         return;
     };
     let url = server.database().await;
-    conformance::check(Arc::new(PostgresStore::connect(&url).await.unwrap())).await;
+    let store = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 
     // Two stores opened at once (as two processes) migrate one database once.
     let url = server.database().await;
