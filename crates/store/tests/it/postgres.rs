@@ -1,6 +1,6 @@
 //! The conformance suite on a real PostgreSQL server (started by the test), and what is
-//! particular to it: two stores (as two processes) racing on one thread, and migrations run
-//! by several at once.
+//! particular to it: two stores (as two processes) racing on one thread and on the service's
+//! events, async results and groups, and migrations run by several at once.
 
 use std::sync::Arc;
 
@@ -42,6 +42,31 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
         Some(StoreError::Conflict { .. })
     ));
     assert_eq!(second.messages("t1").await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_race_on_events_async_results_and_groups_fairly() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let (first, second) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+    service::two_stores_race(Arc::new(first.unwrap()), Arc::new(second.unwrap())).await;
+    // Each member has a position of its own: an insert into a group waits for the group's row
+    // lock, then counts the members committed before it.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT COUNT(DISTINCT position), COUNT(*) FROM dispatch_group_members \
+             WHERE parent_event_id = 'parent-race'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (16, 16));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
