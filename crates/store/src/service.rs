@@ -12,11 +12,21 @@
 //!   [`settle_async_result`](ServiceStore::settle_async_result) settles only a row still
 //!   `processing`. Of two racing callers exactly one wins, across processes sharing a database.
 //! - **Groups.** [`insert_async_result`](ServiceStore::insert_async_result) with a group adds
-//!   the id to the parent event's dispatch group in the same transaction; a sealed group keeps
-//!   its ids and stays sealed.
+//!   the id to the parent event's dispatch group in the same transaction, after the ids added
+//!   before it; a sealed group keeps its ids and stays sealed. Sealing is the caller's promise
+//!   that no call will be added, not a lock: the store adds an id to a sealed group as to any
+//!   other.
 //! - **Expiry.** Rows carry `expires_at`; [`purge_expired`](ServiceStore::purge_expired) removes
 //!   events, async results and groups past it. Reads do not filter: an expired row is gone only
-//!   once purged.
+//!   once purged. A group expires when the last call added to it does, or when its seal says
+//!   (whichever was set last); its ids go with it, and the ids of purged calls stay in a group
+//!   that is not purged.
+//! - **Order.** Lists are in the byte order of their keys (as Rust compares `str`s), whatever a
+//!   database's locale.
+//! - **Values.** JSON reads back exactly as written (as `serde_json` writes and reads it), a
+//!   response of `None` apart from one of `Some(Value::Null)`. Times are milliseconds since the
+//!   Unix epoch; the SQL backends keep them as signed 64-bit integers, so a time past
+//!   `i64::MAX` reads back as `i64::MAX` (a row that never expires is still never purged).
 //! - **Secrets.** An agent's config is stored as given: the service seals it with the
 //!   [`SecretKey`](crate::SecretKey) before it gets here. An account's secret is stored as its
 //!   SHA-256 only.
@@ -188,7 +198,8 @@ pub struct AsyncResult {
 /// How an async call ended ([`ServiceStore::settle_async_result`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AsyncSettlement {
-    /// With a response (absent: `null`).
+    /// With a response, kept as given: `None` reads back as `None` (the service answers it as
+    /// `null`), apart from `Some(Value::Null)`.
     Completed(Option<Value>),
     /// With an error.
     Failed(String),
@@ -219,11 +230,11 @@ pub trait ServiceStore: Store {
     /// Every account, by name.
     async fn accounts(&self) -> Result<Vec<Account>, StoreError>;
 
-    /// Creates or replaces the account's agent `agent.id`.
+    /// Creates or replaces the account's agent `agent.id`, as given (its `updated_at` too).
     ///
     /// # Errors
     ///
-    /// [`StoreError::NotFound`] when the account does not exist.
+    /// [`StoreError::NotFound`] naming the account when it does not exist.
     async fn put_agent(&self, agent: &AgentRecord) -> Result<(), StoreError>;
 
     /// The account's agent `id`.
@@ -235,7 +246,8 @@ pub trait ServiceStore: Store {
     /// Removes the account's agent `id`: whether there was one.
     async fn delete_agent(&self, account: &str, id: &str) -> Result<bool, StoreError>;
 
-    /// Records `event` if no event of its account and agent has its id: whether it did.
+    /// Records `event` if no event of its account and agent has its id: whether it did (a
+    /// duplicate leaves the first as it was).
     async fn insert_event(&self, event: &EventRecord) -> Result<bool, StoreError>;
 
     /// An event, scoped to its account and agent.
@@ -250,7 +262,8 @@ pub trait ServiceStore: Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::NotFound`] when there is no such event.
+    /// [`StoreError::NotFound`] naming the event id when there is no such event (as for
+    /// another account's).
     async fn update_event(
         &self,
         account: &str,
@@ -261,12 +274,12 @@ pub trait ServiceStore: Store {
     ) -> Result<(), StoreError>;
 
     /// Records an async call, and with `group` adds its id to the dispatch group of its parent
-    /// event (created unsealed when missing; its `expires_at` set to the row's), in one
-    /// transaction.
+    /// event (created unsealed when missing, sealed or not as it was otherwise) and sets the
+    /// group's `expires_at` to the row's, in one transaction.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Exists`] when the id is taken.
+    /// [`StoreError::Exists`] naming the id when it is taken (then nothing is written).
     async fn insert_async_result(&self, row: &AsyncResult, group: bool) -> Result<(), StoreError>;
 
     /// An async call's row, whoever it belongs to (the caller compares account and agent).
@@ -291,7 +304,7 @@ pub trait ServiceStore: Store {
     /// A parent event's dispatch group, if it has one.
     async fn group(&self, parent_event_id: &str) -> Result<Option<DispatchGroup>, StoreError>;
 
-    /// Removes events, async results and groups whose `expires_at` is before `now`: how many
-    /// rows.
+    /// Removes events, async results and groups whose `expires_at` is before `now` (a row
+    /// expiring at `now` is kept): how many of them. A group's ids go with it, uncounted.
     async fn purge_expired(&self, now: u64) -> Result<u64, StoreError>;
 }

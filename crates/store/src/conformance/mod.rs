@@ -1,18 +1,23 @@
 //! The conformance suite every backend passes: `conformance::check(store).await` panics,
-//! naming the rule, on the first thing the backend gets wrong.
+//! naming the rule, on the first thing the backend gets wrong; `conformance::check_service`
+//! does the same for the [`ServiceStore`] a backend also is.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use toolsmith_store::{MemoryStore, conformance};
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! conformance::check(Arc::new(MemoryStore::new())).await;
+//! let store = Arc::new(MemoryStore::new());
+//! conformance::check(store.clone()).await;
+//! conformance::check_service(store).await;
 //! # });
 //! ```
 
+mod async_results;
 mod batch;
 mod holder;
 mod journal;
+mod service;
 
 use std::sync::Arc;
 
@@ -23,8 +28,8 @@ use toolsmith_core::{
 };
 
 use crate::{
-    Batch, Claim, Holder, NewThread, Store, StoreError, StoredValue, ThreadQuery, ThreadStatus,
-    ThreadWrite,
+    Batch, Claim, Holder, NewThread, ServiceStore, Store, StoreError, StoredValue, ThreadQuery,
+    ThreadStatus, ThreadWrite,
 };
 
 /// Runs every rule against `store`, which must be empty.
@@ -46,6 +51,24 @@ pub async fn check<S: Store>(store: Arc<S>) {
     credentials(&*store).await;
     concurrent_writers(store.clone()).await;
     concurrent_claims(store).await;
+}
+
+/// Runs every rule of [`ServiceStore`] against `store`, which must hold no accounts, agents,
+/// events, async results or groups (its threads do not matter: it may be a store [`check`]
+/// ran on). The purge rule runs last, and leaves only rows that never expire.
+pub async fn check_service<S: ServiceStore>(store: Arc<S>) {
+    service::accounts(&*store).await;
+    service::agents(&*store).await;
+    service::events(&*store).await;
+    service::json_round_trip(&*store).await;
+    async_results::async_results(&*store).await;
+    async_results::settlements(&*store).await;
+    async_results::async_results_in_order(&*store).await;
+    async_results::groups(&*store).await;
+    service::concurrent_event_inserts(store.clone()).await;
+    async_results::concurrent_settlements(store.clone()).await;
+    async_results::concurrent_group_inserts(store.clone()).await;
+    async_results::purge(&*store).await;
 }
 
 /// Commits `write` alone: the thread's new version.

@@ -4,6 +4,7 @@ mod commit;
 mod credentials;
 mod journal;
 mod schema;
+mod service;
 mod write;
 
 use std::fmt;

@@ -96,6 +96,71 @@ const MIGRATIONS: &[(i32, &str)] = &[
         "ALTER TABLE threads ADD COLUMN holder_host TEXT, ADD COLUMN holder_pid BIGINT,
         ADD COLUMN holder_started BIGINT;",
     ),
+    // The harness service's tables (`ServiceStore`), as SQLite's version 8. The names and
+    // ids that lists are ordered by are of the "C" collation: byte order, as SQLite's, whatever
+    // the database's locale.
+    (
+        7,
+        "CREATE TABLE accounts (
+        name TEXT COLLATE \"C\" PRIMARY KEY,
+        secret_hash BYTEA NOT NULL CHECK (octet_length(secret_hash) = 32),
+        created_at BIGINT NOT NULL
+    );
+    CREATE TABLE agents (
+        account TEXT COLLATE \"C\" NOT NULL REFERENCES accounts(name),
+        id TEXT COLLATE \"C\" NOT NULL,
+        config BYTEA NOT NULL,
+        active BOOLEAN NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (account, id)
+    );
+    CREATE TABLE events (
+        account TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        conversation_key TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (account, agent_id, event_id)
+    );
+    CREATE INDEX events_expires ON events(expires_at);
+    CREATE TABLE async_results (
+        result_id TEXT COLLATE \"C\" PRIMARY KEY,
+        account TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        parent_event_id TEXT NOT NULL,
+        conversation_key TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL,
+        response TEXT,
+        error TEXT,
+        external BOOLEAN NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX async_results_parent ON async_results(parent_event_id, created_at);
+    CREATE INDEX async_results_expires ON async_results(expires_at);
+    CREATE TABLE dispatch_groups (
+        parent_event_id TEXT PRIMARY KEY,
+        sealed BOOLEAN NOT NULL,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX dispatch_groups_expires ON dispatch_groups(expires_at);
+    CREATE TABLE dispatch_group_members (
+        parent_event_id TEXT NOT NULL
+            REFERENCES dispatch_groups(parent_event_id) ON DELETE CASCADE,
+        result_id TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        PRIMARY KEY (parent_event_id, result_id)
+    );",
+    ),
 ];
 
 /// The newest schema version this build knows.

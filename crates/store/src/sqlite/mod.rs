@@ -6,6 +6,7 @@ mod credentials;
 mod file_mode;
 mod journal;
 mod schema;
+mod service;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

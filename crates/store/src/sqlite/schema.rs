@@ -161,6 +161,73 @@ const MIGRATIONS: &[(u32, &str)] = &[
     ALTER TABLE threads ADD COLUMN holder_pid INTEGER;
     ALTER TABLE threads ADD COLUMN holder_started INTEGER;",
     ),
+    // The harness service's tables (`ServiceStore`): accounts and their agents, the runs
+    // started over HTTP (events), async tool results and the dispatch groups of their parent
+    // events. The rows that carry JSON or configs are large, so they keep their rowids;
+    // accounts and group rows are small, clustered on their keys. A group's members keep the
+    // order they were added in (`position`) and go with their group.
+    (
+        8,
+        "CREATE TABLE accounts (
+        name TEXT PRIMARY KEY,
+        secret_hash BLOB NOT NULL CHECK (length(secret_hash) = 32),
+        created_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE agents (
+        account TEXT NOT NULL REFERENCES accounts(name),
+        id TEXT NOT NULL,
+        config BLOB NOT NULL,
+        active INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (account, id)
+    );
+    CREATE TABLE events (
+        account TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        conversation_key TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (account, agent_id, event_id)
+    );
+    CREATE INDEX events_expires ON events(expires_at);
+    CREATE TABLE async_results (
+        result_id TEXT PRIMARY KEY,
+        account TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        parent_event_id TEXT NOT NULL,
+        conversation_key TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL,
+        response TEXT,
+        error TEXT,
+        external INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX async_results_parent ON async_results(parent_event_id, created_at);
+    CREATE INDEX async_results_expires ON async_results(expires_at);
+    CREATE TABLE dispatch_groups (
+        parent_event_id TEXT PRIMARY KEY,
+        sealed INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX dispatch_groups_expires ON dispatch_groups(expires_at);
+    CREATE TABLE dispatch_group_members (
+        parent_event_id TEXT NOT NULL
+            REFERENCES dispatch_groups(parent_event_id) ON DELETE CASCADE,
+        result_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (parent_event_id, result_id)
+    ) WITHOUT ROWID;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -14,17 +14,18 @@ use toolsmith_store::{MemoryStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_passes_the_conformance_suite() {
-    conformance::check(Arc::new(MemoryStore::new())).await;
+    let store = Arc::new(MemoryStore::new());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 }
 
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
-    conformance::check(Arc::new(
-        SqliteStore::open(dir.path().join("s.db")).await.unwrap(),
-    ))
-    .await;
+    let store = Arc::new(SqliteStore::open(dir.path().join("s.db")).await.unwrap());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 }
 
 #[cfg(feature = "sqlite")]
@@ -54,6 +55,27 @@ async fn a_sqlite_file_keeps_its_data_across_opens_and_two_handles_race_fairly()
         Some(StoreError::Conflict { .. })
     ));
     assert_eq!(second.messages("t1").await.unwrap().len(), 2);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sqlite_handles_race_on_events_async_results_and_groups_fairly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("service.db");
+    let first = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let second = Arc::new(SqliteStore::open(&path).await.unwrap());
+    crate::common::service::two_stores_race(first, second).await;
+    // Each member has a position of its own: the group's order is the order of the inserts.
+    let positions: (i64, i64) = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(DISTINCT position), COUNT(*) FROM dispatch_group_members \
+             WHERE parent_event_id = 'parent-race'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(positions, (16, 16));
 }
 
 #[cfg(feature = "sqlite")]

@@ -9,18 +9,37 @@ use toolsmith_store::{
     ThreadWrite, Vault,
 };
 
-use crate::common::payment;
+use crate::common::{payment, service};
 
-/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then drops
-/// what the versions after it added to the threads (version 7: their holder) and forgets them.
+/// What the versions from 7 on added, undone: the holder of a running thread (7) and the
+/// harness service's tables (8).
+const UNDO: &[(u32, &str)] = &[
+    (
+        8,
+        "DROP TABLE dispatch_group_members; DROP TABLE dispatch_groups; \
+         DROP TABLE async_results; DROP TABLE events; DROP TABLE agents; DROP TABLE accounts;",
+    ),
+    (
+        7,
+        "ALTER TABLE threads DROP COLUMN holder_host; \
+         ALTER TABLE threads DROP COLUMN holder_pid; \
+         ALTER TABLE threads DROP COLUMN holder_started;",
+    ),
+];
+
+/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then undoes
+/// what the versions after it added (those from 7 on, [`UNDO`]) and forgets them.
 fn take_back(path: &Path, sql: &str, version: u32) {
+    let undo: Vec<&str> = UNDO
+        .iter()
+        .filter(|(added, _)| *added > version)
+        .map(|(_, undo)| *undo)
+        .collect();
     rusqlite::Connection::open(path)
         .unwrap()
         .execute_batch(&format!(
-            "{sql} ALTER TABLE threads DROP COLUMN holder_host; \
-             ALTER TABLE threads DROP COLUMN holder_pid; \
-             ALTER TABLE threads DROP COLUMN holder_started; \
-             DELETE FROM schema_migrations WHERE version > {version};"
+            "{sql} {} DELETE FROM schema_migrations WHERE version > {version};",
+            undo.join(" ")
         ))
         .unwrap();
 }
@@ -51,7 +70,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
     assert_eq!(thread.holder, Some(Holder::current()));
-    assert_eq!(SqliteStore::schema_version(), 7);
+    assert_eq!(SqliteStore::schema_version(), 8);
 }
 
 #[tokio::test]
@@ -112,7 +131,10 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
     // Version 5: the journal clustered on its thread, and no index rewritten at every save
     // beyond the tables' own keys.
     let indexes: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL \
+             AND tbl_name IN ('threads', 'messages', 'journal', 'ledger')",
+        )
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -150,6 +172,64 @@ async fn a_version_6_database_gains_the_holder_of_its_running_threads() {
     let thread = store.thread("t").await.unwrap().unwrap();
     assert_eq!(thread.holder, Some(holder));
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_version_7_database_gains_the_service_tables_and_keeps_its_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v7.db");
+    let entry = payment::intended_payment();
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("t")).await.unwrap();
+        let prompt = [Message::user("Pay.")];
+        let write = ThreadWrite::new("t", 0, 0, &prompt, ThreadStatus::Running);
+        store
+            .commit(Batch::new().write(write).intend(&entry))
+            .await
+            .unwrap();
+    }
+    take_back(&path, "", 7);
+    let tables = |path: &Path| -> Vec<String> {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') \
+                 AND sql IS NOT NULL AND name NOT IN \
+                 ('threads', 'threads_parent', 'messages', 'journal', 'ledger', 'variables', \
+                 'credentials', 'schema_migrations') ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        tables(&path),
+        Vec::<String>::new(),
+        "version 7 has no service tables"
+    );
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(
+        tables(&path),
+        [
+            "accounts",
+            "agents",
+            "async_results",
+            "async_results_expires",
+            "async_results_parent",
+            "dispatch_group_members",
+            "dispatch_groups",
+            "dispatch_groups_expires",
+            "events",
+            "events_expires",
+        ]
+    );
+    assert_eq!(store.messages("t").await.unwrap().len(), 1);
+    assert_eq!(store.journal("t").await.unwrap(), [entry]);
+    service::tables_work(&store).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! The conformance suite on a real PostgreSQL server (started by the test), and what is
-//! particular to it: two stores (as two processes) racing on one thread, and migrations run
-//! by several at once.
+//! particular to it: two stores (as two processes) racing on one thread and on the service's
+//! events, async results and groups, and migrations run by several at once.
 
 use std::sync::Arc;
 
@@ -11,8 +11,8 @@ use toolsmith_store::{
     ThreadStatus, ThreadWrite, conformance,
 };
 
-use crate::common::payment;
 use crate::common::pg_server::PgServer;
+use crate::common::{payment, service};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
@@ -20,7 +20,9 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
         return;
     };
     let url = server.database().await;
-    conformance::check(Arc::new(PostgresStore::connect(&url).await.unwrap())).await;
+    let store = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    conformance::check(store.clone()).await;
+    conformance::check_service(store).await;
 
     // Two stores opened at once (as two processes) migrate one database once.
     let url = server.database().await;
@@ -40,6 +42,31 @@ async fn postgres_passes_the_conformance_suite_and_two_stores_race_fairly() {
         Some(StoreError::Conflict { .. })
     ));
     assert_eq!(second.messages("t1").await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_race_on_events_async_results_and_groups_fairly() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let (first, second) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+    service::two_stores_race(Arc::new(first.unwrap()), Arc::new(second.unwrap())).await;
+    // Each member has a position of its own: an insert into a group waits for the group's row
+    // lock, then counts the members committed before it.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT COUNT(DISTINCT position), COUNT(*) FROM dispatch_group_members \
+             WHERE parent_event_id = 'parent-race'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (16, 16));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +122,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         .unwrap();
     tokio::spawn(connection);
     // Version 3's layout: the journal keyed on run, call and attempt with an index on its
-    // thread and without the two tool metadata columns, and the threads' `updated_at` index.
+    // thread and without the two tool metadata columns, the threads' `updated_at` index, and
+    // neither the holder of a running thread (version 6) nor the service's tables (version 7).
     client
         .batch_execute(
             "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;
@@ -105,6 +133,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
              CREATE INDEX threads_updated ON threads(updated_at);
              ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
                  DROP COLUMN holder_started;
+             DROP TABLE dispatch_group_members, dispatch_groups, async_results, events, agents,
+                 accounts;
              DELETE FROM schema_migrations WHERE version > 3;",
         )
         .await
@@ -133,6 +163,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
         store.thread("t").await.unwrap().unwrap().holder,
         Some(holder)
     );
+    // Version 7: the service's tables.
+    service::tables_work(&store).await;
     let key: String = client
         .query_one(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'journal_pkey'",
