@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::RunLog;
 use serde_json::{Map, Value};
 use toolsmith_core::{
-    CancellationToken, Dependencies, Inbox, Message, SessionState, ToolApprovalResponse,
-    ToolResultPart, VariableCell,
+    CancellationToken, Dependencies, Inbox, Message, ModelToolCall, SessionState,
+    ToolApprovalResponse, ToolResultPart, VariableCell,
 };
 
 /// What a run starts from: the thread so far, and the run's context.
@@ -50,6 +50,11 @@ pub struct RunInput {
     /// Results of the client-tool calls the thread waits for, in this run or inside a paused
     /// sub-agent. A result for a call that waits nowhere fails the run before anything happens.
     pub tool_results: Vec<ToolResultPart>,
+    /// Calls the run makes before its first step, as a turn of their own (with those its
+    /// tools' [`StartCalls`](toolsmith_core::StartCalls) hooks ask for): an operator's action,
+    /// such as booting a deferred sub-agent once its variables are provided. Prepared,
+    /// approved, journaled and saved as a step's calls.
+    pub start_calls: Vec<ModelToolCall>,
     /// The parent run's variables (a sub-agent's run), secret kinds included; its later
     /// `set_variable`s reach this run too.
     pub(crate) inherited: Option<VariableCell>,
@@ -124,6 +129,12 @@ impl RunInput {
     /// Adds a client tool's result (resuming a paused run).
     pub fn with_tool_result(mut self, result: ToolResultPart) -> Self {
         self.tool_results.push(result);
+        self
+    }
+
+    /// Adds a call the run makes before its first step ([`start_calls`](Self::start_calls)).
+    pub fn with_start_call(mut self, call: ModelToolCall) -> Self {
+        self.start_calls.push(call);
         self
     }
 

@@ -162,10 +162,13 @@ pub(super) fn prompts(
 
 /// Parses `variables`: `[{name, type: "text" | "secret", required?, scoped?, description?,
 /// value?}]`.
-pub(super) fn variables(entries: Vec<Value>) -> Result<Vec<VariableEntry>, ConfigError> {
+pub(super) fn variables(
+    entries: Vec<Value>,
+    path: &str,
+) -> Result<Vec<VariableEntry>, ConfigError> {
     let mut parsed: Vec<VariableEntry> = Vec::new();
     for (i, entry) in entries.into_iter().enumerate() {
-        let at = format!("config.variables[{i}]");
+        let at = format!("{path}[{i}]");
         let Value::Object(mut entry) = entry else {
             return Err(error(format!("{at} must be an object")));
         };

@@ -143,6 +143,9 @@ pub struct ToolConfig {
     pub options: Map<String, Value>,
     /// The checked entry of a tool the config itself defines (a webhook, a Tavily tool).
     pub(crate) defined: Option<Defined>,
+    /// Variables the tool declares it needs (`variables`, as the agent-level key): resolved
+    /// before it runs, `scoped` and `required` ones asked of an operator for a sub-agent.
+    pub variables: Vec<toolsmith_core::VariableDecl>,
 }
 
 /// A tool a config entry defines with its options, rather than picks from the built-ins or the
@@ -448,7 +451,7 @@ impl AgentConfig {
         };
         config.subagents = composite::subagents(list(&mut root, "subagents")?, base, depth)?;
         config.prompts = composite::prompts(list(&mut root, "prompts")?, base, depth)?;
-        config.variables = composite::variables(list(&mut root, "variables")?)?;
+        config.variables = composite::variables(list(&mut root, "variables")?, "config.variables")?;
         if let Some(key) = root.keys().next() {
             return Err(error(format!("config.{key} is not a supported setting")));
         }
@@ -587,6 +590,10 @@ impl AgentConfig {
                 }
                 None => {}
             }
+            for decl in &entry.variables {
+                let decl = decl.clone();
+                tools = tools.map_meta(&name, |meta| meta.variable(decl));
+            }
             if !entry.env.is_empty() {
                 let env = entry.env.clone();
                 tools = tools.map_meta(&name, |mut meta| {
@@ -696,6 +703,20 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
         let needs_approval = flag(&mut options, "needsApproval")?;
         let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
+        let variables = match options.remove("variables") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(entries)) => {
+                composite::variables(entries, &format!("config.tools.{name}.variables"))?
+                    .into_iter()
+                    .map(|entry| entry.decl)
+                    .collect()
+            }
+            Some(_) => {
+                return Err(error(format!(
+                    "config.tools.{name}.variables must be an array"
+                )));
+            }
+        };
         let is_async = flag(&mut options, "async")?.unwrap_or(false);
         let execution = match options.remove("execution") {
             None | Some(Value::Null) => AsyncMode::SameInvocation,
@@ -730,6 +751,7 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 async_mode: is_async.then_some(execution),
                 options,
                 defined,
+                variables,
             });
         }
     }

@@ -289,6 +289,10 @@ fn composite_entries_with_bad_fields_are_rejected_naming_them() {
             "config.subagents[0]: resumable is false or an object",
         ),
         (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "resumable": {}}]}),
+            "config.subagents[0]: resumable is false or an object {\"receives_messages\": \"side_a\" | \"side_b\", \"maxInstances\"?, \"parentCommunication\"?}: missing field `receives_messages`",
+        ),
+        (
             json!({"subagents": [{"name": "r", "description": "d"}]}),
             "config.subagents[0].config is required",
         ),

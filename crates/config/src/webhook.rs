@@ -40,7 +40,14 @@ const WEBHOOK_KEYS: &[&str] = &[
 ];
 
 /// The keys every tool entry may have, read by the config itself.
-const CONTROL_KEYS: &[&str] = &["enabled", "needsApproval", "env", "async", "execution"];
+const CONTROL_KEYS: &[&str] = &[
+    "enabled",
+    "needsApproval",
+    "env",
+    "variables",
+    "async",
+    "execution",
+];
 
 /// Which addresses webhooks may reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,16 +255,48 @@ impl Tool for WebhookTool {
             code: "WEBHOOK",
             noun: "webhook",
         };
+        let headers = self
+            .entry
+            .headers
+            .iter()
+            .map(|(name, value)| Ok((name.clone(), interpolate(name, value, cx)?)))
+            .collect::<Result<Vec<_>, ToolError>>()?;
         post_json(
             &self.client,
             url,
-            &self.entry.headers,
+            &headers,
             &body,
             self.entry.timeout,
             &caller,
         )
         .await
     }
+}
+
+/// A header value with each `${NAME}` replaced by the call's variable `NAME` (a token the tool
+/// declares in `variables`, kept per thread): the value never rests in the config.
+fn interpolate(header: &str, value: &str, cx: &ToolContext) -> Result<String, ToolError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let Some(end) = rest[start..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 2..start + end];
+        let found = cx.variable(name).ok_or_else(|| {
+            ToolError::new(
+                "WEBHOOK_VARIABLE",
+                format!(
+                    "the webhook's header {header} needs the variable {name}, which is not set"
+                ),
+            )
+        })?;
+        out.push_str(&rest[..start]);
+        out.push_str(found);
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Says so when a request failed because the name resolves to a private address.

@@ -10,6 +10,7 @@
 //! | `POST /async` | a run in the background: 202 with a `statusUrl` |
 //! | `GET /status/{eventId}?agentId=` | `processing` \| `awaiting_approval` \| `completed` \| `failed` |
 //! | `POST /async-tools/{resultId}/complete` | an external worker settles an async call |
+//! | `GET`/`POST /threads/{threadId}/variables/{requestId}` | provide a deferred sub-agent's variables; it boots at once |
 //! | `POST /agents/{agentId}/chat` | the AI SDK's chat protocol (`useChat`), a UI message stream |
 //! | `PUT /agents/{agentId}`, `GET /agents`, `DELETE /agents/{agentId}` | the caller's agents |
 //! | `/admin/…` | accounts, agents and credentials, with `TOOLSMITH_ADMIN_SECRET` |
@@ -45,6 +46,7 @@ mod routes;
 mod runs;
 mod service;
 mod sse;
+mod variables;
 
 use std::future::Future;
 
@@ -66,6 +68,10 @@ pub fn router(service: Service) -> Router {
         .route(
             "/async-tools/{result_id}/complete",
             post(async_tools::completion::complete),
+        )
+        .route(
+            "/threads/{thread_id}/variables/{request_id}",
+            get(variables::get).post(variables::post),
         )
         .route("/agents", get(admin::own_agents))
         .route("/agents/{agent_id}/chat", post(chat::chat))

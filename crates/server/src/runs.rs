@@ -19,7 +19,7 @@ use toolsmith_core::{
     Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
 };
 use toolsmith_store::{
-    DurableError, EventStatus, StoredRun, ThreadStatus, keep_variables, thread_variables,
+    DurableError, EventStatus, NewThread, StoredRun, ThreadStatus, keep_variables, thread_variables,
 };
 
 use crate::async_tools::continuation;
@@ -124,6 +124,27 @@ pub(crate) enum Outgoing {
 /// 409 when another run holds the conversation or it waits for answers the request does not
 /// give; 400 for a request with nothing to run.
 pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<RunInput, ApiError> {
+    claim_with(service, request, false).await
+}
+
+/// [`claim`] for a run that brings no message, only calls to make before its first step
+/// ([`RunInput::start_calls`]).
+///
+/// # Errors
+///
+/// As [`claim`].
+pub(crate) async fn claim_for_start_call(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<RunInput, ApiError> {
+    claim_with(service, request, true).await
+}
+
+async fn claim_with(
+    service: &Service,
+    request: &RunRequest,
+    start_call: bool,
+) -> Result<RunInput, ApiError> {
     let store = service.inner.store.clone();
     let thread = thread_id(
         &request.account,
@@ -132,7 +153,19 @@ pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<Run
     );
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
-    let found = store.thread(&thread).await?;
+    let mut found = store.thread(&thread).await?;
+    if found.is_none() {
+        // Tagged with whose it is: the variables routes find the account from the thread.
+        let new = NewThread::new(&thread)
+            .with_tag(format!("account:{}", request.account))
+            .with_tag(format!("agent:{}", request.agent_id))
+            .with_tag(format!("conversation:{}", request.conversation_key));
+        match store.create_thread(new).await {
+            Ok(created) => found = Some(created),
+            Err(toolsmith_store::StoreError::Exists(_)) => found = store.thread(&thread).await?,
+            Err(e) => return Err(e.into()),
+        }
+    }
     let status = found.as_ref().map(|t| t.status);
     let busy = || {
         ApiError::new(
@@ -164,7 +197,7 @@ pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<Run
         // resumes an interrupted run; a request does not race it.
         Some(ThreadStatus::Running) => return Err(busy()),
         _ => {
-            if request.messages.is_empty() {
+            if request.messages.is_empty() && !start_call {
                 return Err(ApiError::bad_request(if answers {
                     "Conversation has no run waiting for these answers"
                 } else {
@@ -242,6 +275,7 @@ pub(crate) async fn drive(
         tokio::select! {
             part = stream.next() => match part {
                 Some(part) => {
+                    crate::variables::record_request(&service, &request, &part).await;
                     if let Some(sink) = &sink {
                         let _ = sink.send(Outgoing::Part(part)).await;
                     }

@@ -51,6 +51,12 @@ pub mod builtins {
     pub use toolsmith_builtins::*;
 }
 
+/// The harness service (`toolsmith serve`): agents per account over HTTP, async and external
+/// tools, approvals, the AI SDK chat route.
+pub mod server {
+    pub use toolsmith_server::*;
+}
+
 pub use toolsmith_agent::{Agent, AgentBuilder, ExecutionPolicy, RunInput, RunOutput};
 
 /// What most programs need: `use toolsmith::prelude::*;`.

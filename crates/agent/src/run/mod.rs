@@ -92,6 +92,7 @@ impl Run {
             variables,
             approvals,
             tool_results,
+            start_calls: asked,
             inherited,
             defaults,
             parent,
@@ -162,8 +163,9 @@ impl Run {
             Ok(nested) => nested,
             Err(message) => return Err(not_started(message, run_id, messages)),
         };
-        let (tools, start_calls) =
+        let (tools, mut start_calls) =
             start::prepare_tools(tools, &messages, &scope.variables.current());
+        start_calls.extend(asked);
         // Calls waiting for an answer are not orphans: repair leaves them unanswered.
         let waiting = waiting_calls(&messages, &tools);
         // With a log, calls a crash interrupted are neither orphans: the journal decides what

@@ -177,15 +177,12 @@ pub enum ParentCommunication {
 /// `resumable: false | {…}`.
 mod resumable_or_false {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
 
     use super::Resumable;
 
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Wire {
-        Flag(bool),
-        On(Resumable),
-    }
+    const EXPECTED: &str = "resumable is false or an object {\"receives_messages\": \"side_a\" | \
+                            \"side_b\", \"maxInstances\"?, \"parentCommunication\"?}";
 
     pub(super) fn serialize<S: Serializer>(
         value: &Option<Resumable>,
@@ -200,13 +197,13 @@ mod resumable_or_false {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<Resumable>, D::Error> {
-        match Wire::deserialize(deserializer)? {
-            Wire::Flag(false) => Ok(None),
-            Wire::Flag(true) => Err(serde::de::Error::custom(
-                "resumable is false or an object {\"receives_messages\": \"side_a\" | \"side_b\", \
-                 \"maxInstances\"?, \"parentCommunication\"?}",
-            )),
-            Wire::On(resumable) => Ok(Some(resumable)),
+        // Read as a value first: an untagged enum's error would say only that nothing matched.
+        match Value::deserialize(deserializer)? {
+            Value::Bool(false) => Ok(None),
+            object @ Value::Object(_) => serde_json::from_value(object)
+                .map(Some)
+                .map_err(|e| serde::de::Error::custom(format!("{EXPECTED}: {e}"))),
+            _ => Err(serde::de::Error::custom(EXPECTED)),
         }
     }
 }

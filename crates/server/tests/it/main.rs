@@ -5,4 +5,5 @@ mod async_tools;
 mod chat;
 mod common;
 mod runs;
+mod variables;
 mod webhooks;
