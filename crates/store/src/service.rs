@@ -258,6 +258,10 @@ pub trait ServiceStore: Store {
         event_id: &str,
     ) -> Result<Option<EventRecord>, StoreError>;
 
+    /// The events of `thread_id` still `processing`, oldest first (then by event id): what a
+    /// replica that takes over an interrupted run of the thread settles when the run ends.
+    async fn processing_events(&self, thread_id: &str) -> Result<Vec<EventRecord>, StoreError>;
+
     /// Sets an event's status and detail (and `updated_at` to now).
     ///
     /// # Errors

@@ -104,6 +104,18 @@ impl ServiceStore for MemoryStore {
         Ok(self.service().events.get(&key).cloned())
     }
 
+    async fn processing_events(&self, thread_id: &str) -> Result<Vec<EventRecord>, StoreError> {
+        let mut events: Vec<EventRecord> = self
+            .service()
+            .events
+            .values()
+            .filter(|e| e.thread_id == thread_id && e.status == EventStatus::Processing)
+            .cloned()
+            .collect();
+        events.sort_by(|a, b| (a.created_at, &a.event_id).cmp(&(b.created_at, &b.event_id)));
+        Ok(events)
+    }
+
     async fn update_event(
         &self,
         account: &str,
