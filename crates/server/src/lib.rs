@@ -46,22 +46,27 @@ mod routes;
 mod runs;
 mod service;
 mod sse;
+pub mod takeover;
 mod variables;
 
 use std::future::Future;
 
 use axum::Router;
 use axum::routing::{get, post, put};
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 
 pub use error::ApiError;
 pub use service::{Service, ServiceOptions};
 
 /// The service's routes (see the [crate docs](crate)), with the request body limit applied
-/// (413 above [`ServiceOptions::max_body_bytes`]).
+/// (413 above [`ServiceOptions::max_body_bytes`]) and CORS for
+/// [`ServiceOptions::cors_origins`].
 pub fn router(service: Service) -> Router {
     let limit = service.options().max_body_bytes;
-    Router::new()
+    let cors = cors(&service.options().cors_origins);
+    let router = Router::new()
         .route("/", post(routes::run_streamed))
         .route("/async", post(routes::run_async))
         .route("/status/{event_id}", get(routes::status))
@@ -94,11 +99,36 @@ pub fn router(service: Service) -> Router {
         .fallback(routes::fallback)
         .method_not_allowed_fallback(routes::fallback)
         .layer(RequestBodyLimitLayer::new(limit))
-        .with_state(service)
+        .with_state(service);
+    match cors {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
+}
+
+/// The CORS layer for `origins` (none: no CORS headers at all). Browsers may send the bearer
+/// header and JSON bodies, and read the UI message stream's header.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok())
+        .collect();
+    if origins.is_empty() {
+        return None;
+    }
+    Some(
+        CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+            .expose_headers([HeaderName::from_static("x-vercel-ai-ui-message-stream")])
+            .max_age(std::time::Duration::from_secs(3600)),
+    )
 }
 
 /// Serves the service on `listener` until `shutdown` completes; then stops accepting and
-/// lets requests in flight finish.
+/// lets requests in flight finish. Interrupted runs of replicas that are gone are taken over
+/// meanwhile ([`takeover`]).
 ///
 /// # Errors
 ///
@@ -108,9 +138,12 @@ pub async fn serve(
     service: Service,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(service))
+    let sweeper = takeover::start_sweeper(service.clone());
+    let served = axum::serve(listener, router(service))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    sweeper.abort();
+    served
 }
 
 /// JavaScript's `encodeURIComponent`: every byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`

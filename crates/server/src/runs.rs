@@ -124,7 +124,7 @@ pub(crate) enum Outgoing {
 /// 409 when another run holds the conversation or it waits for answers the request does not
 /// give; 400 for a request with nothing to run.
 pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<RunInput, ApiError> {
-    claim_with(service, request, false).await
+    claim_with(service, request, Claim::Request).await
 }
 
 /// [`claim`] for a run that brings no message, only calls to make before its first step
@@ -137,13 +137,37 @@ pub(crate) async fn claim_for_start_call(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, true).await
+    claim_with(service, request, Claim::StartCall).await
+}
+
+/// [`claim`] of a conversation whose run was interrupted (its replica gone): the run resumes
+/// under its own id, where its journal says it stopped.
+///
+/// # Errors
+///
+/// 409 while a live replica holds it.
+pub(crate) async fn claim_interrupted(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<RunInput, ApiError> {
+    claim_with(service, request, Claim::Interrupted).await
+}
+
+/// What a claim is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// A request: new messages, or answers to a paused run.
+    Request,
+    /// A run with only start calls.
+    StartCall,
+    /// Taking over an interrupted run.
+    Interrupted,
 }
 
 async fn claim_with(
     service: &Service,
     request: &RunRequest,
-    start_call: bool,
+    claim: Claim,
 ) -> Result<RunInput, ApiError> {
     let store = service.inner.store.clone();
     let thread = thread_id(
@@ -193,11 +217,25 @@ async fn claim_with(
                 "Conversation is awaiting approval: answer with tool-approval-response events only",
             ));
         }
-        // Held by a live run, or interrupted (its replica gone): the replicas' takeover
-        // resumes an interrupted run; a request does not race it.
+        // Interrupted (its replica gone): resumed where its journal says, unless a live
+        // replica still holds it.
+        Some(ThreadStatus::Running) if claim == Claim::Interrupted => {
+            let (run, messages) = StoredRun::resume(store.clone(), &thread, lease)
+                .await
+                .map_err(durable_error)?;
+            run.with_lease(lease).input(messages)
+        }
+        // Held by a live run, or interrupted: the replicas' takeover resumes an interrupted
+        // run; a request does not race it.
         Some(ThreadStatus::Running) => return Err(busy()),
+        _ if claim == Claim::Interrupted => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "Conversation has no interrupted run",
+            ));
+        }
         _ => {
-            if request.messages.is_empty() && !start_call {
+            if request.messages.is_empty() && claim != Claim::StartCall {
                 return Err(ApiError::bad_request(if answers {
                     "Conversation has no run waiting for these answers"
                 } else {

@@ -43,6 +43,9 @@ pub struct ServiceOptions {
     /// Whether agent configs may name models read from the server's files (`scripted:PATH`,
     /// `local:PATH`): off, since a config comes from an account, not from the operator.
     pub allow_file_models: bool,
+    /// Origins a browser may call the service from (CORS), such as `https://app.example.com`;
+    /// none by default (no CORS headers: only same-origin pages and non-browser clients).
+    pub cors_origins: Vec<String>,
     /// Which addresses the agents' webhook tools may reach: public ones only by default,
     /// since a config comes from an account ([`WebhookPolicy`]).
     pub webhooks: WebhookPolicy,
@@ -59,6 +62,7 @@ impl Default for ServiceOptions {
             lease: toolsmith_store::DEFAULT_LEASE,
             max_body_bytes: 1024 * 1024,
             allow_file_models: false,
+            cors_origins: Vec::new(),
             webhooks: WebhookPolicy::public_only(),
         }
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use toolsmith_config::WebhookPolicy;
 use toolsmith_server::{Service, ServiceOptions, admin, auth::ADMIN_SECRET_VAR};
 use toolsmith_store::{SecretKey, ServiceStore};
 
@@ -43,6 +44,14 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
+    /// An origin browsers may call the service from, for CORS (repeatable), such as
+    /// https://app.example.com [default: none: no CORS headers].
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
+    /// Let the agents' webhook tools reach loopback, private and link-local addresses (off:
+    /// a webhook's URL comes from an account's config).
+    #[arg(long)]
+    allow_private_webhooks: bool,
     /// Let agent configs name models read from this machine's files (scripted:PATH,
     /// local:PATH). Off: configs come from accounts.
     #[arg(long)]
@@ -122,6 +131,12 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         async_wait: Duration::from_secs(args.async_wait),
         max_body_bytes: args.max_body_bytes,
         allow_file_models: args.allow_file_models,
+        cors_origins: args.cors_origins.clone(),
+        webhooks: if args.allow_private_webhooks {
+            WebhookPolicy::any()
+        } else {
+            WebhookPolicy::public_only()
+        },
         ..ServiceOptions::default()
     };
     let listener = match tokio::net::TcpListener::bind(args.listen).await {

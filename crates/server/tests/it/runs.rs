@@ -231,3 +231,38 @@ async fn health_answers_any_get_and_other_methods_get_405() {
         json!({"error": "Method not allowed", "method": "DELETE", "allowedMethods": ["GET", "POST"]})
     );
 }
+
+#[tokio::test]
+async fn cors_headers_only_for_the_configured_origins() {
+    let options = ServiceOptions {
+        cors_origins: vec!["https://app.example.com".into()],
+        ..ServiceOptions::default()
+    };
+    let service = common::start(options).await;
+    let preflight = |origin: &'static str| {
+        service
+            .client
+            .request(reqwest::Method::OPTIONS, format!("{}/agents/a/chat", service.url))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization,content-type")
+            .send()
+    };
+    let allowed = preflight("https://app.example.com").await.unwrap();
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let other = preflight("https://evil.example.com").await.unwrap();
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+    // Without origins configured, no CORS headers at all.
+    let plain = common::start(ServiceOptions::default()).await;
+    let response = plain
+        .client
+        .get(format!("{}/", plain.url))
+        .header("origin", "https://app.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("access-control-allow-origin").is_none());
+}
