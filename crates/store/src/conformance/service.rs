@@ -348,6 +348,97 @@ pub(super) async fn events<S: ServiceStore>(store: &S) {
     }
 }
 
+/// A thread's events still `processing`: its own only (of any account and agent), oldest
+/// first, those created at the same time by event id in byte order; an event that settles
+/// drops out, one that goes back to `processing` comes back.
+pub(super) async fn processing_events<S: ServiceStore>(store: &S) {
+    use EventStatus::{AwaitingApproval, Completed, Failed, Processing};
+    let (thread, other) = ("thread-takeover", "thread-takeover-other");
+    let on = |thread: &str, agent: &str, id: &str, created_at, status| EventRecord {
+        thread_id: thread.into(),
+        status,
+        detail: json!({"event": id}),
+        created_at,
+        updated_at: created_at,
+        ..event("acct-takeover", agent, id)
+    };
+    // Inserted out of order; 999 is before 10 000 as numbers, after it as text; at 2 000, in
+    // byte order "ev-B" < "ev-a" < "ev-b" (a locale's order puts "ev-B" between the others).
+    let rows = [
+        on(thread, "agent-1", "ev-late", 10_000, Processing),
+        on(thread, "agent-1", "ev-b", 2_000, Processing),
+        on(thread, "agent-2", "ev-B", 2_000, Processing),
+        on(thread, "agent-1", "ev-waiting", 500, AwaitingApproval),
+        on(thread, "agent-1", "ev-a", 2_000, Processing),
+        on(thread, "agent-1", "ev-done", 500, Completed),
+        on(thread, "agent-2", "ev-first", 999, Processing),
+        on(thread, "agent-1", "ev-failed", 500, Failed),
+        on(other, "agent-1", "ev-other", 1, Processing),
+        on(other, "agent-3", "ev-a", 1_500, Processing),
+        on(other, "agent-3", "ev-other-done", 1_500, Completed),
+    ];
+    for row in &rows {
+        assert!(store.insert_event(row).await.unwrap());
+    }
+    let row = |thread: &str, id: &str| {
+        rows.iter()
+            .find(|r| r.thread_id == thread && r.event_id == id)
+            .unwrap()
+            .clone()
+    };
+    let listed = |thread| async move { store.processing_events(thread).await.unwrap() };
+    assert_eq!(
+        listed(thread).await,
+        ["ev-first", "ev-B", "ev-a", "ev-b", "ev-late"].map(|id| row(thread, id)),
+        "a thread's processing events, oldest first, then by event id in byte order, each \
+         read back exactly"
+    );
+    assert_eq!(
+        listed(other).await,
+        ["ev-other", "ev-a"].map(|id| row(other, id)),
+        "another thread's processing events are its own"
+    );
+    assert_eq!(
+        listed("thread-takeover-unknown").await,
+        [],
+        "an unknown thread has none"
+    );
+
+    let done = json!({"text": "done"});
+    store
+        .update_event("acct-takeover", "agent-1", "ev-a", Completed, &done)
+        .await
+        .unwrap();
+    let resumed = json!({"resumed": true});
+    store
+        .update_event(
+            "acct-takeover",
+            "agent-1",
+            "ev-waiting",
+            Processing,
+            &resumed,
+        )
+        .await
+        .unwrap();
+    let listed_now = listed(thread).await;
+    let ids: Vec<&str> = listed_now.iter().map(|e| e.event_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["ev-waiting", "ev-first", "ev-B", "ev-b", "ev-late"],
+        "an event updated to completed drops out; one back to processing comes back"
+    );
+    assert_eq!(
+        (listed_now[0].status, &listed_now[0].detail),
+        (Processing, &resumed),
+        "an event comes back as updated"
+    );
+    assert_eq!(
+        listed(other).await,
+        ["ev-other", "ev-a"].map(|id| row(other, id)),
+        "an update in one thread leaves another's events (of the same event id) as they were"
+    );
+}
+
 /// JSON reads back exactly wherever it is stored; `None` and `Some(Value::Null)` as a response
 /// stay apart.
 pub(super) async fn json_round_trip<S: ServiceStore>(store: &S) {

@@ -161,6 +161,16 @@ const MIGRATIONS: &[(i32, &str)] = &[
         PRIMARY KEY (parent_event_id, result_id)
     );",
     ),
+    // A thread's events still `processing`, as SQLite's version 9: a partial index of those
+    // events only, in the order they are listed in (the event id in byte order, as the
+    // listing sorts it). The planner uses it for a query that names the status as a literal,
+    // as that listing does.
+    (
+        8,
+        "CREATE INDEX events_processing
+        ON events (thread_id, created_at, event_id COLLATE \"C\")
+        WHERE status = 'processing';",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -1,5 +1,5 @@
 //! [`ServiceStore`] for [`PostgresStore`]: accounts, agents, events, async results and dispatch
-//! groups (schema version 7).
+//! groups (schema versions 7 and 8).
 //!
 //! Every write is one statement or one transaction, and the conditional ones are decided by
 //! the database: an event or an async result is inserted with `ON CONFLICT DO NOTHING` (a
@@ -13,8 +13,8 @@
 //! a response of `None` is SQL `NULL`, one of `Some(Value::Null)` the text `null`, and each
 //! reads back as it was written. Times are `BIGINT`: a time past `i64::MAX` milliseconds is
 //! kept as `i64::MAX` (so a row that never expires is never purged). The names and ids that
-//! lists are ordered by are of the `"C"` collation: in byte order, whatever the database's
-//! locale.
+//! lists are ordered by are of the `"C"` collation, or sorted with it (an event's id): in byte
+//! order, whatever the database's locale.
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
@@ -305,6 +305,18 @@ impl ServiceStore for PostgresStore {
         .await?
         .map(|row| event_of(&row))
         .transpose()
+    }
+
+    async fn processing_events(&self, thread_id: &str) -> Result<Vec<EventRecord>, StoreError> {
+        // The status as a literal, not a parameter, so that the partial index
+        // `events_processing` serves the query (in its order: the event id in byte order).
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events \
+             WHERE thread_id = $1 AND status = 'processing' \
+             ORDER BY created_at, event_id COLLATE \"C\""
+        );
+        let rows = query(&self.client().await?, &sql, &[&thread_id]).await?;
+        rows.iter().map(event_of).collect()
     }
 
     async fn update_event(

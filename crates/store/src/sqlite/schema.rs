@@ -228,6 +228,15 @@ const MIGRATIONS: &[(u32, &str)] = &[
         PRIMARY KEY (parent_event_id, result_id)
     ) WITHOUT ROWID;",
     ),
+    // A thread's events still `processing` (`ServiceStore::processing_events`), listed when a
+    // replica takes over an interrupted run: a partial index of those events only (an event
+    // leaves it when it settles, so it stays small), in the order they are listed in. SQLite
+    // uses it for a query that names the status as a literal, as that listing does.
+    (
+        9,
+        "CREATE INDEX events_processing ON events(thread_id, created_at, event_id)
+        WHERE status = 'processing';",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -1,5 +1,5 @@
 //! [`ServiceStore`] for [`SqliteStore`]: accounts, agents, events, async results and dispatch
-//! groups (schema version 8).
+//! groups (schema versions 8 and 9).
 //!
 //! Every write is one statement or one immediate transaction (which takes the file's write
 //! lock at once), and the conditional ones are decided by the database: an event or an async
@@ -363,6 +363,20 @@ impl ServiceStore for SqliteStore {
                  WHERE account = ?1 AND agent_id = ?2 AND event_id = ?3"
             );
             select_one(conn, &sql, key, event_of)
+        })
+        .await
+    }
+
+    async fn processing_events(&self, thread_id: &str) -> Result<Vec<EventRecord>, StoreError> {
+        let thread_id = thread_id.to_string();
+        self.with(move |conn| {
+            // The status as a literal, not a parameter: SQLite uses the partial index
+            // `events_processing` only for a query whose WHERE implies the index's.
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events \
+                 WHERE thread_id = ?1 AND status = 'processing' ORDER BY created_at, event_id"
+            );
+            select(conn, &sql, [thread_id], event_of)
         })
         .await
     }

@@ -3,17 +3,20 @@
 
 use std::path::Path;
 
+use rusqlite::OptionalExtension;
+use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, Claim, EffectStatus, Holder, NewThread, SecretKey, SqliteStore, Store, ThreadStatus,
-    ThreadWrite, Vault,
+    Batch, Claim, EffectStatus, EventRecord, EventStatus, Holder, NewThread, SecretKey,
+    ServiceStore, SqliteStore, Store, ThreadStatus, ThreadWrite, Vault,
 };
 
 use crate::common::{payment, service};
 
-/// What the versions from 7 on added, undone: the holder of a running thread (7) and the
-/// harness service's tables (8).
+/// What the versions from 7 on added, undone: the holder of a running thread (7), the
+/// harness service's tables (8) and the index of a thread's processing events (9).
 const UNDO: &[(u32, &str)] = &[
+    (9, "DROP INDEX events_processing;"),
     (
         8,
         "DROP TABLE dispatch_group_members; DROP TABLE dispatch_groups; \
@@ -70,7 +73,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
     assert_eq!(thread.holder, Some(Holder::current()));
-    assert_eq!(SqliteStore::schema_version(), 8);
+    assert_eq!(SqliteStore::schema_version(), 9);
 }
 
 #[tokio::test]
@@ -225,11 +228,85 @@ async fn a_version_7_database_gains_the_service_tables_and_keeps_its_threads() {
             "dispatch_groups_expires",
             "events",
             "events_expires",
+            "events_processing",
         ]
     );
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
     assert_eq!(store.journal("t").await.unwrap(), [entry]);
     service::tables_work(&store).await;
+}
+
+#[tokio::test]
+async fn a_version_8_database_gains_the_index_of_processing_events_and_keeps_its_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v8.db");
+    let event = |id: &str, status, created_at| EventRecord {
+        account: "acct".into(),
+        agent_id: "agent".into(),
+        event_id: id.into(),
+        conversation_key: "conv".into(),
+        thread_id: "t".into(),
+        status,
+        detail: json!({"id": id}),
+        created_at,
+        updated_at: created_at,
+        expires_at: 4_000_000_000_000,
+    };
+    let (late, early, done) = (
+        event("ev-late", EventStatus::Processing, 2),
+        event("ev-early", EventStatus::Processing, 1),
+        event("ev-done", EventStatus::Completed, 0),
+    );
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        for made in [&late, &early, &done] {
+            assert!(store.insert_event(made).await.unwrap());
+        }
+    }
+    take_back(&path, "", 8);
+    let index = |path: &Path| -> Option<String> {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' \
+                 AND name = 'events_processing'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap()
+    };
+    assert_eq!(index(&path), None, "version 8 has no such index");
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let sql = index(&path).expect("the index, once migrated");
+    assert!(sql.contains("WHERE status = 'processing'"), "{sql}");
+    assert_eq!(
+        store.processing_events("t").await.unwrap(),
+        [early, late],
+        "the events from before the migration are listed"
+    );
+    // The listing's query, its status a literal: served by the partial index, in its order.
+    let plan: Vec<String> = rusqlite::Connection::open(&path)
+        .unwrap()
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT * FROM events \
+             WHERE thread_id = ?1 AND status = 'processing' ORDER BY created_at, event_id",
+        )
+        .unwrap()
+        .query_map(["t"], |r| r.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("INDEX events_processing")),
+        "{plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+        "{plan:?}"
+    );
 }
 
 #[tokio::test]

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio_postgres::{NoTls, SimpleQueryMessage};
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, EffectStatus, Holder, NewThread, PostgresStore, Settlement, Store, StoreError,
-    ThreadStatus, ThreadWrite, conformance,
+    Batch, EffectStatus, EventRecord, EventStatus, Holder, NewThread, PostgresStore, ServiceStore,
+    Settlement, Store, StoreError, ThreadStatus, ThreadWrite, conformance,
 };
 
 use crate::common::pg_server::PgServer;
@@ -67,6 +68,112 @@ async fn two_stores_race_on_events_async_results_and_groups_fairly() {
         .await
         .unwrap();
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (16, 16));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_are_in_byte_order_in_a_database_of_another_collation() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    // A database whose default collation is ICU's root order (in which "ev-a" < "ev-B"): the
+    // service's lists keep to byte order all the same.
+    let url = server.database().await;
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let (admin, connection) = tokio_postgres::connect(&format!("{base}/postgres"), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute(
+            "CREATE DATABASE icu_root TEMPLATE template0 ENCODING 'UTF8' \
+             LOCALE_PROVIDER icu ICU_LOCALE 'und' LOCALE 'C'",
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&format!("{base}/icu_root"))
+        .await
+        .unwrap();
+    conformance::check_service(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_7_database_gains_the_index_of_processing_events_and_keeps_its_events() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let event = |id: &str, status, created_at| EventRecord {
+        account: "acct".into(),
+        agent_id: "agent".into(),
+        event_id: id.into(),
+        conversation_key: "conv".into(),
+        thread_id: "t".into(),
+        status,
+        detail: json!({"id": id}),
+        created_at,
+        updated_at: created_at,
+        expires_at: 4_000_000_000_000,
+    };
+    let (late, early, done) = (
+        event("ev-late", EventStatus::Processing, 2),
+        event("ev-early", EventStatus::Processing, 1),
+        event("ev-done", EventStatus::Completed, 0),
+    );
+    {
+        let store = PostgresStore::connect(&url).await.unwrap();
+        for made in [&late, &early, &done] {
+            assert!(store.insert_event(made).await.unwrap());
+        }
+    }
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "DROP INDEX events_processing; DELETE FROM schema_migrations WHERE version > 7;",
+        )
+        .await
+        .unwrap();
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    let index: String = client
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'events_processing'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        index.contains("COLLATE \"C\"") && index.contains("WHERE (status = 'processing'"),
+        "{index}"
+    );
+    assert_eq!(
+        store.processing_events("t").await.unwrap(),
+        [early, late],
+        "the events from before the migration are listed"
+    );
+    // The listing's query, its status a literal: the partial index can serve it, in its order
+    // (the table is too small for the planner to choose it unless told).
+    let plan: Vec<String> = client
+        .simple_query(
+            "SET enable_seqscan = off; SET enable_bitmapscan = off; \
+             EXPLAIN SELECT * FROM events WHERE thread_id = 't' AND status = 'processing' \
+             ORDER BY created_at, event_id COLLATE \"C\"",
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("using events_processing")),
+        "{plan:?}"
+    );
+    assert!(!plan.iter().any(|step| step.contains("Sort")), "{plan:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,8 +10,9 @@ use toolsmith_store::{
     EventStatus, ServiceStore,
 };
 
-/// Writes an account, its agent, an event and a grouped async call, settles the call and
-/// purges the event: each reads back as written.
+/// Writes an account, its agent, two events (one processing) and a grouped async call, lists
+/// the thread's processing events, settles the call and purges the events: each reads back as
+/// written.
 pub async fn tables_work<S: ServiceStore>(store: &S) {
     let account = Account {
         name: "acct".into(),
@@ -44,6 +45,16 @@ pub async fn tables_work<S: ServiceStore>(store: &S) {
     };
     assert!(store.insert_event(&event).await.unwrap());
     assert!(!store.insert_event(&event).await.unwrap());
+    let settled_event = EventRecord {
+        event_id: "ev-settled".into(),
+        status: EventStatus::Completed,
+        ..event.clone()
+    };
+    assert!(store.insert_event(&settled_event).await.unwrap());
+    assert_eq!(
+        store.processing_events("t").await.unwrap(),
+        std::slice::from_ref(&event)
+    );
 
     let call = AsyncResult {
         result_id: "async_tool_1".into(),
@@ -86,7 +97,8 @@ pub async fn tables_work<S: ServiceStore>(store: &S) {
             sealed: true,
         })
     );
-    assert_eq!(store.purge_expired(50).await.unwrap(), 1);
+    assert_eq!(store.purge_expired(50).await.unwrap(), 2);
+    assert_eq!(store.processing_events("t").await.unwrap(), []);
     assert_eq!(store.event("acct", "agent", "ev").await.unwrap(), None);
     assert_eq!(store.async_results_of("ev").await.unwrap(), [settled]);
 }
