@@ -122,7 +122,7 @@ fn with_provider(mut chunk: Value, provider_executed: bool) -> Value {
 /// The bytes of one outgoing item in the UI message stream; `start` names `message_id`.
 fn encode(item: &Outgoing, message_id: &str) -> Vec<u8> {
     match item {
-        Outgoing::Part(RunPart::Start { .. }) => format!(
+        Outgoing::Part(part) if matches!(**part, RunPart::Start { .. }) => format!(
             "data: {}\n\n",
             json!({"type": "start", "messageId": message_id})
         )

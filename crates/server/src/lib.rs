@@ -52,8 +52,8 @@ mod variables;
 use std::future::Future;
 
 use axum::Router;
-use axum::routing::{get, post, put};
 use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::routing::{get, post, put};
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 

@@ -111,8 +111,8 @@ pub(crate) struct RunRequest {
 /// What a run sends to its stream.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    /// A run part.
-    Part(RunPart),
+    /// A run part (boxed: a part is ~240 bytes, and most items pass through a channel).
+    Part(Box<RunPart>),
     /// Waiting for async work: how many calls.
     Waiting(usize),
 }
@@ -315,7 +315,7 @@ pub(crate) async fn drive(
                 Some(part) => {
                     crate::variables::record_request(&service, &request, &part).await;
                     if let Some(sink) = &sink {
-                        let _ = sink.send(Outgoing::Part(part)).await;
+                        let _ = sink.send(Outgoing::Part(Box::new(part))).await;
                     }
                 }
                 None => break,

@@ -82,9 +82,12 @@ pub(crate) struct Inner {
     pub(crate) public_url: String,
     /// Agents built from their configs, by (account, id), with the `updated_at` they were
     /// built from.
-    agents: Mutex<HashMap<(String, String), (u64, Arc<BuiltAgent>)>>,
+    agents: Mutex<HashMap<AgentKey, (u64, Arc<BuiltAgent>)>>,
     pub(crate) coordinator: Coordinator,
 }
+
+/// `(account, agent id)`.
+type AgentKey = (String, String);
 
 /// An agent ready to run, built from its stored config.
 pub(crate) struct BuiltAgent {
@@ -153,9 +156,7 @@ impl Service {
             active: true,
             updated_at: toolsmith_store_now(),
         };
-        self.build(&record)
-            .await
-            .map_err(|e| ApiError::bad_request(e))?;
+        self.build(&record).await.map_err(ApiError::bad_request)?;
         match self.inner.store.put_agent(&record).await {
             Ok(()) => Ok(()),
             Err(toolsmith_store::StoreError::NotFound(_)) => {

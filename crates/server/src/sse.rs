@@ -79,10 +79,10 @@ mod tests {
 
     #[test]
     fn parts_and_heartbeats_have_the_harness_shape() {
-        let part = Outgoing::Part(RunPart::TextDelta {
+        let part = Outgoing::Part(Box::new(RunPart::TextDelta {
             id: "t0".into(),
             text: "Hi".into(),
-        });
+        }));
         assert_eq!(
             String::from_utf8(encode(&part)).unwrap(),
             "data: {\"type\":\"text-delta\",\"id\":\"t0\",\"text\":\"Hi\"}\n\n"

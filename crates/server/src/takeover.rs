@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use toolsmith_store::{AsyncSettlement, AsyncStatus, ThreadQuery, ThreadStatus};
 
+use crate::Service;
 use crate::async_tools::continuation::CONTINUATION_SUFFIX;
 use crate::runs::{self, RequestPath, RunRequest};
-use crate::Service;
 
 /// How many running threads one sweep looks at.
 const SWEEP_LIMIT: usize = 500;

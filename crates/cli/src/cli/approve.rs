@@ -2,7 +2,7 @@
 //!
 //! Contract:
 //!
-//! - The built-ins that change the workspace or run commands — [`ASK_BY_DEFAULT`]: `write`,
+//! - The built-ins that change the workspace or run commands — [`CHANGING_TOOLS`](toolsmith_builtins::CHANGING_TOOLS): `write`,
 //!   `edit`, `bash` — need approval in `toolsmith run` unless `--approve auto` is given, the
 //!   way Smithers-compatible workspaces in `ask` mode treat them. A tool whose approval was
 //!   already set keeps it, and a config's `needsApproval` (`true` or `false`) on the tool
@@ -20,7 +20,7 @@
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
-use toolsmith_core::{Approval, Pause, ToolApprovalResponse, Toolset};
+use toolsmith_core::{Pause, ToolApprovalResponse, Toolset};
 
 use super::run::ask_line;
 
@@ -35,10 +35,6 @@ pub(crate) enum ApproveMode {
     Deny,
 }
 
-/// The built-ins `toolsmith run` asks about unless `--approve auto`: those that write files
-/// or run commands.
-pub(crate) use toolsmith_builtins::CHANGING_TOOLS as ASK_BY_DEFAULT;
-
 /// The reason a call is denied when `--approve ask` has no terminal to ask on.
 pub(crate) const NO_TERMINAL: &str =
     "Denied: no terminal to ask for approval; run toolsmith with --approve auto to allow it.";
@@ -49,7 +45,7 @@ pub(crate) const DENIED_BY_FLAG: &str = "Denied by --approve deny.";
 /// The reason of a denial typed at the terminal.
 pub(crate) const DENIED_AT_TERMINAL: &str = "Denied at the terminal.";
 
-/// `builtins` with approval required on every call of the [`ASK_BY_DEFAULT`] tools whose
+/// `builtins` with approval required on every call of the [`CHANGING_TOOLS`](toolsmith_builtins::CHANGING_TOOLS) tools whose
 /// approval is not set (`Approval::Policy`), unless `mode` approves everything anyway.
 pub(crate) fn ask_by_default(builtins: Toolset, mode: ApproveMode) -> Toolset {
     if mode == ApproveMode::Auto {
@@ -102,6 +98,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use toolsmith_builtins::Workspace;
+    use toolsmith_core::Approval;
     use toolsmith_sandbox::SandboxPolicy;
 
     fn builtins() -> (tempfile::TempDir, Toolset) {
@@ -122,7 +119,7 @@ mod tests {
             .map(|t| t.spec().name())
             .filter(|name| *name != "run_code")
             .collect();
-        let mut expected = ASK_BY_DEFAULT.to_vec();
+        let mut expected = toolsmith_builtins::CHANGING_TOOLS.to_vec();
         let mut found = side_effecting.clone();
         expected.sort_unstable();
         found.sort_unstable();
@@ -137,7 +134,8 @@ mod tests {
             for tool in tools.iter() {
                 let name = tool.spec().name();
                 let asks = matches!(tool.meta().approval, Approval::Always);
-                let expected = mode != ApproveMode::Auto && ASK_BY_DEFAULT.contains(&name);
+                let expected =
+                    mode != ApproveMode::Auto && toolsmith_builtins::CHANGING_TOOLS.contains(&name);
                 assert_eq!(asks, expected, "{mode:?} {name}");
             }
         }

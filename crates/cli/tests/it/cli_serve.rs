@@ -92,18 +92,35 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
         .args(["accounts", "create", "acme", "--db", &db])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let secret = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(secret.starts_with("ts_acme_"), "{secret}");
     let config = dir.path().join("agent.json");
     let agent = json!({"model": {"provider": "openai-compatible", "name": "m", "baseUrl": base}, "tools": {}});
     std::fs::write(&config, agent.to_string()).unwrap();
     let out = toolsmith(dir.path())
-        .args(["agents", "put", "helper", "--account", "acme", "--db", &db, "--config"])
+        .args([
+            "agents",
+            "put",
+            "helper",
+            "--account",
+            "acme",
+            "--db",
+            &db,
+            "--config",
+        ])
         .arg(&config)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let client = reqwest::Client::new();
     let (mut first, url) = serve(dir.path(), &db);
@@ -134,7 +151,11 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
     let _ = second.wait();
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["text"], "Taken over and done.");
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "the model was asked again, once");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the model was asked again, once"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "taken over at once, not after the 15 s lease: {:?}",

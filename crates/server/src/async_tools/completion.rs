@@ -7,9 +7,9 @@
 //! 3. the row: missing or another account's → 404 `Async tool result not found` (the same
 //!    answer, so it tells nothing); settled → 409 with its status; its agent missing or
 //!    inactive → 404 `Agent not found`; the conditional settle lost to another → 409;
-//! 4. 202: `waiting_for_async_tools` with `pendingCount` while the group is unsealed (at least
-//!    1) or has calls out; else `accepted`, with whether this completion started the
-//!    continuation (`invoked`).
+//! 4. 202: `waiting_for_async_tools` with `pendingCount` while the group is unsealed (the count
+//!    at least one then) or has calls out; else `accepted`, with whether this completion
+//!    started the continuation (`invoked`).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};

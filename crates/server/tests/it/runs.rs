@@ -242,10 +242,16 @@ async fn cors_headers_only_for_the_configured_origins() {
     let preflight = |origin: &'static str| {
         service
             .client
-            .request(reqwest::Method::OPTIONS, format!("{}/agents/a/chat", service.url))
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{}/agents/a/chat", service.url),
+            )
             .header("origin", origin)
             .header("access-control-request-method", "POST")
-            .header("access-control-request-headers", "authorization,content-type")
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type",
+            )
             .send()
     };
     let allowed = preflight("https://app.example.com").await.unwrap();
@@ -264,5 +270,10 @@ async fn cors_headers_only_for_the_configured_origins() {
         .send()
         .await
         .unwrap();
-    assert!(response.headers().get("access-control-allow-origin").is_none());
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
 }
