@@ -214,6 +214,18 @@ pub struct DispatchGroup {
     pub sealed: bool,
 }
 
+/// A time as an SQL backend stores it (a later one than it can hold, as the latest).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn millis(time: u64) -> i64 {
+    i64::try_from(time).unwrap_or(i64::MAX)
+}
+
+/// A stored time, which cannot be negative.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn time(stored: i64) -> Result<u64, StoreError> {
+    u64::try_from(stored).map_err(|_| StoreError::Corrupt(format!("negative time {stored}")))
+}
+
 /// What the harness service stores besides threads (see the [module docs](self)).
 #[async_trait]
 pub trait ServiceStore: Store {

@@ -134,10 +134,11 @@ async fn non_polling_native_loops_are_killed_at_the_deadline() {
         let elapsed = start.elapsed();
         assert_eq!(err.code(), "RUN_CODE_TIMEOUT", "{code}: {}", err.message());
         assert_eq!(err.message(), "Code ran longer than 100ms");
-        // The deadline, the 100 ms grace, then the kill and the reaping (about a millisecond;
-        // a loaded machine may add some).
+        // The deadline, the 100 ms grace, then the kill and the reaping (about a millisecond
+        // on an idle machine: the benchmark measures it). The upper bound only says the loop,
+        // which would run for hours, was killed: a loaded CI machine took 371 ms once.
         assert!(elapsed >= Duration::from_millis(200), "{code}: {elapsed:?}");
-        assert!(elapsed < Duration::from_millis(300), "{code}: {elapsed:?}");
+        assert!(elapsed < Duration::from_secs(2), "{code}: {elapsed:?}");
     }
     // No worker is left running any of them.
     let start = Instant::now();

@@ -24,21 +24,13 @@ use tokio_postgres::types::ToSql;
 
 use super::journal::execute;
 use super::{PostgresStore, backend, from_json, to_json};
+use crate::service::{millis, time};
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
     EventStatus, ServiceStore, StoreError,
 };
 
-/// A time as the database stores it (a later one than it can hold, as the latest).
-fn millis(time: u64) -> i64 {
-    i64::try_from(time).unwrap_or(i64::MAX)
-}
-
-/// A stored time, which cannot be negative.
-fn time(stored: i64) -> Result<u64, StoreError> {
-    u64::try_from(stored).map_err(|_| StoreError::Corrupt(format!("negative time {stored}")))
-}
 
 /// The rows of `sql`, a statement prepared once per connection.
 async fn query(

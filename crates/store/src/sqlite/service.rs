@@ -18,21 +18,13 @@ use serde_json::Value;
 
 use super::commit::immediate;
 use super::{SqliteStore, backend, from_json, to_json};
+use crate::service::{millis, time};
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
     EventStatus, ServiceStore, StoreError,
 };
 
-/// A time as the database stores it (a later one than it can hold, as the latest).
-fn millis(time: u64) -> i64 {
-    i64::try_from(time).unwrap_or(i64::MAX)
-}
-
-/// A stored time, which cannot be negative.
-fn time(stored: i64) -> Result<u64, StoreError> {
-    u64::try_from(stored).map_err(|_| StoreError::Corrupt(format!("negative time {stored}")))
-}
 
 fn event_status(name: &str) -> Result<EventStatus, StoreError> {
     EventStatus::parse(name)
