@@ -513,8 +513,12 @@ fn a_config_with_provider_tools_for_another_provider_is_rejected() {
             "config.tools.bash.enabled must be a boolean",
         ),
         (
-            json!({"tavilySearch": {}}),
-            "config.tools.tavilySearch is not a supported tool",
+            json!({"tavily": {}}),
+            "config.tools.tavily is not a supported tool",
+        ),
+        (
+            json!({"tavilySearch": {"maxResults": 99}}),
+            "config.tools.tavilySearch.maxResults must be an integer from 1 to 20",
         ),
     ] {
         std::fs::write(
