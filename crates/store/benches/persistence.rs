@@ -10,7 +10,7 @@
 //! a call in a step of its own whose tool returns 8 KiB. The calls are made inside a task on
 //! a two-worker runtime, as runs make them. On SQLite (a file in a temporary
 //! folder, WAL) and, when a PostgreSQL server is given in
-//! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. Issue 7's targets: at most
+//! `TOOLSMITH_BENCH_POSTGRES` (a URL), on PostgreSQL over loopback. The targets: at most
 //! 100 µs (SQLite) and 1 ms (PostgreSQL) per call.
 //!
 //! `concurrent_runs`: K runs at once, each its own thread of 5 such calls (a claim, then the
