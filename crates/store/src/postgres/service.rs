@@ -31,7 +31,6 @@ use crate::{
     EventStatus, ServiceStore, StoreError,
 };
 
-
 /// The rows of `sql`, a statement prepared once per connection.
 async fn query(
     client: &impl GenericClient,

@@ -25,7 +25,6 @@ use crate::{
     EventStatus, ServiceStore, StoreError,
 };
 
-
 fn event_status(name: &str) -> Result<EventStatus, StoreError> {
     EventStatus::parse(name)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown event status \"{name}\"")))
