@@ -272,7 +272,12 @@ pub(crate) async fn chat(
     }
     let thread = thread_id(&account.name, &agent_id, &chat_id);
     // Outputs count only for calls that wait for the client.
-    let waiting: Vec<String> = match store.thread(&thread).await? {
+    let found = if turn.outputs.is_empty() {
+        None
+    } else {
+        store.thread(&thread).await?
+    };
+    let waiting: Vec<String> = match found {
         Some(found) => found
             .pending
             .iter()

@@ -54,6 +54,7 @@ use std::future::Future;
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::routing::{get, post, put};
+use axum::serve::ListenerExt;
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -139,6 +140,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let sweeper = takeover::start_sweeper(service.clone());
+    // Streams are written in small pieces: without TCP_NODELAY, Nagle's algorithm holds a
+    // piece until the client's delayed ACK (~40 ms), which measured 44 ms a run against 7 ms.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let served = axum::serve(listener, router(service))
         .with_graceful_shutdown(shutdown)
         .await;

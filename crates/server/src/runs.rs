@@ -39,6 +39,9 @@ pub(crate) struct RunContext {
     /// Whether this request path takes external-dispatch calls (not a streamed request: its
     /// connection cannot be held until an external worker answers).
     pub(crate) external_dispatch: bool,
+    /// Set when the run hands a call out (external-dispatch): only then is there a dispatch
+    /// group to seal when it ends.
+    pub(crate) dispatched: Arc<std::sync::atomic::AtomicBool>,
     pub(crate) public_url: String,
     /// Signs completion tokens.
     token_key: [u8; 32],
@@ -263,6 +266,9 @@ async fn claim_with(
         event_key: event_key(&request.account, &request.agent_id, &request.event_id),
         conversation_key: request.conversation_key.clone(),
         external_dispatch: request.path == RequestPath::Background,
+        dispatched: Arc::new(std::sync::atomic::AtomicBool::new(
+            claim == Claim::Interrupted,
+        )),
         public_url: service.inner.public_url.clone(),
         token_key: service.inner.key.derive("completion-tokens"),
     });
@@ -296,6 +302,7 @@ pub(crate) async fn drive(
     let key = event_key(&request.account, &request.agent_id, &request.event_id);
     let coordinator = service.inner.coordinator.clone();
     let options = &service.inner.options;
+    let deps = input.deps.clone();
     let mut stream = built.agent.stream(input);
     let deadline = tokio::time::Instant::now() + options.async_wait;
     let mut beat = tokio::time::interval_at(
@@ -347,7 +354,13 @@ pub(crate) async fn drive(
     if let Err(e) = keep_variables(&*store, &thread, &service.inner.key, set).await {
         tracing::error!(target: "toolsmith::server", %e, "keeping the thread's variables");
     }
-    let external_waits = continuation::seal(&service, &key).await;
+    // A run that handed nothing out has no group: no read of the store to find out. (A run
+    // resumed after a crash cannot know what its first life handed out: it looks.)
+    let dispatched = deps
+        .as_ref()
+        .and_then(|deps| deps.get::<RunContext>())
+        .is_none_or(|run| run.dispatched.load(std::sync::atomic::Ordering::SeqCst));
+    let external_waits = dispatched && continuation::seal(&service, &key).await;
     let (status, detail) = outcome(&result, external_waits);
     if let Err(e) = store
         .update_event(

@@ -82,12 +82,25 @@ pub(crate) struct Inner {
     pub(crate) public_url: String,
     /// Agents built from their configs, by (account, id), with the `updated_at` they were
     /// built from.
-    agents: Mutex<HashMap<AgentKey, (u64, Arc<BuiltAgent>)>>,
+    agents: Mutex<HashMap<AgentKey, CachedAgent>>,
     pub(crate) coordinator: Coordinator,
 }
 
 /// `(account, agent id)`.
 type AgentKey = (String, String);
+
+/// How long a built agent is used without reading its record again: a change made through
+/// another replica (or another process on the database) applies within this; one made through
+/// this service at once. (Reading the record, the sealed config with it, cost about a tenth of
+/// a run's store work.)
+const AGENT_RECHECK: Duration = Duration::from_secs(1);
+
+/// A built agent, the `updated_at` of the record it was built from, and when that was checked.
+struct CachedAgent {
+    updated_at: u64,
+    checked: std::time::Instant,
+    built: Arc<BuiltAgent>,
+}
 
 /// An agent ready to run, built from its stored config.
 pub(crate) struct BuiltAgent {
@@ -157,7 +170,9 @@ impl Service {
             updated_at: toolsmith_store_now(),
         };
         self.build(&record).await.map_err(ApiError::bad_request)?;
-        match self.inner.store.put_agent(&record).await {
+        let stored = self.inner.store.put_agent(&record).await;
+        self.forget_agent(account, id);
+        match stored {
             Ok(()) => Ok(()),
             Err(toolsmith_store::StoreError::NotFound(_)) => {
                 Err(ApiError::not_found("Account not found"))
@@ -169,23 +184,42 @@ impl Service {
     /// The account's agent, built; 404 `{"error":"Agent not found"}` when it is missing,
     /// inactive or another account's.
     pub(crate) async fn agent(&self, account: &str, id: &str) -> Result<Arc<BuiltAgent>, ApiError> {
+        let key = (account.to_string(), id.to_string());
+        if let Some(cached) = lock(&self.inner.agents).get(&key)
+            && cached.checked.elapsed() < AGENT_RECHECK
+        {
+            return Ok(cached.built.clone());
+        }
         let record = match self.inner.store.agent(account, id).await? {
             Some(record) if record.active => record,
-            _ => return Err(ApiError::agent_not_found()),
+            _ => {
+                lock(&self.inner.agents).remove(&key);
+                return Err(ApiError::agent_not_found());
+            }
         };
-        let key = (account.to_string(), id.to_string());
-        if let Some((at, built)) = lock(&self.inner.agents).get(&key)
-            && *at == record.updated_at
+        if let Some(cached) = lock(&self.inner.agents).get_mut(&key)
+            && cached.updated_at == record.updated_at
         {
-            return Ok(built.clone());
+            cached.checked = std::time::Instant::now();
+            return Ok(cached.built.clone());
         }
         let built = Arc::new(
             self.build(&record)
                 .await
                 .map_err(|e| ApiError::internal("a stored agent config no longer builds", e))?,
         );
-        lock(&self.inner.agents).insert(key, (record.updated_at, built.clone()));
+        let cached = CachedAgent {
+            updated_at: record.updated_at,
+            checked: std::time::Instant::now(),
+            built: built.clone(),
+        };
+        lock(&self.inner.agents).insert(key, cached);
         Ok(built)
+    }
+
+    /// Drops the built agent (its record was deleted or changed here).
+    pub(crate) fn forget_agent(&self, account: &str, id: &str) {
+        lock(&self.inner.agents).remove(&(account.to_string(), id.to_string()));
     }
 
     /// The agent config of `record`, unsealed.

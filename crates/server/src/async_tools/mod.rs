@@ -333,6 +333,10 @@ impl Tool for AsyncTool {
             updated_at: now,
             expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
         };
+        if external {
+            run.dispatched
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         self.coordinator
             .store
             .insert_async_result(&row, external)

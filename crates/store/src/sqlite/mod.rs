@@ -247,7 +247,8 @@ fn finish_thread(
 
 fn read_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError> {
     let sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?1");
-    conn.query_row(&sql, [id], thread_row)
+    conn.prepare_cached(&sql)
+        .and_then(|mut select| select.query_row([id], thread_row))
         .optional()
         .map_err(backend)?
         .map(finish_thread)
@@ -264,13 +265,14 @@ impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
         self.with(move |conn| {
             let now = now_millis() as i64;
+            let tags = to_json(&new.tags)?;
             let inserted = conn
-                .execute(
+                .prepare_cached(
                     "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
                      pending, created_at, updated_at) VALUES (?1, ?2, ?3, 0, 0, 'idle', '[]', ?4, ?4) \
                      ON CONFLICT(id) DO NOTHING",
-                    params![new.id, new.parent_id, to_json(&new.tags)?, now],
                 )
+                .and_then(|mut insert| insert.execute(params![new.id, new.parent_id, tags, now]))
                 .map_err(backend)?;
             if inserted == 0 {
                 return Err(StoreError::Exists(new.id));
@@ -296,7 +298,7 @@ impl Store for SqliteStore {
                  ORDER BY updated_at DESC, id DESC LIMIT ?4"
             );
             let limit = query.limit.map_or(-1, |l| l as i64);
-            let mut stmt = conn.prepare(&sql).map_err(backend)?;
+            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
             let rows = stmt
                 .query_map(
                     params![
@@ -321,7 +323,7 @@ impl Store for SqliteStore {
                 return Err(StoreError::NotFound(thread));
             }
             let mut stmt = conn
-                .prepare("SELECT body FROM messages WHERE thread_id = ?1 ORDER BY idx")
+                .prepare_cached("SELECT body FROM messages WHERE thread_id = ?1 ORDER BY idx")
                 .map_err(backend)?;
             let rows = stmt
                 .query_map([&thread], |r| r.get::<_, String>(0))
@@ -369,7 +371,7 @@ impl Store for SqliteStore {
         let thread = thread.to_string();
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare(
+                .prepare_cached(
                     "SELECT run_id, tool_call_id, attempt, thread_id, tool_name, seq, input, \
                      side_effect, idempotent, idempotency_key, status, output, \
                      accepts_idempotency_key, has_revert FROM journal \
@@ -423,12 +425,14 @@ impl Store for SqliteStore {
             if read_thread(conn, &thread)?.is_none() {
                 return Err(StoreError::NotFound(thread));
             }
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT INTO variables (thread_id, name, secret, value, updated_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(thread_id, name) DO UPDATE SET \
                  secret = excluded.secret, value = excluded.value, updated_at = excluded.updated_at",
-                params![thread, name, value.secret, value.bytes, now_millis() as i64],
             )
+            .and_then(|mut upsert| {
+                upsert.execute(params![thread, name, value.secret, value.bytes, now_millis() as i64])
+            })
             .map_err(backend)?;
             Ok(())
         })
@@ -439,7 +443,7 @@ impl Store for SqliteStore {
         let thread = thread.to_string();
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare(
+                .prepare_cached(
                     "SELECT name, secret, value FROM variables WHERE thread_id = ?1 ORDER BY name",
                 )
                 .map_err(backend)?;

@@ -1,0 +1,282 @@
+//! The service against a Node server running the AI SDK, on the same loopback model.
+//!
+//! ```sh
+//! (cd bench/ai-sdk && npm ci)                      # the peer, once
+//! cargo bench -p toolsmith-server --bench service [-- SECONDS CLIENTS]
+//! ```
+//!
+//! One run is the AI SDK's chat request (a new chat, one user message) answered as a UI message
+//! stream: the model calls `calculator`, the tool runs, the model answers — two model calls.
+//! The model is a loopback server in this process speaking OpenAI's Chat Completions stream.
+//! Both servers run as processes of their own: toolsmith's is this binary started again as a
+//! service (`__serve`, a SQLite store in a temporary folder: every run is stored as it goes),
+//! the peer is `bench/ai-sdk/server.mjs` (`streamText` with one tool,
+//! `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS concurrent clients (default 8)
+//! for SECONDS (default 10) after a 2-second warm-up; the report gives runs per second, the
+//! latency of a run (p50, p99) and the server's CPU time per run, read from
+//! `/proc/<pid>/stat`, which makes the comparison per core.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::routing::post;
+use serde_json::{Value, json};
+use toolsmith_server::{Service, ServiceOptions, admin};
+use toolsmith_store::{SecretKey, SqliteStore};
+
+const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if args.get(1).map(String::as_str) == Some("__serve") {
+        runtime.block_on(serve(&args[2]));
+        return;
+    }
+    // cargo bench passes `--bench`; the numbers are ours.
+    let numbers: Vec<u64> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let seconds = numbers.first().copied().unwrap_or(10);
+    let clients = numbers.get(1).copied().unwrap_or(8) as usize;
+    runtime.block_on(compare(Duration::from_secs(seconds), clients));
+}
+
+/// The mock model: a call of `calculator` first, the answer once a tool result is there.
+async fn model(body: axum::body::Bytes) -> axum::response::Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
+    let chunks = if answered {
+        vec![
+            json!({"id": "c", "model": "mock", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "The answer is 42."}}]}),
+            json!({"id": "c", "model": "mock", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 20, "completion_tokens": 6, "total_tokens": 26}}),
+        ]
+    } else {
+        vec![
+            json!({"id": "c", "model": "mock", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6 * 7\"}"}}]}}]}),
+            json!({"id": "c", "model": "mock", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                   "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}}),
+        ]
+    };
+    let mut text = String::new();
+    for chunk in chunks {
+        text.push_str(&format!("data: {chunk}\n\n"));
+    }
+    text.push_str("data: [DONE]\n\n");
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(text))
+        .unwrap()
+}
+
+/// Runs this binary as the service over the SQLite file at `db` (`__serve`).
+async fn serve(db: &str) {
+    let store = Arc::new(SqliteStore::open(db).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let options = ServiceOptions {
+        workspaces: std::path::Path::new(db).with_extension("workspaces"),
+        ..ServiceOptions::default()
+    };
+    let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
+    println!("listening on {url}");
+    toolsmith_server::serve(listener, service, std::future::pending())
+        .await
+        .unwrap();
+}
+
+/// A server process and its URL, from the `listening on …` line it prints.
+fn started(mut command: Command) -> (Child, String) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line.trim().trim_start_matches("listening on ").to_string();
+    let url = if address.starts_with("http") {
+        address
+    } else {
+        format!("http://127.0.0.1:{address}")
+    };
+    (child, url)
+}
+
+/// User and system CPU time of a process, from `/proc/<pid>/stat`.
+fn cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = fields
+        .get(11..13)
+        .map(|f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum())
+        .unwrap_or(0);
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
+}
+
+struct Measured {
+    runs: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    cpu: Duration,
+}
+
+impl Measured {
+    fn per_second(&self) -> f64 {
+        self.runs as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+    }
+
+    fn cpu_per_run(&self) -> Duration {
+        self.cpu / self.runs.max(1) as u32
+    }
+}
+
+/// One chat run: the request, the whole stream read; its latency.
+async fn run(client: &reqwest::Client, url: &str, secret: &str, n: u64) -> Duration {
+    let body = json!({
+        "id": format!("chat-{n}-{}", uuid::Uuid::new_v4().simple()),
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "What is 6 * 7?"}]}],
+        "trigger": "submit-message",
+    });
+    let start = Instant::now();
+    let response = client
+        .post(url)
+        .bearer_auth(secret)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let text = response.text().await.unwrap();
+    assert!(text.contains("The answer is 42."), "{text}");
+    start.elapsed()
+}
+
+/// Drives `url` with `clients` concurrent clients: a warm-up, then `span`.
+async fn drive(url: &str, secret: &str, pid: u32, span: Duration, clients: usize) -> Measured {
+    let client = reqwest::Client::new();
+    let load = |span: Duration| {
+        let tasks: Vec<_> = (0..clients as u64)
+            .map(|c| {
+                let (client, url, secret) = (client.clone(), url.to_string(), secret.to_string());
+                tokio::spawn(async move {
+                    let until = Instant::now() + span;
+                    let mut latencies = Vec::new();
+                    let mut n = c * 1_000_000;
+                    while Instant::now() < until {
+                        latencies.push(run(&client, &url, &secret, n).await);
+                        n += 1;
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        async move {
+            let mut all = Vec::new();
+            for task in tasks {
+                all.extend(task.await.unwrap());
+            }
+            all
+        }
+    };
+    load(Duration::from_secs(2)).await;
+    let (cpu_before, start) = (cpu(pid), Instant::now());
+    let latencies = load(span).await;
+    Measured {
+        runs: latencies.len(),
+        elapsed: start.elapsed(),
+        cpu: cpu(pid).saturating_sub(cpu_before),
+        latencies,
+    }
+}
+
+async fn compare(span: Duration, clients: usize) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = Router::new().route("/v1/chat/completions", post(model));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // The account and the agent, written before the service process starts.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("service.db");
+    let db = db.to_str().unwrap().to_string();
+    let store = Arc::new(SqliteStore::open(&db).await.unwrap());
+    let options = ServiceOptions {
+        workspaces: dir.path().join("workspaces"),
+        ..ServiceOptions::default()
+    };
+    let setup = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, "");
+    let secret = admin::create_account(&setup, "bench").await.unwrap();
+    let config = json!({
+        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
+        "tools": {"calculator": {}},
+        "maxSteps": 5,
+    });
+    setup.put_agent("bench", "calc", &config).await.unwrap();
+    drop(setup);
+
+    let mut ours = Command::new(std::env::current_exe().unwrap());
+    ours.args(["__serve", &db]);
+    let (mut toolsmith, url) = started(ours);
+    let toolsmith_url = format!("{url}/agents/calc/chat");
+    let measured = drive(&toolsmith_url, &secret, toolsmith.id(), span, clients).await;
+    let _ = toolsmith.kill();
+
+    let peer_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/ai-sdk");
+    let node = format!("{peer_dir}/node_modules/.bin/node");
+    let peer = if std::path::Path::new(&node).exists() {
+        let mut command = Command::new(&node);
+        command.arg(format!("{peer_dir}/server.mjs")).arg(&base);
+        let (mut child, url) = started(command);
+        let measured = drive(&url, "", child.id(), span, clients).await;
+        let _ = child.kill();
+        Some(measured)
+    } else {
+        eprintln!("the AI SDK peer is not installed: run `npm ci` in bench/ai-sdk");
+        None
+    };
+
+    println!(
+        "| server ({clients} clients, {} s) | runs/s | p50 | p99 | server CPU per run | runs per server CPU-second |",
+        span.as_secs()
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let row = |name: &str, m: &Measured| {
+        println!(
+            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.0} µs | {:.0} |",
+            m.per_second(),
+            m.percentile(0.5).as_secs_f64() * 1000.0,
+            m.percentile(0.99).as_secs_f64() * 1000.0,
+            m.cpu_per_run().as_secs_f64() * 1e6,
+            1.0 / m.cpu_per_run().as_secs_f64().max(1e-9),
+        );
+    };
+    row("toolsmith serve (chat route, SQLite)", &measured);
+    if let Some(peer) = &peer {
+        row("Node + AI SDK (streamText, one tool)", peer);
+        println!(
+            "\nratios, toolsmith ÷ AI SDK: runs per server CPU-second {:.1}×, p99 {:.2}×",
+            peer.cpu_per_run().as_secs_f64() / measured.cpu_per_run().as_secs_f64().max(1e-9),
+            measured.percentile(0.99).as_secs_f64() / peer.percentile(0.99).as_secs_f64(),
+        );
+    }
+}
