@@ -15,6 +15,14 @@
 //! for SECONDS (default 10) after a 2-second warm-up; the report gives runs per second, the
 //! latency of a run (p50, p99) and the server's CPU time per run, read from
 //! `/proc/<pid>/stat`, which makes the comparison per core.
+//!
+//! Two more measures of the service alone:
+//!
+//! - `-- paused [N]` (default 10 000): N runs started with `POST /async`, each pausing on an
+//!   approval; the service's resident memory (`VmRSS`) once they all wait.
+//! - `-- completion [N]` (default 200): N runs each handing a call out (external-dispatch),
+//!   then each completed through `POST /async-tools/{id}/complete`; the time from the completion
+//!   request to the continuation's model request reaching the model, p50 and p99.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -40,20 +48,44 @@ fn main() {
         runtime.block_on(serve(&args[2]));
         return;
     }
-    // cargo bench passes `--bench`; the numbers are ours.
+    // cargo bench passes `--bench`; the numbers and the mode are ours.
     let numbers: Vec<u64> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    if args.iter().any(|a| a == "paused") {
+        runtime.block_on(paused(numbers.first().copied().unwrap_or(10_000) as usize));
+        return;
+    }
+    if args.iter().any(|a| a == "completion") {
+        runtime.block_on(completion(numbers.first().copied().unwrap_or(200) as usize));
+        return;
+    }
     let seconds = numbers.first().copied().unwrap_or(10);
     let clients = numbers.get(1).copied().unwrap_or(8) as usize;
     runtime.block_on(compare(Duration::from_secs(seconds), clients));
 }
 
-/// The mock model: a call of `calculator` first, the answer once a tool result is there.
+/// When continuations reached the model: the result id they carry, and the instant.
+static CONTINUED: std::sync::Mutex<Vec<(String, Instant)>> = std::sync::Mutex::new(Vec::new());
+
+/// The mock model: a call of `calculator` first, the answer once a tool result (or an injected
+/// one) is there.
 async fn model(body: axum::body::Bytes) -> axum::response::Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let answered = request["messages"]
+    let last = request["messages"]
         .as_array()
         .and_then(|m| m.last())
-        .is_some_and(|m| m["role"] == "tool");
+        .cloned();
+    let said = last
+        .as_ref()
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    if let Some(at) = said.find("resultId: ") {
+        let id: String = said[at + 10..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        CONTINUED.lock().unwrap().push((id, Instant::now()));
+    }
+    let answered = last.is_some_and(|m| m["role"] == "tool" || said.contains("resultId: "));
     let chunks = if answered {
         vec![
             json!({"id": "c", "model": "mock", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "The answer is 42."}}]}),
@@ -209,34 +241,174 @@ async fn drive(url: &str, secret: &str, pid: u32, span: Duration, clients: usize
     }
 }
 
-async fn compare(span: Duration, clients: usize) {
+/// The mock model on a loopback port (its base URL), a database in `dir` with the account
+/// `bench` (its secret) and the agent `calc` (its `calculator` entry as given), and the
+/// service started on it as a process of its own.
+async fn setup(dir: &std::path::Path, calculator: Value) -> (String, String, Child, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let app = Router::new().route("/v1/chat/completions", post(model));
     tokio::spawn(async move { axum::serve(listener, app).await });
-
-    // The account and the agent, written before the service process starts.
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("service.db");
+    let db = dir.join("service.db");
     let db = db.to_str().unwrap().to_string();
     let store = Arc::new(SqliteStore::open(&db).await.unwrap());
     let options = ServiceOptions {
-        workspaces: dir.path().join("workspaces"),
+        workspaces: dir.join("workspaces"),
         ..ServiceOptions::default()
     };
     let setup = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, "");
     let secret = admin::create_account(&setup, "bench").await.unwrap();
     let config = json!({
         "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
-        "tools": {"calculator": {}},
+        "tools": {"calculator": calculator},
         "maxSteps": 5,
     });
     setup.put_agent("bench", "calc", &config).await.unwrap();
     drop(setup);
-
     let mut ours = Command::new(std::env::current_exe().unwrap());
     ours.args(["__serve", &db]);
-    let (mut toolsmith, url) = started(ours);
+    let (child, url) = started(ours);
+    (base, secret, child, url)
+}
+
+/// A `POST /async` body: event `event` of conversation `event`.
+fn async_run(event: &str) -> Value {
+    json!({"agentId": "calc", "eventId": event, "conversationKey": event,
+           "events": [{"role": "user", "content": "What is 6 * 7?"}]})
+}
+
+/// Polls until `done` says so (at most 10 minutes).
+async fn until(mut done: impl AsyncFnMut() -> bool) {
+    for _ in 0..60_000 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("gave up waiting");
+}
+
+/// `VmRSS` of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn paused(runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, secret, mut service, url) = setup(dir.path(), json!({"needsApproval": true})).await;
+    let client = reqwest::Client::new();
+    let idle = rss_kib(service.id());
+    let started = Instant::now();
+    let batch = 64;
+    for first in (0..runs).step_by(batch) {
+        let requests: Vec<_> = (first..(first + batch).min(runs))
+            .map(|i| {
+                client
+                    .post(format!("{url}/async"))
+                    .bearer_auth(&secret)
+                    .json(&async_run(&format!("e{i}")))
+                    .send()
+            })
+            .collect();
+        for response in futures::future::join_all(requests).await {
+            assert_eq!(response.unwrap().status(), 202);
+        }
+    }
+    let last = format!("{url}/status/e{}?agentId=calc", runs - 1);
+    until(async || {
+        let body: Value = client
+            .get(&last)
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["status"] == "awaiting_approval"
+    })
+    .await;
+    // Every run waits; give the last ones' tasks a moment to end.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss = rss_kib(service.id());
+    let _ = service.kill();
+    println!(
+        "{runs} runs paused on an approval in {:.1} s; the service's RSS: {:.0} MiB idle, {:.0} MiB with them waiting",
+        started.elapsed().as_secs_f64(),
+        idle as f64 / 1024.0,
+        rss as f64 / 1024.0
+    );
+}
+
+async fn completion(runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let calculator = json!({"async": true, "execution": "external-dispatch"});
+    let (_, secret, mut service, url) = setup(dir.path(), calculator).await;
+    let client = reqwest::Client::new();
+    let store = SqliteStore::open(dir.path().join("service.db"))
+        .await
+        .unwrap();
+    let mut latencies = Vec::new();
+    for i in 0..runs {
+        let event = format!("e{i}");
+        let response = client
+            .post(format!("{url}/async"))
+            .bearer_auth(&secret)
+            .json(&async_run(&event))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+        // Wait until the run is over and its group sealed, then complete the call.
+        let key = format!("bench/calc/{event}");
+        until(async || {
+            use toolsmith_store::ServiceStore;
+            store.group(&key).await.unwrap().is_some_and(|g| g.sealed)
+        })
+        .await;
+        let id = {
+            use toolsmith_store::ServiceStore;
+            store.async_results_of(&key).await.unwrap()[0]
+                .result_id
+                .clone()
+        };
+        let sent = Instant::now();
+        let answer = client
+            .post(format!("{url}/async-tools/{id}/complete"))
+            .bearer_auth(&secret)
+            .json(&json!({"status": "completed", "response": {"answer": 42}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202);
+        until(async || CONTINUED.lock().unwrap().iter().any(|(r, _)| *r == id)).await;
+        let reached = CONTINUED
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map(|(_, at)| *at)
+            .unwrap();
+        latencies.push(reached - sent);
+    }
+    let _ = service.kill();
+    latencies.sort();
+    let at = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    println!(
+        "completion → the continuation's model request, {runs} runs on SQLite: p50 {:.2} ms, p99 {:.2} ms",
+        at(0.5).as_secs_f64() * 1000.0,
+        at(0.99).as_secs_f64() * 1000.0
+    );
+}
+
+async fn compare(span: Duration, clients: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, secret, mut toolsmith, url) = setup(dir.path(), json!({})).await;
     let toolsmith_url = format!("{url}/agents/calc/chat");
     let measured = drive(&toolsmith_url, &secret, toolsmith.id(), span, clients).await;
     let _ = toolsmith.kill();
