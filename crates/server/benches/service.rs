@@ -26,7 +26,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -34,7 +33,7 @@ use axum::body::Body;
 use axum::routing::post;
 use serde_json::{Value, json};
 use toolsmith_server::{Service, ServiceOptions, admin};
-use toolsmith_store::{SecretKey, SqliteStore};
+use toolsmith_store::SecretKey;
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
@@ -111,13 +110,14 @@ async fn model(body: axum::body::Bytes) -> axum::response::Response {
         .unwrap()
 }
 
-/// Runs this binary as the service over the SQLite file at `db` (`__serve`).
+/// Runs this binary as the service over the store at `db` (`__serve`): `sqlite:PATH` or a
+/// PostgreSQL URL.
 async fn serve(db: &str) {
-    let store = Arc::new(SqliteStore::open(db).await.unwrap());
+    let store = toolsmith_store::open_service(db).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let options = ServiceOptions {
-        workspaces: std::path::Path::new(db).with_extension("workspaces"),
+        workspaces: std::env::temp_dir().join(format!("toolsmith-bench-{}", std::process::id())),
         ..ServiceOptions::default()
     };
     let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
@@ -241,29 +241,40 @@ async fn drive(url: &str, secret: &str, pid: u32, span: Duration, clients: usize
     }
 }
 
-/// The mock model on a loopback port (its base URL), a database in `dir` with the account
-/// `bench` (its secret) and the agent `calc` (its `calculator` entry as given), and the
+/// The store the bench's services use: `TOOLSMITH_BENCH_POSTGRES` (a PostgreSQL URL) when set,
+/// else a SQLite file in `dir`.
+fn store_url(dir: &std::path::Path) -> String {
+    std::env::var("TOOLSMITH_BENCH_POSTGRES")
+        .unwrap_or_else(|_| format!("sqlite:{}", dir.join("service.db").display()))
+}
+
+/// The account of this bench run (a database may be reused: a name of its own).
+fn account() -> String {
+    format!("bench-{}", std::process::id())
+}
+
+/// The mock model on a loopback port (its base URL), the store of [`store_url`] with this
+/// run's account (its secret) and the agent `calc` (its `calculator` entry as given), and the
 /// service started on it as a process of its own.
 async fn setup(dir: &std::path::Path, calculator: Value) -> (String, String, Child, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let app = Router::new().route("/v1/chat/completions", post(model));
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let db = dir.join("service.db");
-    let db = db.to_str().unwrap().to_string();
-    let store = Arc::new(SqliteStore::open(&db).await.unwrap());
+    let db = store_url(dir);
+    let store = toolsmith_store::open_service(&db).await.unwrap();
     let options = ServiceOptions {
         workspaces: dir.join("workspaces"),
         ..ServiceOptions::default()
     };
     let setup = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, "");
-    let secret = admin::create_account(&setup, "bench").await.unwrap();
+    let secret = admin::create_account(&setup, &account()).await.unwrap();
     let config = json!({
         "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
         "tools": {"calculator": calculator},
         "maxSteps": 5,
     });
-    setup.put_agent("bench", "calc", &config).await.unwrap();
+    setup.put_agent(&account(), "calc", &config).await.unwrap();
     drop(setup);
     let mut ours = Command::new(std::env::current_exe().unwrap());
     ours.args(["__serve", &db]);
@@ -350,9 +361,18 @@ async fn completion(runs: usize) {
     let calculator = json!({"async": true, "execution": "external-dispatch"});
     let (_, secret, mut service, url) = setup(dir.path(), calculator).await;
     let client = reqwest::Client::new();
-    let store = SqliteStore::open(dir.path().join("service.db"))
-        .await
-        .unwrap();
+    let db = store_url(dir.path());
+    let store = toolsmith_store::open_service(&db).await.unwrap();
+    // On PostgreSQL, a second replica takes the completions.
+    let postgres = db.starts_with("postgres");
+    let (mut second, completing) = if postgres {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.args(["__serve", &db]);
+        let (child, url) = started(command);
+        (Some(child), url)
+    } else {
+        (None, url.clone())
+    };
     let mut latencies = Vec::new();
     for i in 0..runs {
         let event = format!("e{i}");
@@ -365,21 +385,16 @@ async fn completion(runs: usize) {
             .unwrap();
         assert_eq!(response.status(), 202);
         // Wait until the run is over and its group sealed, then complete the call.
-        let key = format!("bench/calc/{event}");
-        until(async || {
-            use toolsmith_store::ServiceStore;
-            store.group(&key).await.unwrap().is_some_and(|g| g.sealed)
-        })
-        .await;
+        let key = format!("{}/calc/{event}", account());
+        until(async || store.group(&key).await.unwrap().is_some_and(|g| g.sealed)).await;
         let id = {
-            use toolsmith_store::ServiceStore;
             store.async_results_of(&key).await.unwrap()[0]
                 .result_id
                 .clone()
         };
         let sent = Instant::now();
         let answer = client
-            .post(format!("{url}/async-tools/{id}/complete"))
+            .post(format!("{completing}/async-tools/{id}/complete"))
             .bearer_auth(&secret)
             .json(&json!({"status": "completed", "response": {"answer": 42}}))
             .send()
@@ -397,10 +412,18 @@ async fn completion(runs: usize) {
         latencies.push(reached - sent);
     }
     let _ = service.kill();
+    if let Some(second) = second.as_mut() {
+        let _ = second.kill();
+    }
     latencies.sort();
     let at = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    let on = if postgres {
+        "PostgreSQL, started on one replica, completed on another"
+    } else {
+        "SQLite"
+    };
     println!(
-        "completion → the continuation's model request, {runs} runs on SQLite: p50 {:.2} ms, p99 {:.2} ms",
+        "completion → the continuation's model request, {runs} runs on {on}: p50 {:.2} ms, p99 {:.2} ms",
         at(0.5).as_secs_f64() * 1000.0,
         at(0.99).as_secs_f64() * 1000.0
     );

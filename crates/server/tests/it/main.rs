@@ -4,6 +4,7 @@
 mod async_tools;
 mod chat;
 mod common;
+mod replicas;
 mod runs;
 mod variables;
 mod webhooks;

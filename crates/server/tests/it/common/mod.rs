@@ -152,6 +152,7 @@ pub struct Running {
     pub store: Arc<dyn ServiceStore>,
     pub client: reqwest::Client,
     pub workspaces: tempfile::TempDir,
+    pub key: SecretKey,
 }
 
 /// Starts a service on a memory store, with `options` (its workspaces in a temporary folder).
@@ -159,13 +160,26 @@ pub async fn start(options: ServiceOptions) -> Running {
     start_on(Arc::new(MemoryStore::new()), options).await
 }
 
+/// Starts another replica of `like`'s service on `store` (the same secret key and options).
+pub async fn start_like(like: &Running, store: Arc<dyn ServiceStore>) -> Running {
+    start_with_key(store, like.service.options().clone(), like.key.clone()).await
+}
+
 /// Starts a service on `store`.
-pub async fn start_on(store: Arc<dyn ServiceStore>, mut options: ServiceOptions) -> Running {
+pub async fn start_on(store: Arc<dyn ServiceStore>, options: ServiceOptions) -> Running {
+    start_with_key(store, options, SecretKey::generate()).await
+}
+
+async fn start_with_key(
+    store: Arc<dyn ServiceStore>,
+    mut options: ServiceOptions,
+    key: SecretKey,
+) -> Running {
     let workspaces = tempfile::tempdir().unwrap();
     options.workspaces = workspaces.path().to_path_buf();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let service = Service::new(store.clone(), SecretKey::generate(), options, &url);
+    let service = Service::new(store.clone(), key.clone(), options, &url);
     tokio::spawn(toolsmith_server::serve(
         listener,
         service.clone(),
@@ -180,6 +194,7 @@ pub async fn start_on(store: Arc<dyn ServiceStore>, mut options: ServiceOptions)
             .build()
             .unwrap(),
         workspaces,
+        key,
     }
 }
 
