@@ -240,6 +240,17 @@ impl Service {
     /// prompts, async tools wrapped.
     async fn build(&self, record: &AgentRecord) -> Result<BuiltAgent, String> {
         let config = self.config_of(record)?;
+        // The service wraps the agent's own async tools; a sub-agent's or prompt's run inside a
+        // tool call has no event to hand calls out from.
+        if let Some(path) = config
+            .async_tool()
+            .filter(|p| !p.starts_with("config.tools."))
+        {
+            return Err(format!(
+                "{path}.async: async tools are supported on the agent's own tools, not in a \
+                 sub-agent's or prompt's config"
+            ));
+        }
         let model_config = config.model.clone().ok_or_else(|| {
             "config.model is required by the service (PROVIDER:MODEL)".to_string()
         })?;

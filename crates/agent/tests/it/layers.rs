@@ -329,3 +329,49 @@ async fn hooks_run_outside_the_timeout() {
         error_text(r#"Tool "slow" timed out after 10ms"#)
     );
 }
+
+#[tokio::test]
+async fn every_call_logs_the_harness_lifecycle_events_with_their_fields() {
+    let ok = from_fn("lookup", "Looks up.", |_: Value, _cx| async {
+        Ok::<_, ToolError>(json!({"found": true}))
+    });
+    let failing = from_fn("break", "Fails.", |_: Value, _cx| async {
+        Err::<Value, _>(ToolError::new("BROKEN", "it broke"))
+    });
+    let model = recording([
+        Turn::tool_calls([
+            ScriptedCall::new("lookup", json!({})).with_id("c1"),
+            ScriptedCall::new("break", json!({})).with_id("c2"),
+        ]),
+        Turn::text("done"),
+    ]);
+    let agent = builder(&model).tool(ok).tool(failing).build();
+    let (logs, _capture) = Logs::capture();
+    agent.run("go").await.unwrap();
+    let text = logs.text();
+    let line = |event: &str, id: &str| {
+        text.lines()
+            .find(|l| l.contains(event) && l.contains(id))
+            .unwrap_or_else(|| panic!("no {event} for {id} in:\n{text}"))
+            .to_string()
+    };
+    for id in ["c1", "c2"] {
+        let started = line("tool.call.started", id);
+        assert!(started.contains("stepNumber=0"), "{started}");
+        assert!(started.contains("toolCallId="), "{started}");
+    }
+    let finished = line("tool.call.finished", "c1");
+    assert!(
+        finished.contains("toolName=\"lookup\"") || finished.contains("toolName=lookup"),
+        "{finished}"
+    );
+    assert!(finished.contains("durationMs="), "{finished}");
+    let failed = line("tool.call.failed", "c2");
+    assert!(
+        failed.contains("errorCode=\"BROKEN\"") || failed.contains("errorCode=BROKEN"),
+        "{failed}"
+    );
+    assert!(failed.contains("it broke"), "{failed}");
+    assert!(failed.contains("durationMs="), "{failed}");
+    assert!(!text.contains("found"), "outputs are not logged:\n{text}");
+}

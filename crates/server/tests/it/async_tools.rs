@@ -190,3 +190,24 @@ async fn racing_completions_settle_a_call_once() {
         .unwrap();
     assert!(continuation.is_some());
 }
+
+#[tokio::test]
+async fn async_tools_inside_a_sub_agent_are_refused_when_the_agent_is_stored() {
+    let service = common::start(ServiceOptions::default()).await;
+    service.account("acme").await;
+    let config = json!({
+        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": "http://127.0.0.1:9/v1"},
+        "subagents": [{"name": "helper", "description": "Helps.",
+                       "config": {"tools": {"calculator": {"async": true}}}}],
+    });
+    let error = service
+        .service
+        .put_agent("acme", "boss", &config)
+        .await
+        .unwrap_err();
+    assert_eq!(error.status, 400);
+    assert_eq!(
+        error.body["error"],
+        "config.subagents[0].tools.calculator.async: async tools are supported on the agent's own tools, not in a sub-agent's or prompt's config"
+    );
+}
