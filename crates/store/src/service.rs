@@ -205,6 +205,28 @@ pub enum AsyncSettlement {
     Failed(String),
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl AsyncSettlement {
+    /// The row's columns as an SQL backend writes them: the status, the response as JSON
+    /// text (a failure's: none), the error (a completion's: none).
+    pub(crate) fn columns(
+        &self,
+    ) -> Result<(AsyncStatus, Option<String>, Option<&str>), StoreError> {
+        Ok(match self {
+            AsyncSettlement::Completed(response) => (
+                AsyncStatus::Completed,
+                response
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                None,
+            ),
+            AsyncSettlement::Failed(error) => (AsyncStatus::Failed, None, Some(error.as_str())),
+        })
+    }
+}
+
 /// A parent event's external calls.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DispatchGroup {

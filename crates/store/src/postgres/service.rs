@@ -358,14 +358,7 @@ impl ServiceStore for PostgresStore {
         result_id: &str,
         settlement: &AsyncSettlement,
     ) -> Result<bool, StoreError> {
-        let (status, response, error) = match settlement {
-            AsyncSettlement::Completed(response) => (
-                AsyncStatus::Completed,
-                response.as_ref().map(to_json).transpose()?,
-                None,
-            ),
-            AsyncSettlement::Failed(error) => (AsyncStatus::Failed, None, Some(error.as_str())),
-        };
+        let (status, response, error) = settlement.columns()?;
         let (status, now) = (status.as_str(), millis(now_millis()));
         // One conditional UPDATE: a concurrent one waits for this row's lock, then re-checks
         // the status and changes nothing.

@@ -433,14 +433,8 @@ impl ServiceStore for SqliteStore {
         result_id: &str,
         settlement: &AsyncSettlement,
     ) -> Result<bool, StoreError> {
-        let (status, response, error) = match settlement {
-            AsyncSettlement::Completed(response) => (
-                AsyncStatus::Completed,
-                response.as_ref().map(to_json).transpose()?,
-                None,
-            ),
-            AsyncSettlement::Failed(error) => (AsyncStatus::Failed, None, Some(error.clone())),
-        };
+        let (status, response, error) = settlement.columns()?;
+        let error = error.map(str::to_string);
         let result_id = result_id.to_string();
         self.with(move |conn| {
             // One conditional UPDATE: SQLite's write lock makes it atomic.
