@@ -17,17 +17,13 @@
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolsmith_core::{
-    AsyncMode, Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse,
-    ToolResultPart,
+    Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse, ToolResultPart,
 };
-use toolsmith_store::{EventRecord, EventStatus};
 
-use crate::async_tools::ASYNC_RESULT_TTL;
 use crate::runs::{self, Outgoing, RequestPath, RunRequest, thread_id};
-use crate::service::toolsmith_store_now;
 use crate::{ApiError, Service, auth, sse};
 
 /// The UI message stream chunk of a run part (`None`: nothing to show a chat UI).
@@ -131,9 +127,7 @@ fn encode(item: &Outgoing, message_id: &str) -> Vec<u8> {
             Some(chunk) => format!("data: {chunk}\n\n").into_bytes(),
             None => Vec::new(),
         },
-        Outgoing::Waiting(pending) => {
-            format!(": waiting for async work pending={pending}\n\n").into_bytes()
-        }
+        Outgoing::Waiting(_) => sse::encode(item),
     }
 }
 
@@ -261,15 +255,7 @@ pub(crate) async fn chat(
     let account = auth::caller(&*store, &headers).await?;
     let (chat_id, turn) = parse(&body)?;
     let built = service.agent(&account.name, &agent_id).await?;
-    if let Some((name, _)) = built
-        .async_tools
-        .iter()
-        .find(|(_, mode)| *mode == AsyncMode::ExternalDispatch)
-    {
-        return Err(ApiError::bad_request(format!(
-            "Async tool {name} uses external-dispatch, which is not supported by this request path"
-        )));
-    }
+    built.refuse_external_dispatch()?;
     let thread = thread_id(&account.name, &agent_id, &chat_id);
     // Outputs count only for calls that wait for the client.
     let found = if turn.outputs.is_empty() {
@@ -303,19 +289,7 @@ pub(crate) async fn chat(
         .collect();
     let turn_message_id = turn.message_id.clone();
     let event_id = format!("chat-{}", uuid::Uuid::new_v4());
-    let now = toolsmith_store_now();
-    let record = EventRecord {
-        account: account.name.clone(),
-        agent_id: agent_id.clone(),
-        event_id: event_id.clone(),
-        conversation_key: chat_id.clone(),
-        thread_id: thread,
-        status: EventStatus::Processing,
-        detail: Value::Object(Map::new()),
-        created_at: now,
-        updated_at: now,
-        expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
-    };
+    let record = runs::new_event(&account.name, &agent_id, &event_id, &chat_id);
     store.insert_event(&record).await?;
     let request = RunRequest {
         account: account.name,

@@ -13,13 +13,10 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use toolsmith_core::AsyncMode;
-use toolsmith_store::{EventRecord, EventStatus};
+use toolsmith_store::EventStatus;
 
-use crate::async_tools::ASYNC_RESULT_TTL;
 use crate::events::RunBody;
-use crate::runs::{self, RequestPath, RunRequest, thread_id};
-use crate::service::toolsmith_store_now;
+use crate::runs::{self, RequestPath, RunRequest};
 use crate::{ApiError, Service, auth, encode_component, sse};
 
 /// How many parts a streamed run may be ahead of a slow reader.
@@ -94,30 +91,15 @@ async fn begin(
     let account = auth::caller(&*store, headers).await?;
     let body = RunBody::parse(body)?;
     let built = service.agent(&account.name, &body.agent_id).await?;
-    if path == RequestPath::Stream
-        && let Some((name, _)) = built
-            .async_tools
-            .iter()
-            .find(|(_, mode)| *mode == AsyncMode::ExternalDispatch)
-    {
-        return Err(ApiError::bad_request(format!(
-            "Async tool {name} uses external-dispatch, which is not supported by this request \
-             path"
-        )));
+    if path == RequestPath::Stream {
+        built.refuse_external_dispatch()?;
     }
-    let now = toolsmith_store_now();
-    let record = EventRecord {
-        account: account.name.clone(),
-        agent_id: body.agent_id.clone(),
-        event_id: body.event_id.clone(),
-        conversation_key: body.conversation_key.clone(),
-        thread_id: thread_id(&account.name, &body.agent_id, &body.conversation_key),
-        status: EventStatus::Processing,
-        detail: json!({}),
-        created_at: now,
-        updated_at: now,
-        expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
-    };
+    let record = runs::new_event(
+        &account.name,
+        &body.agent_id,
+        &body.event_id,
+        &body.conversation_key,
+    );
     if !store.insert_event(&record).await? {
         return Ok(None);
     }

@@ -19,7 +19,8 @@ use toolsmith_core::{
     Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
 };
 use toolsmith_store::{
-    DurableError, EventStatus, NewThread, StoredRun, ThreadStatus, keep_variables, thread_variables,
+    DurableError, EventRecord, EventStatus, NewThread, StoredRun, Thread, ThreadStatus,
+    keep_variables, thread_variables,
 };
 
 use crate::async_tools::continuation;
@@ -83,6 +84,67 @@ pub(crate) fn thread_id(account: &str, agent_id: &str, conversation_key: &str) -
         .map(|b| format!("{b:02x}"))
         .collect();
     format!("conv_{hex}")
+}
+
+/// A new event of `account`'s agent on a conversation: `processing`, no detail yet, kept as
+/// long as async results are (7 days).
+pub(crate) fn new_event(
+    account: &str,
+    agent_id: &str,
+    event_id: &str,
+    conversation_key: &str,
+) -> EventRecord {
+    let now = crate::service::toolsmith_store_now();
+    EventRecord {
+        account: account.to_string(),
+        agent_id: agent_id.to_string(),
+        event_id: event_id.to_string(),
+        conversation_key: conversation_key.to_string(),
+        thread_id: thread_id(account, agent_id, conversation_key),
+        status: EventStatus::Processing,
+        detail: json!({}),
+        created_at: now,
+        updated_at: now,
+        expires_at: now + crate::async_tools::ASYNC_RESULT_TTL.as_millis() as u64,
+    }
+}
+
+/// Whose a conversation's thread is: written as its tags when [`claim`] creates it, read by
+/// whoever finds the thread without a request (the variables routes, the takeover sweep).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) account: String,
+    pub(crate) agent_id: String,
+    pub(crate) conversation_key: String,
+}
+
+impl Owner {
+    const ACCOUNT: &'static str = "account:";
+    const AGENT: &'static str = "agent:";
+    const CONVERSATION: &'static str = "conversation:";
+
+    /// The thread's owner, if it is a conversation of the service.
+    pub(crate) fn of(thread: &Thread) -> Option<Owner> {
+        let tag = |prefix: &str| {
+            thread
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix(prefix))
+                .map(str::to_string)
+        };
+        Some(Owner {
+            account: tag(Self::ACCOUNT)?,
+            agent_id: tag(Self::AGENT)?,
+            conversation_key: tag(Self::CONVERSATION)?,
+        })
+    }
+
+    /// `new` tagged with this owner.
+    fn tag(&self, new: NewThread) -> NewThread {
+        new.with_tag(format!("{}{}", Self::ACCOUNT, self.account))
+            .with_tag(format!("{}{}", Self::AGENT, self.agent_id))
+            .with_tag(format!("{}{}", Self::CONVERSATION, self.conversation_key))
+    }
 }
 
 /// How a run was asked for.
@@ -183,10 +245,12 @@ async fn claim_with(
     let mut found = store.thread(&thread).await?;
     if found.is_none() {
         // Tagged with whose it is: the variables routes find the account from the thread.
-        let new = NewThread::new(&thread)
-            .with_tag(format!("account:{}", request.account))
-            .with_tag(format!("agent:{}", request.agent_id))
-            .with_tag(format!("conversation:{}", request.conversation_key));
+        let owner = Owner {
+            account: request.account.clone(),
+            agent_id: request.agent_id.clone(),
+            conversation_key: request.conversation_key.clone(),
+        };
+        let new = owner.tag(NewThread::new(&thread));
         match store.create_thread(new).await {
             Ok(created) => found = Some(created),
             Err(toolsmith_store::StoreError::Exists(_)) => found = store.thread(&thread).await?,

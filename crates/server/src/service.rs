@@ -109,6 +109,24 @@ pub(crate) struct BuiltAgent {
     pub(crate) async_tools: Vec<(String, AsyncMode)>,
 }
 
+impl BuiltAgent {
+    /// 400 when the agent has an external-dispatch tool: a streamed request cannot be held
+    /// until an external worker answers (the agent harness's error).
+    pub(crate) fn refuse_external_dispatch(&self) -> Result<(), ApiError> {
+        match self
+            .async_tools
+            .iter()
+            .find(|(_, mode)| *mode == AsyncMode::ExternalDispatch)
+        {
+            Some((name, _)) => Err(ApiError::bad_request(format!(
+                "Async tool {name} uses external-dispatch, which is not supported by this \
+                 request path"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Service {
     /// A service over `store`, sealing secrets with `key`; `listen_url` is the URL it listens
     /// on, used for `completeUrl`s unless [`ServiceOptions::public_url`] is set.

@@ -19,8 +19,8 @@ use std::time::Duration;
 use toolsmith_store::{AsyncSettlement, AsyncStatus, ThreadQuery, ThreadStatus};
 
 use crate::Service;
-use crate::async_tools::continuation::CONTINUATION_SUFFIX;
-use crate::runs::{self, RequestPath, RunRequest};
+use crate::async_tools::continuation::root_event;
+use crate::runs::{self, Owner, RequestPath, RunRequest};
 
 /// How many running threads one sweep looks at.
 const SWEEP_LIMIT: usize = 500;
@@ -46,15 +46,11 @@ pub async fn sweep(service: &Service) -> usize {
         if thread.held_within(lease).is_some() {
             continue;
         }
-        let tag = |prefix: &str| {
-            thread
-                .tags
-                .iter()
-                .find_map(|t| t.strip_prefix(prefix))
-                .map(str::to_string)
-        };
-        let (Some(account), Some(agent_id), Some(conversation_key)) =
-            (tag("account:"), tag("agent:"), tag("conversation:"))
+        let Some(Owner {
+            account,
+            agent_id,
+            conversation_key,
+        }) = Owner::of(&thread)
         else {
             continue;
         };
@@ -71,12 +67,7 @@ pub async fn sweep(service: &Service) -> usize {
         let Ok(built) = service.agent(&account, &agent_id).await else {
             continue;
         };
-        let status_event = event
-            .event_id
-            .split(CONTINUATION_SUFFIX)
-            .next()
-            .unwrap_or(&event.event_id)
-            .to_string();
+        let status_event = root_event(&event.event_id).to_string();
         let request = RunRequest {
             account,
             agent_id,

@@ -20,7 +20,7 @@ use toolsmith_core::{ModelToolCall, RunPart};
 use toolsmith_store::{EventRecord, EventStatus, Vault};
 
 use crate::async_tools::ASYNC_RESULT_TTL;
-use crate::runs::{self, RequestPath, RunRequest};
+use crate::runs::{self, Owner, RequestPath, RunRequest};
 use crate::service::toolsmith_store_now;
 use crate::{ApiError, Service, auth};
 
@@ -94,17 +94,10 @@ async fn find(
     let account = auth::caller(&**store, headers).await?;
     let not_found = || ApiError::not_found("Variables request not found");
     let found = store.thread(thread).await?.ok_or_else(not_found)?;
-    let tag = |prefix: &str| {
-        found
-            .tags
-            .iter()
-            .find_map(|t| t.strip_prefix(prefix))
-            .map(str::to_string)
-    };
-    if tag("account:").as_deref() != Some(account.name.as_str()) {
-        return Err(not_found());
-    }
-    let agent = tag("agent:").ok_or_else(not_found)?;
+    let owner = Owner::of(&found)
+        .filter(|o| o.account == account.name)
+        .ok_or_else(not_found)?;
+    let agent = owner.agent_id;
     let event = store
         .event(&account.name, &agent, &event_id(request_id))
         .await?

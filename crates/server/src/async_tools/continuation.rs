@@ -11,16 +11,24 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use serde_json::json;
-use toolsmith_store::{AsyncStatus, EventRecord, EventStatus};
+use toolsmith_store::AsyncStatus;
 
 use super::{ASYNC_RESULT_TTL, injected_row};
 use crate::Service;
-use crate::runs::{self, RequestPath, RunRequest, thread_id};
+use crate::runs::{self, RequestPath, RunRequest};
 use crate::service::toolsmith_store_now;
 
 /// The suffix of a continuation's event id.
 pub const CONTINUATION_SUFFIX: &str = ":async-tools";
+
+/// The event a chain of continuations started from (`e1` of `e1:async-tools:async-tools`):
+/// the status the caller polls is its, whatever the chain.
+pub(crate) fn root_event(event_id: &str) -> &str {
+    event_id
+        .split(CONTINUATION_SUFFIX)
+        .next()
+        .unwrap_or(event_id)
+}
 
 /// How many times a continuation tries to claim a conversation another run holds, a second
 /// apart.
@@ -117,19 +125,7 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
         return false;
     };
     let event_id = format!("{parent}{CONTINUATION_SUFFIX}");
-    let now = toolsmith_store_now();
-    let record = EventRecord {
-        account: account.to_string(),
-        agent_id: agent_id.to_string(),
-        event_id: event_id.clone(),
-        conversation_key: parent_event.conversation_key.clone(),
-        thread_id: thread_id(account, agent_id, &parent_event.conversation_key),
-        status: EventStatus::Processing,
-        detail: json!({}),
-        created_at: now,
-        updated_at: now,
-        expires_at: now + ASYNC_RESULT_TTL.as_millis() as u64,
-    };
+    let record = runs::new_event(account, agent_id, &event_id, &parent_event.conversation_key);
     match store.insert_event(&record).await {
         Ok(true) => {}
         Ok(false) => return false,
@@ -150,12 +146,7 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
         .filter(|r| r.external)
         .map(injected_row)
         .collect();
-    // The status the caller polls is the first event's, whatever the chain of continuations.
-    let root = parent
-        .split(CONTINUATION_SUFFIX)
-        .next()
-        .unwrap_or(parent)
-        .to_string();
+    let root = root_event(parent).to_string();
     let request = RunRequest {
         account: account.to_string(),
         agent_id: agent_id.to_string(),
