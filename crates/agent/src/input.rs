@@ -64,6 +64,12 @@ pub struct RunInput {
     pub(crate) parent: Option<Inbox>,
     /// Cancels the run from outside.
     pub cancellation: Option<CancellationToken>,
+    /// Hands the run back from outside: when it fires, the run makes no further model call
+    /// (one streaming is dropped), lets the calls already running finish and reach its log,
+    /// and ends with [`RunErrorKind::HandedBack`](crate::RunErrorKind::HandedBack), its
+    /// thread saved as still running and released, for any process to resume at once (a
+    /// service shutting down).
+    pub handback: Option<CancellationToken>,
     /// Where the run records itself as it goes ([`RunLog`]): with one, a crash loses no result
     /// and runs no side effect twice.
     pub log: Option<Arc<dyn RunLog>>,
@@ -141,6 +147,12 @@ impl RunInput {
     /// Lets `token` cancel the run.
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancellation = Some(token);
+        self
+    }
+
+    /// Lets `token` hand the run back ([`handback`](Self::handback)).
+    pub fn with_handback(mut self, token: CancellationToken) -> Self {
+        self.handback = Some(token);
         self
     }
 

@@ -122,6 +122,9 @@ pub enum RunErrorKind {
     Tool(ToolError),
     /// The run was cancelled.
     Cancelled,
+    /// The run was handed back ([`RunInput::handback`](crate::RunInput::handback)): it stopped
+    /// at a safe point, its thread left running and released for another process to resume.
+    HandedBack,
     /// The agent or the input is misconfigured.
     Config(String),
     /// A bug: the run's task panicked.
@@ -142,13 +145,14 @@ pub struct RunError {
 }
 
 impl RunError {
-    /// The stable code: the model error kind, the tool error code, `ABORTED`, `CONFIG`,
-    /// `INTERNAL` or `STORE_FAILED`.
+    /// The stable code: the model error kind, the tool error code, `ABORTED`,
+    /// `HANDED_BACK`, `CONFIG`, `INTERNAL` or `STORE_FAILED`.
     pub fn code(&self) -> String {
         match &self.kind {
             RunErrorKind::Model(e) => model_error_code(e),
             RunErrorKind::Tool(e) => e.code().to_string(),
             RunErrorKind::Cancelled => "ABORTED".to_string(),
+            RunErrorKind::HandedBack => "HANDED_BACK".to_string(),
             RunErrorKind::Config(_) => "CONFIG".to_string(),
             RunErrorKind::Internal(_) => "INTERNAL".to_string(),
             RunErrorKind::Store(_) => crate::STORE_FAILED.to_string(),
@@ -171,6 +175,9 @@ impl fmt::Display for RunError {
             RunErrorKind::Model(e) => write!(f, "model call failed: {e}"),
             RunErrorKind::Tool(e) => write!(f, "tool \"{}\" failed fatally: {e}", tool_name(self)),
             RunErrorKind::Cancelled => f.write_str("the run was cancelled"),
+            RunErrorKind::HandedBack => {
+                f.write_str("the run was handed back, to be resumed where it stopped")
+            }
             RunErrorKind::Config(message) | RunErrorKind::Internal(message) => f.write_str(message),
             RunErrorKind::Store(message) => write!(f, "the run's store failed: {message}"),
         }

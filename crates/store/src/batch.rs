@@ -78,6 +78,12 @@ pub enum Op<'a> {
         /// The thread its call belongs to.
         thread: &'a str,
     },
+    /// Releases a thread: clears its holder ([`Thread::holder`](crate::Thread)), leaving its
+    /// status and version as they are. A running thread without a holder was handed back by
+    /// its run, which stopped at a safe point: any process may resume it at once
+    /// ([`Thread::held_within`](crate::Thread::held_within)). Fails with
+    /// [`StoreError::NotFound`](crate::StoreError) when there is no such thread.
+    Release(&'a str),
 }
 
 impl<'a> Batch<'a> {
@@ -101,6 +107,12 @@ impl<'a> Batch<'a> {
     /// Adds an [`Op::Intend`].
     pub fn intend(mut self, entry: &'a JournalEntry) -> Self {
         self.ops.push(Op::Intend(entry));
+        self
+    }
+
+    /// Adds an [`Op::Release`].
+    pub fn release(mut self, thread: &'a str) -> Self {
+        self.ops.push(Op::Release(thread));
         self
     }
 

@@ -30,7 +30,8 @@ pub struct Thread {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The process that holds the running thread: the one that claimed it
-    /// ([`Store::claim`](crate::Store::claim)). Cleared when the thread stops running.
+    /// ([`Store::claim`](crate::Store::claim)). Cleared when the thread stops running, and
+    /// when its run hands it back ([`Op::Release`](crate::Op::Release)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
     /// What a paused thread waits for.
@@ -44,14 +45,15 @@ pub struct Thread {
 
 impl Thread {
     /// Whether a live process holds the thread's run, and if so how many milliseconds ago it
-    /// last showed a sign of life: the thread is running, its holder is not known to be gone
+    /// last showed a sign of life: the thread is running, it has a holder (a run handed back
+    /// has none: [`Op::Release`](crate::Op::Release)), that holder is not known to be gone
     /// ([`Holder::is_gone`]: a process of this host that no longer runs), and its last write or
     /// heartbeat is younger than `lease`. Such a thread must not be taken over or changed.
     pub fn held_within(&self, lease: std::time::Duration) -> Option<u64> {
         let since_ms = crate::store::now_millis().saturating_sub(self.updated_at);
         let running = self.status == ThreadStatus::Running;
-        let gone = self.holder.as_ref().is_some_and(Holder::is_gone);
-        (running && !gone && since_ms < lease.as_millis() as u64).then_some(since_ms)
+        let held = self.holder.as_ref().is_some_and(|h| !h.is_gone());
+        (running && held && since_ms < lease.as_millis() as u64).then_some(since_ms)
     }
 }
 

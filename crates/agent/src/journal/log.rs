@@ -94,6 +94,9 @@ pub enum RunState<'a> {
     Finished,
     /// Stopped by an error (the model's, a fatal tool error, cancellation).
     Failed,
+    /// Handed back ([`RunInput::handback`](crate::RunInput::handback)): still running, but
+    /// held by no process any more, so that any process may resume it at once.
+    HandedBack,
 }
 
 /// A tool call as the log records it.

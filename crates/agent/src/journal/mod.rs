@@ -76,6 +76,7 @@ enum OwnedState {
     Paused(Vec<Pause>),
     Finished,
     Failed,
+    HandedBack,
 }
 
 impl Journal {
@@ -180,6 +181,7 @@ impl OwnedSave {
                 OwnedState::Paused(pending) => RunState::Paused(pending),
                 OwnedState::Finished => RunState::Finished,
                 OwnedState::Failed => RunState::Failed,
+                OwnedState::HandedBack => RunState::HandedBack,
             },
         }
     }
@@ -207,6 +209,7 @@ impl OwnedState {
             RunState::Paused(pending) => OwnedState::Paused(pending.to_vec()),
             RunState::Finished => OwnedState::Finished,
             RunState::Failed => OwnedState::Failed,
+            RunState::HandedBack => OwnedState::HandedBack,
         }
     }
 }

@@ -30,6 +30,8 @@ pub(super) enum SavePoint {
     End,
     /// Stopped by an error.
     Failed,
+    /// Handed back: still running, released for another process.
+    HandedBack,
 }
 
 impl Run {
@@ -59,6 +61,7 @@ impl Run {
         let state = match at {
             SavePoint::Progress | SavePoint::BeforeCalls => RunState::Running,
             SavePoint::Failed => RunState::Failed,
+            SavePoint::HandedBack => RunState::HandedBack,
             SavePoint::End if self.pending.is_empty() => RunState::Finished,
             SavePoint::End => RunState::Paused(&self.pending),
         };

@@ -38,6 +38,9 @@ use crate::{
 const NOT_RUN_FATAL: &str =
     "Not executed: the run stopped after a fatal error in another tool call.";
 const NOT_RUN_ABORTED: &str = "Not executed: the run was cancelled.";
+/// The reason of the abort part a run handed back ends its stream with.
+const HANDED_BACK: &str =
+    "The run was handed back: it goes on where it stopped in another process.";
 
 /// A run in progress.
 pub(crate) struct Run {
@@ -61,6 +64,8 @@ pub(crate) struct Run {
     /// Tools approved with `always` in this thread.
     always: HashSet<String>,
     cancel: CancellationToken,
+    /// Hands the run back ([`RunInput::handback`]): no model call after it fires.
+    handback: CancellationToken,
     emit: Emitter,
     /// Calls the tools asked the run to make before the first step
     /// ([`StartCalls`](toolsmith_core::StartCalls)).
@@ -97,6 +102,7 @@ impl Run {
             defaults,
             parent,
             cancellation,
+            handback,
             log,
         } = input;
         let sources = Sources {
@@ -227,6 +233,7 @@ impl Run {
             nested_results,
             always,
             cancel,
+            handback: handback.unwrap_or_default(),
             emit: Emitter::new(events),
             start_calls,
             hidden: Vec::new(),
@@ -241,8 +248,13 @@ impl Run {
         let run_id = self.scope.run_id.to_string();
         self.emit.emit(|| RunPart::Start { run_id });
         if let Err(kind) = self.drive_steps().await {
-            // Best effort: the log keeps the thread as the failure left it.
-            if let Err(e) = self.save(SavePoint::Failed).await {
+            // Best effort: the log keeps the thread as the failure left it (a run handed back:
+            // as it stopped, for another process to go on with).
+            let at = match kind {
+                RunErrorKind::HandedBack => SavePoint::HandedBack,
+                _ => SavePoint::Failed,
+            };
+            if let Err(e) = self.save(at).await {
                 tracing::error!(error = ?e, "the run log could not record the failed run");
             }
             return Err(self.fail(kind));
@@ -289,6 +301,9 @@ impl Run {
     async fn step(&mut self, step: u32) -> Result<bool, RunErrorKind> {
         if self.cancel.is_cancelled() {
             return Err(RunErrorKind::Cancelled);
+        }
+        if self.handback.is_cancelled() {
+            return Err(RunErrorKind::HandedBack);
         }
         self.emit.emit(|| RunPart::StartStep { step });
         // Results of non-blocking sub-agents that arrived since the last step.
@@ -360,6 +375,7 @@ impl Run {
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
+            () = self.handback.cancelled() => return Err(RunErrorKind::HandedBack),
             () = self.scope.inbox.changed() => {}
         }
         Ok(!self.scope.inbox.is_idle())
@@ -384,7 +400,8 @@ impl Run {
         }
     }
 
-    /// Streams the model, unless the run is cancelled first.
+    /// Streams the model, unless the run is cancelled or handed back first (a model call
+    /// changes nothing: the process that resumes the run makes it again).
     async fn call_model(&mut self) -> Result<ModelTurn, RunErrorKind> {
         let model = self.agent.model.clone();
         let call = async {
@@ -394,6 +411,7 @@ impl Run {
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(RunErrorKind::Cancelled),
+            () = self.handback.cancelled() => Err(RunErrorKind::HandedBack),
             result = call => result.map_err(|e: ModelError| match e.kind {
                 ModelErrorKind::Cancelled => RunErrorKind::Cancelled,
                 _ => RunErrorKind::Model(e),
@@ -573,6 +591,9 @@ impl Run {
     fn fail(self, kind: RunErrorKind) -> RunError {
         match &kind {
             RunErrorKind::Cancelled => self.emit.emit(|| RunPart::Abort { reason: None }),
+            RunErrorKind::HandedBack => self.emit.emit(|| RunPart::Abort {
+                reason: Some(HANDED_BACK.to_string()),
+            }),
             RunErrorKind::Model(e) => {
                 let error = ErrorInfo::new(model_error_code(e), e.message.clone());
                 self.emit.emit(|| RunPart::Error { error });

@@ -12,6 +12,7 @@ mod cli_serve;
 mod cli_subagents;
 mod cli_wires;
 mod durable;
+mod handback;
 #[cfg(feature = "local")]
 mod local_model;
 mod revert;

@@ -1,9 +1,10 @@
-//! The holder of a running thread: recorded by its claim, kept while it runs.
+//! The holder of a running thread: recorded by its claim, kept while it runs, cleared when it
+//! stops or is handed back.
 
 use toolsmith_core::Message;
 
 use super::write;
-use crate::{Holder, NewThread, Store, ThreadStatus, ThreadWrite};
+use crate::{Batch, Holder, NewThread, Store, StoreError, ThreadStatus, ThreadWrite};
 
 pub(super) async fn holders<S: Store>(store: &S) {
     let created = store.create_thread(NewThread::new("t-held")).await.unwrap();
@@ -44,5 +45,70 @@ pub(super) async fn holders<S: Store>(store: &S) {
         holder().await,
         None,
         "a thread that stops running has no holder"
+    );
+}
+
+/// A run handed back: its save and the release in one batch leave the thread running, held by
+/// no one, so that any process may take it over at once; a release of a thread that does not
+/// exist fails the whole batch.
+pub(super) async fn releases<S: Store>(store: &S) {
+    let lease = std::time::Duration::from_secs(60);
+    store.create_thread(NewThread::new("t-rel")).await.unwrap();
+    // Another host's process: never known to be gone, so only the release frees the thread.
+    let elsewhere = Holder {
+        host: "another-host/boot/pid:[1]".into(),
+        pid: 1,
+        started: 1,
+    };
+    let v1 = store.claim("t-rel", 0, "run-r", &elsewhere).await.unwrap();
+    let thread = || async { store.thread("t-rel").await.unwrap().unwrap() };
+    assert!(
+        thread().await.held_within(lease).is_some(),
+        "a claimed thread is held"
+    );
+
+    let step = [Message::user("go")];
+    let save = ThreadWrite::new("t-rel", v1, 0, &step, ThreadStatus::Running);
+    let committed = store
+        .commit(Batch::new().write(save).release("t-rel"))
+        .await
+        .unwrap();
+    assert_eq!(committed.version, Some(v1 + 1));
+    let released = thread().await;
+    assert_eq!(
+        released.status,
+        ThreadStatus::Running,
+        "a released run still runs"
+    );
+    assert_eq!(released.holder, None, "a released thread has no holder");
+    assert_eq!(released.message_count, 1);
+    assert_eq!(
+        released.held_within(lease),
+        None,
+        "a released thread is free at once"
+    );
+    store.touch("t-rel", v1 + 1).await.unwrap();
+    assert_eq!(
+        thread().await.held_within(lease),
+        None,
+        "a late heartbeat of the run that let go does not hold it again"
+    );
+
+    let v3 = store
+        .claim("t-rel", v1 + 1, "run-r", &elsewhere)
+        .await
+        .unwrap();
+    assert!(thread().await.held_within(lease).is_some(), "claimed again");
+    let more = [Message::assistant("on")];
+    let save = ThreadWrite::new("t-rel", v3, 1, &more, ThreadStatus::Running);
+    let failed = store
+        .commit(Batch::new().write(save).release("t-rel-missing"))
+        .await;
+    assert!(matches!(failed, Err(StoreError::NotFound(_))), "{failed:?}");
+    let kept = thread().await;
+    assert_eq!(
+        (kept.version, kept.message_count, kept.holder),
+        (v3, 1, Some(elsewhere)),
+        "nothing of a failed batch stays"
     );
 }

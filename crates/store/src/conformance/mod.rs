@@ -39,6 +39,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     conditional_writes(&*store).await;
     run_claims(store.clone()).await;
     holder::holders(&*store).await;
+    holder::releases(&*store).await;
     queries(&*store).await;
     journal::journal(&*store).await;
     journal::ledger(&*store).await;

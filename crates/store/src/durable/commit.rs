@@ -60,6 +60,10 @@ impl RunLog for StoredRun {
                 status,
                 pending,
             });
+            // Handed back: still running, held by no process.
+            if save.state == RunState::HandedBack {
+                ops = ops.release(&self.thread);
+            }
         }
         match &planned {
             Planned::Attempt(entry) => ops = ops.intend(entry),
@@ -192,7 +196,7 @@ impl StoredRun {
 /// The thread's status, and what it waits for, where the run stands.
 fn thread_state<'a>(state: RunState<'a>) -> (ThreadStatus, &'a [Pause]) {
     match state {
-        RunState::Running => (ThreadStatus::Running, &[]),
+        RunState::Running | RunState::HandedBack => (ThreadStatus::Running, &[]),
         RunState::Paused(pending) => (ThreadStatus::Paused, pending),
         RunState::Finished => (ThreadStatus::Idle, &[]),
         RunState::Failed => (ThreadStatus::Failed, &[]),

@@ -103,6 +103,7 @@ impl State {
                     committed.claims.push(claim);
                 }
                 Op::ClaimKey { key, .. } => committed.claims.push(self.claim(key, undo)),
+                Op::Release(thread) => self.release(thread, undo)?,
             }
         }
         Ok(committed)
@@ -201,6 +202,20 @@ impl State {
         record.pending = write.pending.to_vec();
         record.updated_at = now_millis();
         Ok(record.version)
+    }
+
+    fn release(&mut self, thread: &str, undo: &mut Vec<Undo>) -> Result<(), StoreError> {
+        let (record, stored) = self
+            .threads
+            .get_mut(thread)
+            .ok_or_else(|| StoreError::NotFound(thread.to_string()))?;
+        undo.push(Undo::Thread {
+            record: record.clone(),
+            keep: stored.len(),
+            removed: Vec::new(),
+        });
+        record.holder = None;
+        Ok(())
     }
 
     fn claim(&mut self, key: &str, undo: &mut Vec<Undo>) -> Claim {

@@ -74,6 +74,7 @@ async fn apply(
                 .push(journal::claim(client, key, thread).await?);
             Ok(())
         }
+        Op::Release(thread) => write::release(client, thread).await,
     }
 }
 

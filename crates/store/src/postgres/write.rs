@@ -252,3 +252,18 @@ async fn query(
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
     client.query_opt(&statement, params).await.map_err(backend)
 }
+
+/// [`Op::Release`](crate::Op::Release): the thread's holder cleared.
+pub(super) async fn release(client: &impl GenericClient, thread: &str) -> Result<(), StoreError> {
+    let changed = journal::execute(
+        client,
+        "UPDATE threads SET holder_host = NULL, holder_pid = NULL, holder_started = NULL \
+         WHERE id = $1",
+        &[&thread],
+    )
+    .await?;
+    match changed {
+        0 => Err(StoreError::NotFound(thread.to_string())),
+        _ => Ok(()),
+    }
+}

@@ -27,6 +27,7 @@ pub(super) enum Owned {
         key: String,
         thread: String,
     },
+    Release(String),
 }
 
 /// `batch`'s operations, owned.
@@ -50,6 +51,7 @@ pub(super) fn prepare(batch: &Batch<'_>) -> Result<Vec<Owned>, StoreError> {
                     key: key.to_string(),
                     thread: thread.to_string(),
                 },
+                Op::Release(thread) => Owned::Release(thread.to_string()),
             })
         })
         .collect()
@@ -76,10 +78,26 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
             Owned::ClaimKey { key, thread } => {
                 committed.claims.push(journal::claim(&tx, key, thread)?);
             }
+            Owned::Release(thread) => release(&tx, thread)?,
         }
     }
     tx.commit().map_err(backend)?;
     Ok(committed)
+}
+
+/// [`Op::Release`]: the thread's holder cleared.
+fn release(tx: &Connection, thread: &str) -> Result<(), StoreError> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE threads SET holder_host = NULL, holder_pid = NULL, holder_started = NULL \
+             WHERE id = ?1",
+        )
+        .and_then(|mut update| update.execute([thread]))
+        .map_err(backend)?;
+    match changed {
+        0 => Err(StoreError::NotFound(thread.to_string())),
+        _ => Ok(()),
+    }
 }
 
 /// Begins a transaction that takes the write lock at once, so that two processes cannot both
