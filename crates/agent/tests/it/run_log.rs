@@ -48,6 +48,7 @@ impl RunLog for Recorder {
                 RunState::Paused(_) => "paused",
                 RunState::Finished => "finished",
                 RunState::Failed => "failed",
+                RunState::HandedBack => "handed back",
             };
             parts.push(format!("save {state}"));
         }
