@@ -304,7 +304,13 @@ pub(crate) async fn chat(
     };
     let input = runs::claim(&service, &request).await?;
     let (sender, receiver) = mpsc::channel(256);
-    tokio::spawn(runs::drive(service, built, request, input, Some(sender)));
+    service.spawn(runs::drive(
+        service.clone(),
+        built,
+        request,
+        input,
+        Some(sender),
+    ));
     let message_id = turn_message_id;
     let encode = move |item: &Outgoing| encode(item, &message_id);
     let mut response = sse::response_with(receiver, encode, b"data: [DONE]\n\n");

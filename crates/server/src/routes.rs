@@ -37,7 +37,13 @@ pub(crate) async fn run_streamed(
         Err(e) => return Err(fail_event(&service, &request, e).await),
     };
     let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
-    tokio::spawn(runs::drive(service, built, request, input, Some(sender)));
+    service.spawn(runs::drive(
+        service.clone(),
+        built,
+        request,
+        input,
+        Some(sender),
+    ));
     Ok(sse::response(receiver))
 }
 
@@ -76,7 +82,7 @@ pub(crate) async fn run_async(
         Err(e) => return Err(fail_event(&service, &request, e).await),
     };
     let response = accepted(&service);
-    tokio::spawn(runs::drive(service, built, request, input, None));
+    service.spawn(runs::drive(service.clone(), built, request, input, None));
     Ok(response)
 }
 

@@ -14,7 +14,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
-use toolsmith_agent::{RunError, RunInput, RunOutput};
+use toolsmith_agent::{RunError, RunErrorKind, RunInput, RunOutput};
 use toolsmith_core::{
     Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
 };
@@ -337,7 +337,9 @@ async fn claim_with(
         token_key: service.inner.key.derive("completion-tokens"),
     });
     input.deps = Some(Arc::new(deps));
-    Ok(input)
+    // A shutdown hands the run back at its next safe point, for another replica (or this one,
+    // started again) to go on with.
+    Ok(input.with_handback(service.inner.handback.clone()))
 }
 
 fn durable_error(e: DurableError) -> ApiError {
@@ -417,6 +419,17 @@ pub(crate) async fn drive(
     let store = service.inner.store.clone();
     if let Err(e) = keep_variables(&*store, &thread, &service.inner.key, set).await {
         tracing::error!(target: "toolsmith::server", %e, "keeping the thread's variables");
+    }
+    // Handed back (the service is shutting down): the run is not over. Its event stays
+    // `processing` and its dispatch group open; the replica that takes it over ends them.
+    if matches!(&result, Err(e) if e.kind == RunErrorKind::HandedBack) {
+        tracing::info!(
+            target: "toolsmith::server",
+            %thread,
+            event = %request.event_id,
+            "a run handed back at shutdown"
+        );
+        return;
     }
     // A run that handed nothing out has no group: no read of the store to find out. (A run
     // resumed after a crash cannot know what its first life handed out: it looks.)

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use toolsmith_agent::{Agent, ApprovalKey};
 use toolsmith_builtins::Workspace;
 use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
@@ -49,6 +51,10 @@ pub struct ServiceOptions {
     /// Which addresses the agents' webhook tools may reach: public ones only by default,
     /// since a config comes from an account ([`WebhookPolicy`]).
     pub webhooks: WebhookPolicy,
+    /// How long a shutdown waits for the runs to reach a safe point and hand themselves back
+    /// (and for same-invocation async calls to return) before it stops anyway: 30 s. Whatever
+    /// is still running then is left as a crash leaves it, for the journal to sort out.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServiceOptions {
@@ -64,6 +70,7 @@ impl Default for ServiceOptions {
             allow_file_models: false,
             cors_origins: Vec::new(),
             webhooks: WebhookPolicy::public_only(),
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -84,6 +91,11 @@ pub(crate) struct Inner {
     /// built from.
     agents: Mutex<HashMap<AgentKey, CachedAgent>>,
     pub(crate) coordinator: Coordinator,
+    /// Fired when the service shuts down: every run hands itself back
+    /// ([`RunInput::handback`](toolsmith_agent::RunInput::handback)).
+    pub(crate) handback: CancellationToken,
+    /// The runs and same-invocation calls in the background, waited for at shutdown.
+    pub(crate) tasks: TaskTracker,
 }
 
 /// `(account, agent id)`.
@@ -143,9 +155,12 @@ impl Service {
             .unwrap_or_else(|| listen_url.to_string())
             .trim_end_matches('/')
             .to_string();
+        let tasks = TaskTracker::new();
         Service {
             inner: Arc::new(Inner {
-                coordinator: Coordinator::new(store.clone()),
+                coordinator: Coordinator::new(store.clone(), tasks.clone()),
+                handback: CancellationToken::new(),
+                tasks,
                 store,
                 key,
                 options,
@@ -164,6 +179,20 @@ impl Service {
     /// The options.
     pub fn options(&self) -> &ServiceOptions {
         &self.inner.options
+    }
+
+    /// Runs `task` in the background as one of the service's runs (or async calls): a
+    /// shutdown waits for it.
+    pub(crate) fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.tasks.spawn(task);
+    }
+
+    /// Whether the service is shutting down (its runs handing themselves back).
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.handback.is_cancelled()
     }
 
     /// Stores an agent: its config checked (parsed, and its model and tools built as a run

@@ -3,23 +3,30 @@
 //! Every run of the service is a stored run: its thread records the replica that holds it (the
 //! host, the process and its start time) and the replica's signs of life (a heartbeat every
 //! third of the lease). Each replica sweeps the store for threads still `running` that no live
-//! replica holds — their holder is a process of this host that no longer runs (killed, crashed:
-//! taken at once), or it has shown no sign of life for the lease — and resumes each one where
-//! its journal says it stopped: recorded results are reused, no side effect runs twice. The
-//! claim is conditional, so of two replicas sweeping at once one takes a run. The event the run
-//! belongs to (the thread's newest event still `processing`; for a continuation, its first
-//! event) is settled when it ends, as if nothing had happened.
+//! replica holds — their replica shut down and handed them back (taken at once), their holder
+//! is a process of this host that no longer runs (killed, crashed: taken at once), or it has
+//! shown no sign of life for the lease — and resumes each one where its journal says it
+//! stopped: recorded results are reused, no side effect runs twice. Same-invocation async calls
+//! that the run had not received are brought in first ([`LOST`] for those that will never
+//! return). The claim is conditional, so of two replicas sweeping at once one takes a run. The
+//! event the run belongs to (the thread's newest event still `processing`; for a continuation,
+//! its first event) is settled when it ends, as if nothing had happened.
 //!
-//! The sweep runs when the service starts and then every third of the lease. Threads that are
-//! not the service's (no `account:` tag: `toolsmith run --db` on the same database) are left
+//! The sweep runs when the service starts, every third of the lease, and at once when another
+//! replica says it handed runs back (a PostgreSQL notification); it stops when this replica
+//! shuts down. Threads that are not the service's (no `account:` tag: `toolsmith run --db` on the same database) are left
 //! alone.
 
 use std::time::Duration;
 
-use toolsmith_store::{AsyncSettlement, AsyncStatus, ThreadQuery, ThreadStatus};
+use toolsmith_core::Message;
+use toolsmith_store::{
+    AsyncSettlement, AsyncStatus, Batch, Thread, ThreadQuery, ThreadStatus, ThreadWrite,
+};
 
 use crate::Service;
 use crate::async_tools::continuation::root_event;
+use crate::async_tools::injected_row;
 use crate::runs::{self, Owner, RequestPath, RunRequest};
 
 /// How many running threads one sweep looks at.
@@ -43,6 +50,10 @@ pub async fn sweep(service: &Service) -> usize {
     };
     let mut resumed = 0;
     for thread in threads {
+        // A replica shutting down takes nothing over: it hands its own runs back.
+        if service.is_shutting_down() {
+            break;
+        }
         if thread.held_within(lease).is_some() {
             continue;
         }
@@ -67,6 +78,9 @@ pub async fn sweep(service: &Service) -> usize {
         let Ok(built) = service.agent(&account, &agent_id).await else {
             continue;
         };
+        if !catch_up(service, &thread, &event.event_id).await {
+            continue;
+        }
         let status_event = root_event(&event.event_id).to_string();
         let request = RunRequest {
             account,
@@ -81,14 +95,13 @@ pub async fn sweep(service: &Service) -> usize {
         };
         match runs::claim_interrupted(service, &request).await {
             Ok(input) => {
-                lost_calls(service, &request).await;
                 tracing::info!(
                     target: "toolsmith::server",
                     thread = %thread.id,
                     event = %request.event_id,
                     "taking over an interrupted run"
                 );
-                tokio::spawn(runs::drive(service.clone(), built, request, input, None));
+                service.spawn(runs::drive(service.clone(), built, request, input, None));
                 resumed += 1;
             }
             // Another replica took it, or its holder came back to life.
@@ -101,31 +114,82 @@ pub async fn sweep(service: &Service) -> usize {
 /// The error of a same-invocation call whose replica stopped while it ran.
 pub const LOST: &str = "Async tool call was lost: the replica running it stopped.";
 
-/// Settles as failed ([`LOST`]) the same-invocation calls of the event that were running in
-/// the replica that is gone: nothing will settle them, and `async_status` must not say
-/// `processing` for ever.
-async fn lost_calls(service: &Service, request: &RunRequest) {
+/// Brings an interrupted run's thread up to date with its same-invocation calls before it is
+/// resumed: those still `processing` ran in a replica that is gone and nothing will settle
+/// them, so they are settled failed ([`LOST`]); then every settled call whose result the run
+/// had not received (a replica handed the run back while its calls ran on, or died after
+/// settling them) is appended to the thread as the injected message, oldest first, so that
+/// the resumed run goes on with it. Whether to go on: false when another replica wrote the
+/// thread meanwhile (it is taking the run over).
+async fn catch_up(service: &Service, thread: &Thread, event_id: &str) -> bool {
     let store = service.store();
-    let key = runs::event_key(&request.account, &request.agent_id, &request.event_id);
-    let Ok(rows) = store.async_results_of(&key).await else {
-        return;
+    let Some(owner) = Owner::of(thread) else {
+        return false;
     };
+    let key = runs::event_key(&owner.account, &owner.agent_id, event_id);
+    let Ok(mut rows) = store.async_results_of(&key).await else {
+        return false;
+    };
+    rows.retain(|r| !r.external);
     let lost = AsyncSettlement::Failed(LOST.to_string());
     for row in rows
-        .iter()
-        .filter(|r| !r.external && r.status == AsyncStatus::Processing)
+        .iter_mut()
+        .filter(|r| r.status == AsyncStatus::Processing)
     {
-        let _ = store.settle_async_result(&row.result_id, &lost).await;
+        if let Ok(true) = store.settle_async_result(&row.result_id, &lost).await {
+            row.status = AsyncStatus::Failed;
+            row.error = Some(LOST.to_string());
+        } else if let Ok(Some(now)) = store.async_result(&row.result_id).await {
+            *row = now;
+        }
+    }
+    if rows.is_empty() {
+        return true;
+    }
+    let Ok(messages) = store.messages(&thread.id).await else {
+        return false;
+    };
+    let texts: Vec<String> = messages.iter().map(Message::text).collect();
+    rows.sort_by(|a, b| (a.created_at, &a.result_id).cmp(&(b.created_at, &b.result_id)));
+    let unseen: Vec<Message> = rows
+        .iter()
+        .filter(|row| {
+            let line = format!("resultId: {}\n", row.result_id);
+            !texts.iter().any(|text| text.contains(&line))
+        })
+        .map(injected_row)
+        .collect();
+    if unseen.is_empty() {
+        return true;
+    }
+    let count = messages.len() as u64;
+    let write = ThreadWrite::new(
+        &thread.id,
+        thread.version,
+        count,
+        &unseen,
+        ThreadStatus::Running,
+    );
+    match store.commit(Batch::new().write(write)).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::info!(target: "toolsmith::server", %e, thread = %thread.id, "an interrupted run's thread changed: left to whoever changed it");
+            false
+        }
     }
 }
 
-/// Sweeps now, then every third of the lease, for as long as the service runs.
+/// Sweeps now, then every third of the lease, until the service shuts down.
 pub fn start_sweeper(service: Service) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let every = (service.options().lease / 3).max(Duration::from_millis(100));
-        loop {
+        let stop = service.inner.handback.clone();
+        while !stop.is_cancelled() {
             sweep(&service).await;
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = tokio::time::sleep(every) => {}
+            }
         }
     })
 }

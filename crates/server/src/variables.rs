@@ -267,6 +267,6 @@ async fn boot(service: &Service, event: &EventRecord) -> Result<String, ApiError
     };
     let input = runs::claim_for_start_call(service, &request).await?;
     let input = input.with_start_call(call);
-    tokio::spawn(runs::drive(service.clone(), built, request, input, None));
+    service.spawn(runs::drive(service.clone(), built, request, input, None));
     Ok(booted)
 }

@@ -28,6 +28,7 @@ mod service;
 mod sqlite;
 mod store;
 mod thread;
+mod wake;
 
 pub use batch::{Batch, Committed, Op};
 pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};

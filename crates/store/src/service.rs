@@ -345,4 +345,17 @@ pub trait ServiceStore: Store {
     /// Removes events, async results and groups whose `expires_at` is before `now` (a row
     /// expiring at `now` is kept): how many of them. A group's ids go with it, uncounted.
     async fn purge_expired(&self, now: u64) -> Result<u64, StoreError>;
+
+    /// Tells every replica on this database — this store's own subscribers too — to look for
+    /// runs to take over now rather than at its next sweep ([`wakes`](Self::wakes)): a replica
+    /// that handed its runs back at shutdown says so. On PostgreSQL a notification
+    /// (`NOTIFY toolsmith_wake`) reaches the stores of every process on the database; the other
+    /// backends reach the subscribers of this store (a SQLite file is served by one process).
+    async fn wake_replicas(&self) -> Result<(), StoreError>;
+
+    /// A subscription to wake-ups ([`wake_replicas`](Self::wake_replicas)): each one is
+    /// received once, from the moment of the call. On PostgreSQL the store listens on a
+    /// connection of its own, connected again (and a wake-up delivered, for what may have been
+    /// missed) after a loss.
+    fn wakes(&self) -> tokio::sync::broadcast::Receiver<()>;
 }

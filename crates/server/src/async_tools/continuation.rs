@@ -159,7 +159,7 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
         status_event: root,
     };
     let service = service.clone();
-    tokio::spawn(async move {
+    service.clone().spawn(async move {
         // The conversation may be held for a moment by the run that made the calls (ending)
         // or by a new request: wait for it.
         for attempt in 0..CLAIM_ATTEMPTS {

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio_util::task::TaskTracker;
 use toolsmith_config::AgentConfig;
 use toolsmith_core::{
     AsyncCall, AsyncMode, InboxTicket, Message, SharedTool, Tool, ToolContext, ToolError, ToolKind,
@@ -101,6 +102,8 @@ pub(crate) fn wrap(
 pub(crate) struct Coordinator {
     store: Arc<dyn ServiceStore>,
     pending: Arc<Mutex<HashMap<String, Pending>>>,
+    /// The service's background tasks: a shutdown waits for the calls running.
+    tasks: TaskTracker,
 }
 
 struct Pending {
@@ -112,10 +115,11 @@ struct Pending {
 }
 
 impl Coordinator {
-    pub(crate) fn new(store: Arc<dyn ServiceStore>) -> Self {
+    pub(crate) fn new(store: Arc<dyn ServiceStore>, tasks: TaskTracker) -> Self {
         Coordinator {
             store,
             pending: Arc::default(),
+            tasks,
         }
     }
 
@@ -380,7 +384,7 @@ impl Tool for AsyncTool {
                 self.coordinator.clone(),
                 result_id.clone(),
             );
-            tokio::spawn(async move {
+            self.coordinator.tasks.spawn(async move {
                 let settlement = match inner.call(input, &cx).await {
                     Ok(output) => AsyncSettlement::Completed(Some(output.value)),
                     Err(error) => AsyncSettlement::Failed(error.message().to_string()),

@@ -70,6 +70,7 @@ pub async fn check_service<S: ServiceStore>(store: Arc<S>) {
     service::concurrent_event_inserts(store.clone()).await;
     async_results::concurrent_settlements(store.clone()).await;
     async_results::concurrent_group_inserts(store.clone()).await;
+    service::wakes(&*store).await;
     async_results::purge(&*store).await;
 }
 

@@ -546,3 +546,30 @@ pub(super) async fn concurrent_event_inserts<S: ServiceStore>(store: Arc<S>) {
         "the winner's event is the one kept"
     );
 }
+
+/// Wake-ups: a subscriber hears [`ServiceStore::wake_replicas`] within seconds (on PostgreSQL
+/// once its listening connection is up, which the first wake-up tells), every subscriber
+/// does, and one subscribed later hears only what comes after.
+pub(super) async fn wakes<S: ServiceStore>(store: &S) {
+    let heard = |mut rx: tokio::sync::broadcast::Receiver<()>| async move {
+        let got = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
+        assert!(got.is_ok(), "a wake-up is heard within 10 s");
+        rx
+    };
+    let drained = |mut rx: tokio::sync::broadcast::Receiver<()>| {
+        while rx.try_recv().is_ok() {}
+        rx
+    };
+    let first = store.wakes();
+    store.wake_replicas().await.unwrap();
+    let first = drained(heard(first).await);
+    let second = store.wakes();
+    store.wake_replicas().await.unwrap();
+    let (first, second) = (heard(first).await, heard(second).await);
+    drop((first, second));
+    let mut late = store.wakes();
+    assert!(
+        late.try_recv().is_err(),
+        "nothing from before it subscribed"
+    );
+}

@@ -37,6 +37,8 @@ pub struct MemoryStore {
     state: Mutex<State>,
     /// What [`ServiceStore`](crate::ServiceStore) keeps.
     service: Mutex<service::ServiceState>,
+    /// Its subscribers' wake-ups.
+    wakes: crate::wake::Wakes,
 }
 
 #[derive(Debug, Default)]

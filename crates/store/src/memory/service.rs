@@ -225,4 +225,13 @@ impl ServiceStore for MemoryStore {
         let after = state.events.len() + state.async_results.len() + state.groups.len();
         Ok((before - after) as u64)
     }
+
+    async fn wake_replicas(&self) -> Result<(), StoreError> {
+        self.wakes.send();
+        Ok(())
+    }
+
+    fn wakes(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.wakes.subscribe()
+    }
 }

@@ -3,11 +3,13 @@
 mod commit;
 mod credentials;
 mod journal;
+mod listen;
 mod schema;
 mod service;
 mod write;
 
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -18,6 +20,7 @@ use tokio_postgres::{NoTls, Row};
 use toolsmith_core::Message;
 
 use crate::store::now_millis;
+use crate::wake::Wakes;
 use crate::{
     Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Store, StoreError,
     StoredValue, Thread, ThreadQuery, ThreadStatus,
@@ -49,6 +52,10 @@ const SESSION_OPTIONS: &str = "-c plan_cache_mode=force_generic_plan -c enable_s
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// The connection settings, for the listening connection.
+    config: tokio_postgres::Config,
+    /// The wake-ups heard on the listening connection, once started.
+    listener: Arc<std::sync::OnceLock<Wakes>>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -99,7 +106,7 @@ impl PostgresStore {
         };
         config.options(&options);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -111,7 +118,11 @@ impl PostgresStore {
             .map_err(|e| StoreError::Backend(format!("the connection pool: {e}")))?;
         let mut client = pool.get().await.map_err(pool_error)?;
         schema::migrate(&mut client).await?;
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore {
+            pool,
+            config,
+            listener: Arc::default(),
+        })
     }
 
     /// The schema version this build writes.

@@ -431,4 +431,19 @@ impl ServiceStore for PostgresStore {
         let purged: i64 = row.map_or(0, |row| row.get(0));
         u64::try_from(purged).map_err(|_| StoreError::Corrupt(format!("a purge of {purged} rows")))
     }
+
+    async fn wake_replicas(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        execute(
+            &client,
+            "SELECT pg_notify($1, '')",
+            &[&super::listen::CHANNEL],
+        )
+        .await?;
+        Ok(())
+    }
+
+    fn wakes(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.listen()
+    }
 }

@@ -59,6 +59,8 @@ const PAGE_SIZE: u32 = 2048;
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// Its subscribers' wake-ups (shared by its clones).
+    wakes: crate::wake::Wakes,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -128,7 +130,11 @@ impl SqliteStore {
         .map_err(|e| StoreError::Backend(format!("the open task failed: {e}")))??;
         let conn = Arc::new(Mutex::new(conn));
         checkpoint::spawn(path.clone(), Arc::downgrade(&conn));
-        Ok(SqliteStore { conn, path })
+        Ok(SqliteStore {
+            conn,
+            path,
+            wakes: Default::default(),
+        })
     }
 
     /// The database file.

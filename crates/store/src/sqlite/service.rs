@@ -535,4 +535,13 @@ impl ServiceStore for SqliteStore {
         })
         .await
     }
+
+    async fn wake_replicas(&self) -> Result<(), StoreError> {
+        self.wakes.send();
+        Ok(())
+    }
+
+    fn wakes(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.wakes.subscribe()
+    }
 }

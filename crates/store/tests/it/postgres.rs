@@ -71,6 +71,28 @@ async fn two_stores_race_on_events_async_results_and_groups_fairly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_up_reaches_the_other_stores_on_the_database() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let (first, second) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let within = std::time::Duration::from_secs(10);
+    let mut heard = second.wakes();
+    // The first wake-up says the listening connection is up.
+    tokio::time::timeout(within, heard.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    first.wake_replicas().await.unwrap();
+    tokio::time::timeout(within, heard.recv())
+        .await
+        .expect("another store's wake-up is heard")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_are_in_byte_order_in_a_database_of_another_collation() {
     let Some(server) = PgServer::start() else {
         return;
