@@ -49,7 +49,8 @@ mod sse;
 pub mod takeover;
 mod variables;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method, header};
@@ -127,9 +128,20 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
     )
 }
 
-/// Serves the service on `listener` until `shutdown` completes; then stops accepting and
-/// lets requests in flight finish. Interrupted runs of replicas that are gone are taken over
-/// meanwhile ([`takeover`]).
+/// Serves the service on `listener` until `shutdown` completes. Interrupted runs of replicas
+/// that are gone are taken over meanwhile ([`takeover`]).
+///
+/// Then it shuts down gracefully: it stops accepting connections and taking runs over, and
+/// every run hands itself back ([`RunInput::handback`](toolsmith_agent::RunInput::handback)):
+/// the calls running finish and reach the journal, no model call is made after them, and the
+/// thread is left running with no holder. Streams end with an `abort` part saying so; events
+/// stay `processing`. Once every run has stopped and every same-invocation async call has
+/// returned (or [`ServiceOptions::shutdown_grace`] has passed: what still runs is left as a
+/// crash leaves it), the other replicas are woken ([`ServiceStore::wake_replicas`]) and take the
+/// runs over at once, where their journals say; a replica started again on the same database
+/// does the same.
+///
+/// [`ServiceStore::wake_replicas`]: toolsmith_store::ServiceStore::wake_replicas
 ///
 /// # Errors
 ///
@@ -145,10 +157,50 @@ pub async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    let served = axum::serve(listener, router(service))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let grace = service.options().shutdown_grace;
+    // When the grace is over, set as the shutdown begins.
+    let ends = Arc::new(OnceLock::new());
+    let begun = Arc::new(tokio::sync::Notify::new());
+    let (handback, end, begin) = (service.inner.handback.clone(), ends.clone(), begun.clone());
+    let served = axum::serve(listener, router(service.clone())).with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!(target: "toolsmith::server", "shutting down: the runs hand themselves back");
+        let _ = end.set(tokio::time::Instant::now() + grace);
+        handback.cancel();
+        begin.notify_one();
+    });
+    // The streams end with their runs, and then their connections; past the grace they are
+    // dropped.
+    let served = tokio::select! {
+        result = served.into_future() => result,
+        () = async {
+            begun.notified().await;
+            if let Some(at) = ends.get() {
+                tokio::time::sleep_until(*at).await;
+            }
+        } => {
+            tracing::warn!(target: "toolsmith::server", "shutdown grace over: connections dropped");
+            Ok(())
+        }
+    };
+    let ends = ends
+        .get()
+        .copied()
+        .unwrap_or_else(|| tokio::time::Instant::now() + grace);
+    service.inner.tasks.close();
+    if tokio::time::timeout_at(ends, service.inner.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            target: "toolsmith::server",
+            "shutdown grace over: runs still running are left to be taken over as after a crash"
+        );
+    }
     sweeper.abort();
+    if let Err(e) = service.store().wake_replicas().await {
+        tracing::warn!(target: "toolsmith::server", %e, "telling the other replicas");
+    }
     served
 }
 

@@ -14,6 +14,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use toolsmith_agent::{RunError, RunErrorKind, RunInput, RunOutput};
 use toolsmith_core::{
     Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
@@ -337,9 +338,7 @@ async fn claim_with(
         token_key: service.inner.key.derive("completion-tokens"),
     });
     input.deps = Some(Arc::new(deps));
-    // A shutdown hands the run back at its next safe point, for another replica (or this one,
-    // started again) to go on with.
-    Ok(input.with_handback(service.inner.handback.clone()))
+    Ok(input)
 }
 
 fn durable_error(e: DurableError) -> ApiError {
@@ -356,6 +355,9 @@ fn durable_error(e: DurableError) -> ApiError {
     }
 }
 
+/// How often a run waiting to hand itself back looks whether its async calls have returned.
+const HANDBACK_CHECK: Duration = Duration::from_millis(20);
+
 /// Runs `input` on `built` to its end: parts (and waiting notices) to `sink` when there is
 /// one, the event's status kept, the thread's variables kept, then what async tools need.
 pub(crate) async fn drive(
@@ -369,7 +371,14 @@ pub(crate) async fn drive(
     let coordinator = service.inner.coordinator.clone();
     let options = &service.inner.options;
     let deps = input.deps.clone();
-    let mut stream = built.agent.stream(input);
+    // At shutdown the run hands itself back, for another replica (or this one, started again)
+    // to go on with — once its same-invocation calls have returned, so that their results are
+    // stored for that replica rather than lost with this one.
+    let handback = CancellationToken::new();
+    let shutdown = service.inner.handback.clone();
+    let mut handing = false;
+    let mut returned = tokio::time::interval(HANDBACK_CHECK);
+    let mut stream = built.agent.stream(input.with_handback(handback.clone()));
     let deadline = tokio::time::Instant::now() + options.async_wait;
     let mut beat = tokio::time::interval_at(
         tokio::time::Instant::now() + options.heartbeat,
@@ -402,6 +411,12 @@ pub(crate) async fn drive(
             () = tokio::time::sleep_until(deadline), if !drained => {
                 coordinator.drain(&key).await;
                 drained = true;
+            }
+            () = shutdown.cancelled(), if !handing => handing = true,
+            _ = returned.tick(), if handing && !handback.is_cancelled() => {
+                if coordinator.pending_for(&key) == 0 {
+                    handback.cancel();
+                }
             }
         }
     }

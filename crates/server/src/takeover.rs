@@ -179,17 +179,45 @@ async fn catch_up(service: &Service, thread: &Thread, event_id: &str) -> bool {
     }
 }
 
-/// Sweeps now, then every third of the lease, until the service shuts down.
+/// Sweeps now, then every third of the lease and whenever a replica wakes the others, until
+/// the service shuts down. Once an hour it also purges the events, async results and dispatch
+/// groups past their expiry (7 days).
 pub fn start_sweeper(service: Service) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let every = (service.options().lease / 3).max(Duration::from_millis(100));
         let stop = service.inner.handback.clone();
+        let mut wakes = service.store().wakes();
+        let mut purged: Option<std::time::Instant> = None;
         while !stop.is_cancelled() {
+            if purged.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+                purge(&service).await;
+                purged = Some(std::time::Instant::now());
+            }
             sweep(&service).await;
             tokio::select! {
                 () = stop.cancelled() => {}
                 () = tokio::time::sleep(every) => {}
+                // A wake-up, or several missed (lagged): look now. (The store keeps the
+                // sender: the channel does not close while it lives.)
+                woken = wakes.recv() => {
+                    if matches!(woken, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+                        tokio::time::sleep(every).await;
+                    }
+                }
             }
         }
     })
+}
+
+/// How often expired rows are purged.
+const PURGE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Purges the rows past their expiry.
+async fn purge(service: &Service) {
+    let now = crate::service::toolsmith_store_now();
+    match service.store().purge_expired(now).await {
+        Ok(0) => {}
+        Ok(count) => tracing::info!(target: "toolsmith::server", count, "purged expired rows"),
+        Err(e) => tracing::error!(target: "toolsmith::server", %e, "purging expired rows"),
+    }
 }

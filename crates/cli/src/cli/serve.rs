@@ -44,6 +44,10 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
+    /// On SIGTERM or Ctrl-C, how long to wait for the runs to reach a safe point and hand
+    /// themselves back (and for same-invocation async calls to return) before exiting anyway.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    shutdown_grace: u64,
     /// An origin browsers may call the service from, for CORS (repeatable), such as
     /// https://app.example.com [default: none: no CORS headers].
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
@@ -130,6 +134,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             .unwrap_or_else(|| data_dir().join("workspaces")),
         async_wait: Duration::from_secs(args.async_wait),
         max_body_bytes: args.max_body_bytes,
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
         allow_file_models: args.allow_file_models,
         cors_origins: args.cors_origins.clone(),
         webhooks: if args.allow_private_webhooks {

@@ -1,6 +1,7 @@
 //! `toolsmith serve` as a real process: accounts and agents made by the command line, a run
-//! over HTTP, and a replica killed with SIGKILL mid-run whose run another replica takes over
-//! at once (same host: its process is known to be gone) and finishes.
+//! over HTTP, a replica killed with SIGKILL mid-run whose run another replica takes over at
+//! once (same host: its process is known to be gone) and finishes, and one stopped with
+//! SIGTERM, which hands its run back and exits without waiting for the model.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -75,11 +76,9 @@ async fn status(client: &reqwest::Client, url: &str, secret: &str) -> Value {
     panic!("e1 still processing after 30 s");
 }
 
-#[tokio::test]
-async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("service.db").display());
-    // The model's first answer takes 30 s: long enough to kill the replica waiting for it.
+/// A model whose first answer takes 30 s (long enough to stop the replica waiting for it),
+/// and the others none: its base URL, and how many calls it had.
+fn slow_first_model() -> (String, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let base = serve_with(move |_| {
@@ -88,7 +87,13 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
         }
         answer("Taken over and done.")
     });
-    let out = toolsmith(dir.path())
+    (base, calls)
+}
+
+/// Account `acme` and its agent `helper` on the model at `base`, made by the command line:
+/// the account's secret.
+fn account_and_agent(dir: &std::path::Path, db: &str, base: &str) -> String {
+    let out = toolsmith(dir)
         .args(["accounts", "create", "acme", "--db", &db])
         .output()
         .unwrap();
@@ -99,10 +104,10 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
     );
     let secret = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(secret.starts_with("ts_acme_"), "{secret}");
-    let config = dir.path().join("agent.json");
+    let config = dir.join("agent.json");
     let agent = json!({"model": {"provider": "openai-compatible", "name": "m", "baseUrl": base}, "tools": {}});
     std::fs::write(&config, agent.to_string()).unwrap();
-    let out = toolsmith(dir.path())
+    let out = toolsmith(dir)
         .args([
             "agents",
             "put",
@@ -121,26 +126,39 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    secret
+}
 
-    let client = reqwest::Client::new();
-    let (mut first, url) = serve(dir.path(), &db);
+/// Starts run `e1` in the background on the replica at `url`, and waits until its model call
+/// is under way.
+async fn start_run(client: &reqwest::Client, url: &str, secret: &str, calls: &AtomicUsize) {
     let body = json!({"agentId": "helper", "eventId": "e1", "conversationKey": "c1",
                       "events": [{"role": "user", "content": "Hello"}]});
     let response = client
         .post(format!("{url}/async"))
-        .bearer_auth(&secret)
+        .bearer_auth(secret)
         .json(&body)
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 202);
-    // Wait for the model call to be under way, then kill the replica.
     for _ in 0..100 {
         if calls.load(Ordering::SeqCst) > 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("service.db").display());
+    let (base, calls) = slow_first_model();
+    let secret = account_and_agent(dir.path(), &db, &base);
+    let client = reqwest::Client::new();
+    let (mut first, url) = serve(dir.path(), &db);
+    start_run(&client, &url, &secret, &calls).await;
     first.kill().unwrap();
     first.wait().unwrap();
 
@@ -160,5 +178,45 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
         started.elapsed() < Duration::from_secs(10),
         "taken over at once, not after the 15 s lease: {:?}",
         started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_replica_stopped_with_sigterm_hands_its_run_back_and_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("service.db").display());
+    let (base, calls) = slow_first_model();
+    let secret = account_and_agent(dir.path(), &db, &base);
+    let client = reqwest::Client::new();
+    let (mut first, url) = serve(dir.path(), &db);
+    start_run(&client, &url, &secret, &calls).await;
+
+    // SIGTERM while the model answers: the model call is dropped (it changes nothing), the
+    // run is handed back, and the process ends cleanly without waiting for the model.
+    let stopping = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let exit = first.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        stopping.elapsed()
+    );
+
+    // Started again on the database, the service goes on with the run at once.
+    let (mut second, url) = serve(dir.path(), &db);
+    let done = status(&client, &url, &secret).await;
+    second.kill().unwrap();
+    let _ = second.wait();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["text"], "Taken over and done.");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the model was asked again, once"
     );
 }

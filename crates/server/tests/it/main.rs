@@ -6,5 +6,6 @@ mod chat;
 mod common;
 mod replicas;
 mod runs;
+mod shutdown;
 mod variables;
 mod webhooks;

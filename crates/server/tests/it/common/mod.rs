@@ -153,6 +153,9 @@ pub struct Running {
     pub client: reqwest::Client,
     pub workspaces: tempfile::TempDir,
     pub key: SecretKey,
+    /// Shuts it down when sent (or dropped).
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 /// Starts a service on a memory store, with `options` (its workspaces in a temporary folder).
@@ -170,7 +173,8 @@ pub async fn start_on(store: Arc<dyn ServiceStore>, options: ServiceOptions) -> 
     start_with_key(store, options, SecretKey::generate()).await
 }
 
-async fn start_with_key(
+/// Starts a service on `store` with the secret key `key`.
+pub async fn start_with_key(
     store: Arc<dyn ServiceStore>,
     mut options: ServiceOptions,
     key: SecretKey,
@@ -180,12 +184,13 @@ async fn start_with_key(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let service = Service::new(store.clone(), key.clone(), options, &url);
-    tokio::spawn(toolsmith_server::serve(
-        listener,
-        service.clone(),
-        std::future::pending(),
-    ));
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let served = tokio::spawn(toolsmith_server::serve(listener, service.clone(), async {
+        let _ = stopped.await;
+    }));
     Running {
+        stop,
+        served,
         url,
         service,
         store,
@@ -199,6 +204,15 @@ async fn start_with_key(
 }
 
 impl Running {
+    /// Shuts the service down (as SIGTERM does) and waits until `serve` returns: how long
+    /// that took.
+    pub async fn shut_down(self) -> Duration {
+        let begun = std::time::Instant::now();
+        let _ = self.stop.send(());
+        self.served.await.unwrap().unwrap();
+        begun.elapsed()
+    }
+
     /// Creates an account: its secret.
     pub async fn account(&self, name: &str) -> String {
         admin::create_account(&self.service, name).await.unwrap()
