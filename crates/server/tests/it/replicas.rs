@@ -1,6 +1,7 @@
 //! Two replicas of the service on one real PostgreSQL database: a run started on one is
-//! continued by a completion that reaches the other, and completions racing on both continue it
-//! exactly once.
+//! continued by a completion that reaches the other, completions racing on both continue it
+//! exactly once, and a run handed back by one shutting down is taken over by the other at
+//! once (woken by a notification).
 
 use std::sync::{Arc, Mutex};
 
@@ -99,4 +100,15 @@ async fn completions_on_two_replicas_continue_a_run_once() {
         .collect();
     let invoked = answers.iter().filter(|a| a["invoked"] == true).count();
     assert_eq!(invoked, 1, "the last settler starts it: {answers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_handed_back_on_one_replica_is_taken_over_by_the_other_at_once() {
+    let Some(server) = pg_server::PgServer::start() else {
+        return;
+    };
+    let url = server.database().await;
+    let store_a: Arc<dyn ServiceStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    let store_b: Arc<dyn ServiceStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    crate::shutdown::handed_over(store_a, store_b).await;
 }

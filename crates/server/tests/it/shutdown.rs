@@ -49,8 +49,16 @@ async fn a_replica_shutting_down_hands_its_run_to_another_which_goes_on_at_once(
             .await
             .unwrap(),
     );
+    handed_over(store.clone(), store).await;
+}
+
+/// Replica A on `store_a` shuts down while a payment of its run is under way; replica B on
+/// `store_b` (the same database), which swept before and would not sweep again for 100 s,
+/// is woken and finishes the run.
+pub(crate) async fn handed_over(store_a: Arc<dyn ServiceStore>, store_b: Arc<dyn ServiceStore>) {
+    let store = store_a.clone();
     let (url, model, hits) = paying(Duration::from_millis(400));
-    let a = common::start_on(store.clone(), options()).await;
+    let a = common::start_on(store_a, options()).await;
     let secret = a.account("acme").await;
     a.agent("acme", "payer", config(&model, pay_tool(&url)))
         .await;
@@ -63,7 +71,7 @@ async fn a_replica_shutting_down_hands_its_run_to_another_which_goes_on_at_once(
     while hits.lock().unwrap().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let b = common::start_like(&a, store.clone()).await;
+    let b = common::start_like(&a, store_b).await;
     let took = a.shut_down().await;
     assert!(
         took < Duration::from_secs(10),
