@@ -122,9 +122,7 @@ async fn serve(db: &str) {
     };
     let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
     println!("listening on {url}");
-    toolsmith_server::serve(listener, service, std::future::pending())
-        .await
-        .unwrap();
+    toolsmith_server::serve(listener, service, std::future::pending()).await;
 }
 
 /// A server process and its URL, from the `listening on …` line it prints.

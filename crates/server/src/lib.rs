@@ -32,7 +32,8 @@
 //!     ServiceOptions::default(),
 //!     "http://127.0.0.1:8080",
 //! );
-//! toolsmith_server::serve(listener, service, std::future::pending()).await
+//! toolsmith_server::serve(listener, service, std::future::pending()).await;
+//! # Ok(())
 //! # }
 //! ```
 
@@ -42,6 +43,7 @@ pub mod auth;
 pub mod chat;
 mod error;
 mod events;
+mod listen;
 mod routes;
 mod runs;
 mod service;
@@ -49,13 +51,12 @@ mod sse;
 pub mod takeover;
 mod variables;
 
-use std::future::{Future, IntoFuture};
-use std::sync::{Arc, OnceLock};
+use std::future::Future;
 
 use axum::Router;
-use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::response::IntoResponse;
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::routing::{get, post, put};
-use axum::serve::ListenerExt;
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -67,6 +68,7 @@ pub use service::{Service, ServiceOptions};
 /// [`ServiceOptions::cors_origins`].
 pub fn router(service: Service) -> Router {
     let limit = service.options().max_body_bytes;
+    let timeout = service.options().request_timeout;
     let cors = cors(&service.options().cors_origins);
     let router = Router::new()
         .route("/", post(routes::run_streamed))
@@ -101,6 +103,22 @@ pub fn router(service: Service) -> Router {
         .fallback(routes::fallback)
         .method_not_allowed_fallback(routes::fallback)
         .layer(RequestBodyLimitLayer::new(limit))
+        // From the head received to the answer's head: reading the body included.
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| async move {
+                match tokio::time::timeout(timeout, next.run(request)).await {
+                    Ok(response) => response,
+                    Err(_) => ApiError::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        format!(
+                            "Request timed out: no answer within {} ms",
+                            timeout.as_millis()
+                        ),
+                    )
+                    .into_response(),
+                }
+            },
+        ))
         .with_state(service);
     match cors {
         Some(cors) => router.layer(cors),
@@ -143,50 +161,37 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 ///
 /// [`ServiceStore::wake_replicas`]: toolsmith_store::ServiceStore::wake_replicas
 ///
-/// # Errors
-///
-/// When the listener fails.
+/// Each client has [`ServiceOptions::head_timeout`] to send a request's head, and
+/// [`ServiceOptions::request_timeout`] from there to the answer's head, its body read in
+/// between (a stream's body is not bounded: a run streams for as long as it runs).
+/// An accept that fails is logged and tried again (a second later, when it is the listener's
+/// fault, such as running out of file descriptors).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     service: Service,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) {
     let sweeper = takeover::start_sweeper(service.clone());
-    // Streams are written in small pieces: without TCP_NODELAY, Nagle's algorithm holds a
-    // piece until the client's delayed ACK (~40 ms), which measured 44 ms a run against 7 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let grace = service.options().shutdown_grace;
-    // When the grace is over, set as the shutdown begins.
-    let ends = Arc::new(OnceLock::new());
-    let begun = Arc::new(tokio::sync::Notify::new());
-    let (handback, end, begin) = (service.inner.handback.clone(), ends.clone(), begun.clone());
-    let served = axum::serve(listener, router(service.clone())).with_graceful_shutdown(async move {
+    let handback = service.inner.handback.clone();
+    let mut ends = tokio::time::Instant::now() + grace;
+    let stop = async {
         shutdown.await;
         tracing::info!(target: "toolsmith::server", "shutting down: the runs hand themselves back");
-        let _ = end.set(tokio::time::Instant::now() + grace);
+        ends = tokio::time::Instant::now() + grace;
         handback.cancel();
-        begin.notify_one();
-    });
+    };
+    let app = router(service.clone());
+    let head_timeout = service.options().head_timeout;
+    let connections = listen::accept(listener, app, head_timeout, stop).await;
     // The streams end with their runs, and then their connections; past the grace they are
     // dropped.
-    let served = tokio::select! {
-        result = served.into_future() => result,
-        () = async {
-            begun.notified().await;
-            if let Some(at) = ends.get() {
-                tokio::time::sleep_until(*at).await;
-            }
-        } => {
-            tracing::warn!(target: "toolsmith::server", "shutdown grace over: connections dropped");
-            Ok(())
-        }
-    };
-    let ends = ends
-        .get()
-        .copied()
-        .unwrap_or_else(|| tokio::time::Instant::now() + grace);
+    if tokio::time::timeout_at(ends, connections.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(target: "toolsmith::server", "shutdown grace over: connections dropped");
+    }
     service.inner.tasks.close();
     if tokio::time::timeout_at(ends, service.inner.tasks.wait())
         .await
@@ -201,7 +206,6 @@ pub async fn serve(
     if let Err(e) = service.store().wake_replicas().await {
         tracing::warn!(target: "toolsmith::server", %e, "telling the other replicas");
     }
-    served
 }
 
 /// JavaScript's `encodeURIComponent`: every byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`

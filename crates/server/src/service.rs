@@ -42,6 +42,13 @@ pub struct ServiceOptions {
     pub lease: Duration,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// How long a client has to send a request's head (request line and headers) once it
+    /// starts one: the connection is closed after it. 30 s.
+    pub head_timeout: Duration,
+    /// How long from a request's head to the answer's head — the client sending its body, the
+    /// service answering — before a 408. A streamed response's body is not bounded (a run
+    /// streams for as long as it runs). 30 s.
+    pub request_timeout: Duration,
     /// Whether agent configs may name models read from the server's files (`scripted:PATH`,
     /// `local:PATH`): off, since a config comes from an account, not from the operator.
     pub allow_file_models: bool,
@@ -67,6 +74,8 @@ impl Default for ServiceOptions {
             heartbeat: Duration::from_secs(15),
             lease: toolsmith_store::DEFAULT_LEASE,
             max_body_bytes: 1024 * 1024,
+            head_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
             allow_file_models: false,
             cors_origins: Vec::new(),
             webhooks: WebhookPolicy::public_only(),

@@ -44,6 +44,14 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
+    /// How long a client has to send a request's head (request line and headers), in seconds;
+    /// the connection is closed after it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    head_timeout: u64,
+    /// How long from a request's head to the answer's head (the body sent, the service
+    /// answering), in seconds: 408 after it. A streamed run is not bounded by it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    request_timeout: u64,
     /// On SIGTERM or Ctrl-C, how long to wait for the runs to reach a safe point and hand
     /// themselves back (and for same-invocation async calls to return) before exiting anyway.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
@@ -135,6 +143,8 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         async_wait: Duration::from_secs(args.async_wait),
         max_body_bytes: args.max_body_bytes,
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        head_timeout: Duration::from_secs(args.head_timeout),
+        request_timeout: Duration::from_secs(args.request_timeout),
         allow_file_models: args.allow_file_models,
         cors_origins: args.cors_origins.clone(),
         webhooks: if args.allow_private_webhooks {
@@ -163,13 +173,8 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         }
         eprintln!("toolsmith serve: shutting down");
     };
-    match toolsmith_server::serve(listener, service, shutdown).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(EXIT_FAILURE)
-        }
-    }
+    toolsmith_server::serve(listener, service, shutdown).await;
+    ExitCode::SUCCESS
 }
 
 pub(crate) async fn accounts(command: AccountsCommand) -> ExitCode {

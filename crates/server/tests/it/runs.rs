@@ -1,4 +1,7 @@
-//! `POST /`, `POST /async`, `GET /status`, approvals, auth and account scoping.
+//! `POST /`, `POST /async`, `GET /status`, approvals, auth and account scoping, bad and slow
+//! requests.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolsmith_server::ServiceOptions;
@@ -276,4 +279,45 @@ async fn cors_headers_only_for_the_configured_origins() {
             .get("access-control-allow-origin")
             .is_none()
     );
+}
+
+/// Writes `head` to a new connection to `service`, then waits for the service to answer or
+/// hang up: what it sent back, and how long that took.
+async fn trickle(service: &common::Running, head: &str) -> (String, Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = service.url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let begun = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the service hung up within 10 s");
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        begun.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn a_client_slow_to_send_its_head_or_body_is_cut_off() {
+    let service = common::start(ServiceOptions {
+        head_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(300),
+        ..ServiceOptions::default()
+    })
+    .await;
+    // Half a head, then nothing: the connection is closed.
+    let (answer, took) = trickle(&service, "POST / HTTP/1.1\r\nHost: x\r\n").await;
+    assert!(!answer.contains(" 200 "), "{answer}");
+    assert!(took >= Duration::from_millis(250), "{took:?}");
+    // A head, then a tenth of the body it announced: 408.
+    let head = "POST / HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n\
+                content-length: 100\r\nconnection: close\r\n\r\n{\"agentId\"";
+    let (answer, took) = trickle(&service, head).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.ends_with(r#"{"error":"Request timed out: no answer within 300 ms"}"#),
+        "{answer}"
+    );
+    assert!(took >= Duration::from_millis(250), "{took:?}");
 }

@@ -155,7 +155,7 @@ pub struct Running {
     pub key: SecretKey,
     /// Shuts it down when sent (or dropped).
     stop: tokio::sync::oneshot::Sender<()>,
-    served: tokio::task::JoinHandle<std::io::Result<()>>,
+    served: tokio::task::JoinHandle<()>,
 }
 
 /// Starts a service on a memory store, with `options` (its workspaces in a temporary folder).
@@ -209,7 +209,7 @@ impl Running {
     pub async fn shut_down(self) -> Duration {
         let begun = std::time::Instant::now();
         let _ = self.stop.send(());
-        self.served.await.unwrap().unwrap();
+        self.served.await.unwrap();
         begun.elapsed()
     }
 
