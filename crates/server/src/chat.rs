@@ -18,7 +18,6 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use toolsmith_core::{
     Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse, ToolResultPart,
 };
@@ -303,14 +302,7 @@ pub(crate) async fn chat(
         path: RequestPath::Stream,
     };
     let input = runs::claim(&service, &request).await?;
-    let (sender, receiver) = mpsc::channel(256);
-    service.spawn(runs::drive(
-        service.clone(),
-        built,
-        request,
-        input,
-        Some(sender),
-    ));
+    let receiver = runs::streamed(&service, built, request, input, 256);
     let message_id = turn_message_id;
     let encode = move |item: &Outgoing| encode(item, &message_id);
     let mut response = sse::response_with(receiver, encode, b"data: [DONE]\n\n");

@@ -54,8 +54,8 @@ mod variables;
 use std::future::Future;
 
 use axum::Router;
-use axum::response::IntoResponse;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;

@@ -12,7 +12,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use toolsmith_store::EventStatus;
 
 use crate::events::RunBody;
@@ -36,14 +35,7 @@ pub(crate) async fn run_streamed(
         Ok(input) => input,
         Err(e) => return Err(fail_event(&service, &request, e).await),
     };
-    let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
-    service.spawn(runs::drive(
-        service.clone(),
-        built,
-        request,
-        input,
-        Some(sender),
-    ));
+    let receiver = runs::streamed(&service, built, request, input, STREAM_BUFFER);
     Ok(sse::response(receiver))
 }
 

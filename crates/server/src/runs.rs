@@ -355,6 +355,20 @@ fn durable_error(e: DurableError) -> ApiError {
     }
 }
 
+/// Starts [`drive`] in the background, its parts sent to the receiver returned (which holds up
+/// to `capacity` of them).
+pub(crate) fn streamed(
+    service: &Service,
+    built: Arc<BuiltAgent>,
+    request: RunRequest,
+    input: RunInput,
+    capacity: usize,
+) -> mpsc::Receiver<Outgoing> {
+    let (sender, receiver) = mpsc::channel(capacity);
+    service.spawn(drive(service.clone(), built, request, input, Some(sender)));
+    receiver
+}
+
 /// How often a run waiting to hand itself back looks whether its async calls have returned.
 const HANDBACK_CHECK: Duration = Duration::from_millis(20);
 

@@ -150,6 +150,22 @@ async fn start_run(client: &reqwest::Client, url: &str, secret: &str, calls: &At
     }
 }
 
+/// Starts another replica on `db`, waits for it to finish run `e1` and stops it; the run
+/// ended as the model's second answer says, the model asked twice in all.
+async fn finished_elsewhere(dir: &std::path::Path, db: &str, secret: &str, calls: &AtomicUsize) {
+    let (mut second, url) = serve(dir, db);
+    let done = status(&reqwest::Client::new(), &url, secret).await;
+    second.kill().unwrap();
+    let _ = second.wait();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["text"], "Taken over and done.");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the model was asked again, once"
+    );
+}
+
 #[tokio::test]
 async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,17 +179,7 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
     first.wait().unwrap();
 
     let started = std::time::Instant::now();
-    let (mut second, url) = serve(dir.path(), &db);
-    let done = status(&client, &url, &secret).await;
-    second.kill().unwrap();
-    let _ = second.wait();
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["text"], "Taken over and done.");
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        2,
-        "the model was asked again, once"
-    );
+    finished_elsewhere(dir.path(), &db, &secret, &calls).await;
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "taken over at once, not after the 15 s lease: {:?}",
@@ -208,15 +214,5 @@ async fn a_replica_stopped_with_sigterm_hands_its_run_back_and_exits_at_once() {
     );
 
     // Started again on the database, the service goes on with the run at once.
-    let (mut second, url) = serve(dir.path(), &db);
-    let done = status(&client, &url, &secret).await;
-    second.kill().unwrap();
-    let _ = second.wait();
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["text"], "Taken over and done.");
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        2,
-        "the model was asked again, once"
-    );
+    finished_elsewhere(dir.path(), &db, &secret, &calls).await;
 }

@@ -32,6 +32,35 @@ fn paying(delay: Duration) -> (String, String, Arc<std::sync::Mutex<Vec<common::
     (url, model, hits)
 }
 
+/// A SQLite store in `dir`.
+async fn sqlite(dir: &tempfile::TempDir) -> Arc<dyn ServiceStore> {
+    Arc::new(
+        SqliteStore::open(dir.path().join("service.db"))
+            .await
+            .unwrap(),
+    )
+}
+
+/// Replica A on `store` with account `acme` and its agent `payer` (`model`, `tools`): the
+/// replica and the account's secret.
+async fn replica_a(
+    store: Arc<dyn ServiceStore>,
+    model: &str,
+    tools: serde_json::Value,
+) -> (common::Running, String) {
+    let a = common::start_on(store, options()).await;
+    let secret = a.account("acme").await;
+    a.agent("acme", "payer", config(model, tools)).await;
+    (a, secret)
+}
+
+/// Waits until the endpoint got its first request.
+async fn under_way(hits: &std::sync::Mutex<Vec<common::Hit>>) {
+    while hits.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn pay_tool(url: &str) -> serde_json::Value {
     json!({"pay": {
         "type": "webhook",
@@ -44,11 +73,7 @@ fn pay_tool(url: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_shutting_down_hands_its_run_to_another_which_goes_on_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn ServiceStore> = Arc::new(
-        SqliteStore::open(dir.path().join("service.db"))
-            .await
-            .unwrap(),
-    );
+    let store = sqlite(&dir).await;
     handed_over(store.clone(), store).await;
 }
 
@@ -58,19 +83,14 @@ async fn a_replica_shutting_down_hands_its_run_to_another_which_goes_on_at_once(
 pub(crate) async fn handed_over(store_a: Arc<dyn ServiceStore>, store_b: Arc<dyn ServiceStore>) {
     let store = store_a.clone();
     let (url, model, hits) = paying(Duration::from_millis(400));
-    let a = common::start_on(store_a, options()).await;
-    let secret = a.account("acme").await;
-    a.agent("acme", "payer", config(&model, pay_tool(&url)))
-        .await;
+    let (a, secret) = replica_a(store_a, &model, pay_tool(&url)).await;
 
     let (status, body) = a
         .post("/async", &secret, &run_body("payer", "e1", "c", "Pay Bob."))
         .await;
     assert_eq!(status, 202, "{body}");
     // The payment is under way when the shutdown begins.
-    while hits.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    under_way(&hits).await;
     let b = common::start_like(&a, store_b).await;
     let took = a.shut_down().await;
     assert!(
@@ -99,25 +119,16 @@ pub(crate) async fn handed_over(store_a: Arc<dyn ServiceStore>, store_b: Arc<dyn
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_run_ends_with_an_abort_saying_it_was_handed_back() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn ServiceStore> = Arc::new(
-        SqliteStore::open(dir.path().join("service.db"))
-            .await
-            .unwrap(),
-    );
+    let store = sqlite(&dir).await;
     let (url, model, hits) = paying(Duration::from_millis(300));
-    let a = common::start_on(store.clone(), options()).await;
-    let secret = a.account("acme").await;
-    a.agent("acme", "payer", config(&model, pay_tool(&url)))
-        .await;
+    let (a, secret) = replica_a(store.clone(), &model, pay_tool(&url)).await;
     let request = a
         .client
         .post(format!("{}/", a.url))
         .bearer_auth(&secret)
         .json(&run_body("payer", "e1", "c", "Pay Bob."));
     let streamed = tokio::spawn(async move { request.send().await.unwrap().text().await.unwrap() });
-    while hits.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    under_way(&hits).await;
     let key = a.key.clone();
     let took = a.shut_down().await;
     assert!(took < Duration::from_secs(10), "{took:?}");
@@ -145,11 +156,7 @@ async fn a_streamed_run_ends_with_an_abort_saying_it_was_handed_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_same_invocation_call_running_at_shutdown_reaches_the_run_on_the_other_replica() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn ServiceStore> = Arc::new(
-        SqliteStore::open(dir.path().join("service.db"))
-            .await
-            .unwrap(),
-    );
+    let store = sqlite(&dir).await;
     let (url, hits) = endpoint(|_| (200, r#"{"paid":true}"#.into(), Duration::from_millis(400)));
     let model = mock_model(|body| match last(body) {
         (role, said) if role == "user" && said.starts_with("Async tool result") => text(&format!(
@@ -161,16 +168,12 @@ async fn a_same_invocation_call_running_at_shutdown_reaches_the_run_on_the_other
     });
     let mut tools = pay_tool(&url);
     tools["pay"]["async"] = json!(true);
-    let a = common::start_on(store.clone(), options()).await;
-    let secret = a.account("acme").await;
-    a.agent("acme", "payer", config(&model, tools)).await;
+    let (a, secret) = replica_a(store.clone(), &model, tools).await;
     let (status, body) = a
         .post("/async", &secret, &run_body("payer", "e1", "c", "Pay Bob."))
         .await;
     assert_eq!(status, 202, "{body}");
-    while hits.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    under_way(&hits).await;
     let b = common::start_like(&a, store.clone()).await;
     // The shutdown waits for the call, which settles its row; the run, handed back while it
     // waited, gets the result on the other replica.
