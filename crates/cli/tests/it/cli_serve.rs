@@ -166,15 +166,21 @@ async fn finished_elsewhere(dir: &std::path::Path, db: &str, secret: &str, calls
     );
 }
 
-#[tokio::test]
-async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
+/// A replica whose run `e1` waits for the model's slow first answer: the data folder, the
+/// database, the account's secret, the model's call count and the replica.
+async fn mid_run() -> (tempfile::TempDir, String, String, Arc<AtomicUsize>, Child) {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite:{}", dir.path().join("service.db").display());
     let (base, calls) = slow_first_model();
     let secret = account_and_agent(dir.path(), &db, &base);
-    let client = reqwest::Client::new();
-    let (mut first, url) = serve(dir.path(), &db);
-    start_run(&client, &url, &secret, &calls).await;
+    let (first, url) = serve(dir.path(), &db);
+    start_run(&reqwest::Client::new(), &url, &secret, &calls).await;
+    (dir, db, secret, calls, first)
+}
+
+#[tokio::test]
+async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
+    let (dir, db, secret, calls, mut first) = mid_run().await;
     first.kill().unwrap();
     first.wait().unwrap();
 
@@ -189,13 +195,7 @@ async fn a_killed_replicas_run_is_taken_over_at_once_by_another() {
 
 #[tokio::test]
 async fn a_replica_stopped_with_sigterm_hands_its_run_back_and_exits_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite:{}", dir.path().join("service.db").display());
-    let (base, calls) = slow_first_model();
-    let secret = account_and_agent(dir.path(), &db, &base);
-    let client = reqwest::Client::new();
-    let (mut first, url) = serve(dir.path(), &db);
-    start_run(&client, &url, &secret, &calls).await;
+    let (dir, db, secret, calls, mut first) = mid_run().await;
 
     // SIGTERM while the model answers: the model call is dropped (it changes nothing), the
     // run is handed back, and the process ends cleanly without waiting for the model.
