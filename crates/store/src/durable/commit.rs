@@ -44,7 +44,14 @@ impl RunLog for StoredRun {
         for entry in &settled {
             ops = ops.settle(settlement(entry));
         }
-        if let Some(save) = &batch.save {
+        // A save that changes nothing — no new message, still running, as the thread has been
+        // since the claim — is not written (the run's first save point, after a start).
+        let save = batch.save.as_ref().filter(|save| {
+            !(save.state == RunState::Running
+                && save.tail.is_empty()
+                && save.unchanged as u64 == count)
+        });
+        if let Some(save) = save {
             if save.unchanged as u64 > count {
                 return Err(RunLogError::new(format!(
                     "the run saved thread {} taking {} messages as written, but {count} are",
@@ -80,7 +87,7 @@ impl RunLog for StoredRun {
         for entry in settled {
             self.remember(entry);
         }
-        if let (Some(save), Some(next)) = (&batch.save, committed.version) {
+        if let (Some(save), Some(next)) = (save, committed.version) {
             *lock(&self.written) = (next, (save.unchanged + save.tail.len()) as u64);
         }
         let claim = committed.claims.into_iter().next().unwrap_or(Claim::New);
