@@ -244,7 +244,11 @@ async fn claim_with(
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
     let mut found = store.thread(&thread).await?;
-    if found.is_none() {
+    // A new conversation: its thread created, the prompt stored and the run claimed, with
+    // nothing to read back.
+    let mut started = None;
+    let fresh = claim == Claim::StartCall || !request.messages.is_empty();
+    if found.is_none() && claim != Claim::Interrupted && fresh {
         // Tagged with whose it is: the variables routes find the account from the thread.
         let owner = Owner {
             account: request.account.clone(),
@@ -252,10 +256,11 @@ async fn claim_with(
             conversation_key: request.conversation_key.clone(),
         };
         let new = owner.tag(NewThread::new(&thread));
-        match store.create_thread(new).await {
-            Ok(created) => found = Some(created),
-            Err(toolsmith_store::StoreError::Exists(_)) => found = store.thread(&thread).await?,
-            Err(e) => return Err(e.into()),
+        match StoredRun::start_new(store.clone(), new, request.messages.clone()).await {
+            Ok((run, messages)) => started = Some(run.with_lease(lease).input(messages)),
+            // Created by another request meanwhile: as any existing conversation.
+            Err(DurableError::Busy(_)) => found = store.thread(&thread).await?,
+            Err(e) => return Err(durable_error(e)),
         }
     }
     let status = found.as_ref().map(|t| t.status);
@@ -266,6 +271,7 @@ async fn claim_with(
         )
     };
     let claimed = match status {
+        _ if let Some(input) = started => input,
         Some(ThreadStatus::Paused) if answers && request.messages.is_empty() => {
             let (run, messages) = StoredRun::resume(store.clone(), &thread, lease)
                 .await

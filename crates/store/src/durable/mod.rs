@@ -168,6 +168,52 @@ impl StoredRun {
         Self::claim(store, found, run_id).await
     }
 
+    /// [`start`](Self::start) on a thread that does not exist yet: creates `new` (its tags and
+    /// parent as given), stores `prompt` and claims it, with nothing to read back (the thread
+    /// holds the prompt alone and no journal).
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Busy`] when the thread exists (another process created it first);
+    /// store errors.
+    pub async fn start_new(
+        store: Arc<dyn Store>,
+        new: NewThread,
+        prompt: Vec<Message>,
+    ) -> Result<(StoredRun, Vec<Message>), DurableError> {
+        let created = match store.create_thread(new).await {
+            Ok(created) => created,
+            Err(StoreError::Exists(thread)) => return Err(DurableError::Busy(thread)),
+            Err(e) => return Err(e.into()),
+        };
+        let thread = created.id.clone();
+        let write = ThreadWrite::new(&thread, created.version, 0, &prompt, ThreadStatus::Running);
+        let version = match store.commit(Batch::new().write(write)).await {
+            Ok(committed) => committed.version.unwrap_or(created.version),
+            Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
+            Err(e) => return Err(e.into()),
+        };
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let claimed = store
+            .claim(&thread, version, &run_id, &Holder::current())
+            .await;
+        let version = match claimed {
+            Ok(version) => version,
+            Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
+            Err(e) => return Err(e.into()),
+        };
+        let run = StoredRun {
+            store,
+            lease: DEFAULT_LEASE,
+            thread,
+            run_id,
+            written: Mutex::new((version, prompt.len() as u64)),
+            calls: Mutex::new(HashMap::new()),
+            next_seq: AtomicU64::new(0),
+        };
+        Ok((run, prompt))
+    }
+
     /// Resumes the thread's run that did not end (a crash, a pause, a failure): claims the
     /// thread under the run's own id and returns the run and the stored messages.
     ///
