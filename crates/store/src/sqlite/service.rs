@@ -244,7 +244,7 @@ impl ServiceStore for SqliteStore {
     }
 
     async fn accounts(&self) -> Result<Vec<Account>, StoreError> {
-        self.with(|conn| {
+        self.with_long(|conn| {
             let sql = "SELECT name, secret_hash, created_at FROM accounts ORDER BY name";
             select(conn, sql, [], account_of)
         })
@@ -292,7 +292,7 @@ impl ServiceStore for SqliteStore {
 
     async fn agents(&self, account: &str) -> Result<Vec<AgentRecord>, StoreError> {
         let account = account.to_string();
-        self.with(move |conn| {
+        self.with_long(move |conn| {
             let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE account = ?1 ORDER BY id");
             select(conn, &sql, [account], agent_of)
         })
@@ -519,7 +519,7 @@ impl ServiceStore for SqliteStore {
     }
 
     async fn purge_expired(&self, now: u64) -> Result<u64, StoreError> {
-        self.with(move |conn| {
+        self.with_long(move |conn| {
             let tx = immediate(conn)?;
             let mut purged = 0;
             // A group's members go with it (ON DELETE CASCADE), uncounted.
