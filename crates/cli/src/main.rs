@@ -1,8 +1,12 @@
 //! The `toolsmith` command.
 
+mod alloc;
 mod cli;
 
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 fn main() -> ExitCode {
     // The sandbox launcher re-executes this binary as `toolsmith __sandbox-exec` to confine a

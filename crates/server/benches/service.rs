@@ -9,7 +9,8 @@
 //! stream: the model calls `calculator`, the tool runs, the model answers — two model calls.
 //! The model is a loopback server in this process speaking OpenAI's Chat Completions stream.
 //! Both servers run as processes of their own: toolsmith's is this binary started again as a
-//! service (`__serve`, a SQLite store in a temporary folder: every run is stored as it goes),
+//! service (`__serve`, a SQLite store in a temporary folder: every run is stored as it goes;
+//! mimalloc, as in the `toolsmith` binary),
 //! the peer is `bench/ai-sdk/server.mjs` (`streamText` with one tool,
 //! `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS concurrent clients (default 8)
 //! for SECONDS (default 10) after a 2-second warm-up; the report gives runs per second, the
@@ -34,6 +35,10 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use toolsmith_server::{Service, ServiceOptions, admin};
 use toolsmith_store::SecretKey;
+
+/// The allocator the `toolsmith` binary uses for its commands (the service among them).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 

@@ -128,7 +128,7 @@ pub(crate) async fn own_put_agent(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let account = auth::caller(&*service.inner.store, &headers).await?;
+    let account = auth::caller(&service, &headers).await?;
     put_agent(&service, &account.name, &agent_id, &body).await
 }
 
@@ -137,7 +137,7 @@ pub(crate) async fn own_agents(
     State(service): State<Service>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let account = auth::caller(&*service.inner.store, &headers).await?;
+    let account = auth::caller(&service, &headers).await?;
     let agents: Vec<Value> = service
         .inner
         .store
@@ -155,7 +155,7 @@ pub(crate) async fn own_delete_agent(
     Path(agent_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let account = auth::caller(&*service.inner.store, &headers).await?;
+    let account = auth::caller(&service, &headers).await?;
     if service
         .inner
         .store

@@ -9,9 +9,9 @@
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use toolsmith_store::{Account, ServiceStore};
+use toolsmith_store::Account;
 
-use crate::ApiError;
+use crate::{ApiError, Service};
 
 /// The variable holding the admin secret (the admin routes are off without it).
 pub const ADMIN_SECRET_VAR: &str = "TOOLSMITH_ADMIN_SECRET";
@@ -49,10 +49,7 @@ pub fn new_account_secret(account: &str) -> Result<String, String> {
 }
 
 /// The account a secret names, if the secret is its own.
-pub async fn account_of(
-    store: &dyn ServiceStore,
-    secret: &str,
-) -> Result<Option<Account>, ApiError> {
+pub async fn account_of(service: &Service, secret: &str) -> Result<Option<Account>, ApiError> {
     let Some(name) = secret
         .strip_prefix("ts_")
         .and_then(|rest| rest.rsplit_once('_'))
@@ -61,7 +58,7 @@ pub async fn account_of(
     else {
         return Ok(None);
     };
-    let Some(account) = store.account(name).await? else {
+    let Some(account) = service.account(name).await? else {
         return Ok(None);
     };
     let matches: bool = hash_secret(secret).ct_eq(&account.secret_hash).into();
@@ -86,9 +83,9 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// # Errors
 ///
 /// [`ApiError::unauthorized`] without a bearer token or with one of no account.
-pub async fn caller(store: &dyn ServiceStore, headers: &HeaderMap) -> Result<Account, ApiError> {
+pub async fn caller(service: &Service, headers: &HeaderMap) -> Result<Account, ApiError> {
     let token = bearer(headers).ok_or_else(ApiError::unauthorized)?;
-    account_of(store, token)
+    account_of(service, token)
         .await?
         .ok_or_else(ApiError::unauthorized)
 }
@@ -110,11 +107,18 @@ pub fn admin(admin_hash: Option<&[u8; 32]>, headers: &HeaderMap) -> Result<(), A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolsmith_store::MemoryStore;
+    use std::sync::Arc;
+    use toolsmith_store::{MemoryStore, SecretKey, ServiceStore};
 
     #[tokio::test]
     async fn a_secret_authenticates_its_account_only() {
-        let store = MemoryStore::new();
+        let store = Arc::new(MemoryStore::new());
+        let service = Service::new(
+            store.clone(),
+            SecretKey::generate(),
+            crate::ServiceOptions::default(),
+            "http://127.0.0.1:1",
+        );
         let secret = new_account_secret("acme").unwrap();
         assert!(secret.starts_with("ts_acme_") && secret.len() == "ts_acme_".len() + 64);
         store
@@ -125,7 +129,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let found = account_of(&store, &secret).await.unwrap().unwrap();
+        let found = account_of(&service, &secret).await.unwrap().unwrap();
         assert_eq!(found.name, "acme");
         // One digit changed, another account's prefix, garbage: nobody.
         let mut wrong = secret.clone();
@@ -133,7 +137,7 @@ mod tests {
         wrong.replace_range(wrong.len() - 1.., last);
         for token in [wrong.as_str(), "ts_other_00", "ts__", "", "Bearer"] {
             assert!(
-                account_of(&store, token).await.unwrap().is_none(),
+                account_of(&service, token).await.unwrap().is_none(),
                 "{token}"
             );
         }

@@ -251,7 +251,7 @@ pub(crate) async fn chat(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let store = service.inner.store.clone();
-    let account = auth::caller(&*store, &headers).await?;
+    let account = auth::caller(&service, &headers).await?;
     let (chat_id, turn) = parse(&body)?;
     let built = service.agent(&account.name, &agent_id).await?;
     built.refuse_external_dispatch()?;

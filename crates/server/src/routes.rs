@@ -86,7 +86,7 @@ async fn begin(
     path: RequestPath,
 ) -> Result<Option<(std::sync::Arc<crate::service::BuiltAgent>, RunRequest)>, ApiError> {
     let store = service.inner.store.clone();
-    let account = auth::caller(&*store, headers).await?;
+    let account = auth::caller(service, headers).await?;
     let body = RunBody::parse(body)?;
     let built = service.agent(&account.name, &body.agent_id).await?;
     if path == RequestPath::Stream {
@@ -141,7 +141,7 @@ pub(crate) async fn status(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let store = service.inner.store.clone();
-    let account = auth::caller(&*store, &headers).await?;
+    let account = auth::caller(&service, &headers).await?;
     let agent_id = query
         .get("agentId")
         .filter(|a| !a.is_empty())

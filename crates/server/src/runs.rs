@@ -264,6 +264,7 @@ async fn claim_with(
         }
     }
     let status = found.as_ref().map(|t| t.status);
+    let new_thread = started.is_some();
     let busy = || {
         ApiError::new(
             axum::http::StatusCode::CONFLICT,
@@ -325,9 +326,12 @@ async fn claim_with(
     };
     let key = service.inner.key.clone();
     let mut input = claimed;
-    match thread_variables(&*store, &thread, &key).await {
-        Ok(variables) => input.variables.extend(variables),
-        Err(e) => return Err(ApiError::internal("the thread's variables", e)),
+    // A thread created now has no variables yet.
+    if !new_thread {
+        match thread_variables(&*store, &thread, &key).await {
+            Ok(variables) => input.variables.extend(variables),
+            Err(e) => return Err(ApiError::internal("the thread's variables", e)),
+        }
     }
     let mut deps = Dependencies::new();
     deps.insert(RunContext {

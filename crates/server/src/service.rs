@@ -15,7 +15,7 @@ use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, Webh
 use toolsmith_core::{AsyncMode, LanguageModel};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::SandboxPolicy;
-use toolsmith_store::{AgentRecord, SecretKey, ServiceStore, Vault};
+use toolsmith_store::{Account, AgentRecord, SecretKey, ServiceStore, Vault};
 
 use crate::ApiError;
 use crate::async_tools::{self, Coordinator};
@@ -99,6 +99,9 @@ pub(crate) struct Inner {
     /// Agents built from their configs, by (account, id), with the `updated_at` they were
     /// built from.
     agents: Mutex<HashMap<AgentKey, CachedAgent>>,
+    /// Accounts found by name, and when they were read: every request of an account looks it
+    /// up.
+    accounts: Mutex<HashMap<String, (Account, std::time::Instant)>>,
     pub(crate) coordinator: Coordinator,
     /// Fired when the service shuts down: every run hands itself back
     /// ([`RunInput::handback`](toolsmith_agent::RunInput::handback)).
@@ -110,10 +113,10 @@ pub(crate) struct Inner {
 /// `(account, agent id)`.
 type AgentKey = (String, String);
 
-/// How long a built agent is used without reading its record again: a change made through
-/// another replica (or another process on the database) applies within this; one made through
-/// this service at once. (Reading the record, the sealed config with it, cost about a tenth of
-/// a run's store work.)
+/// How long a built agent (or an account) is used without reading its record again: a change
+/// made through another replica (or another process on the database) applies within this; one
+/// made through this service at once. (Reading the record, the sealed config with it, cost
+/// about a tenth of a run's store work.)
 const AGENT_RECHECK: Duration = Duration::from_secs(1);
 
 /// A built agent, the `updated_at` of the record it was built from, and when that was checked.
@@ -176,6 +179,7 @@ impl Service {
                 admin_hash,
                 public_url,
                 agents: Mutex::new(HashMap::new()),
+                accounts: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -271,6 +275,30 @@ impl Service {
         };
         lock(&self.inner.agents).insert(key, cached);
         Ok(built)
+    }
+
+    /// The account `name`, read again from the store once it is [`AGENT_RECHECK`] old (a
+    /// change made elsewhere applies within that; accounts not found are not kept).
+    pub(crate) async fn account(&self, name: &str) -> Result<Option<Account>, ApiError> {
+        if let Some((account, read)) = lock(&self.inner.accounts).get(name)
+            && read.elapsed() < AGENT_RECHECK
+        {
+            return Ok(Some(account.clone()));
+        }
+        let found = self.inner.store.account(name).await?;
+        let mut cached = lock(&self.inner.accounts);
+        match &found {
+            Some(account) => {
+                cached.insert(
+                    name.to_string(),
+                    (account.clone(), std::time::Instant::now()),
+                );
+            }
+            None => {
+                cached.remove(name);
+            }
+        }
+        Ok(found)
     }
 
     /// Drops the built agent (its record was deleted or changed here).

@@ -91,7 +91,7 @@ async fn find(
     request_id: &str,
 ) -> Result<EventRecord, ApiError> {
     let store = &service.inner.store;
-    let account = auth::caller(&**store, headers).await?;
+    let account = auth::caller(service, headers).await?;
     let not_found = || ApiError::not_found("Variables request not found");
     let found = store.thread(thread).await?.ok_or_else(not_found)?;
     let owner = Owner::of(&found)

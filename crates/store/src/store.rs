@@ -66,6 +66,35 @@ pub trait Store: Send + Sync + 'static {
         holder: &Holder,
     ) -> Result<u64, StoreError>;
 
+    /// Starts a run on a new thread: creates `thread` holding `prompt` and claims it for run
+    /// `run_id` in the process `holder`, as [`create_thread`](Self::create_thread), a
+    /// [`Write`](crate::Op::Write) of the prompt (running) and [`claim`](Self::claim) would,
+    /// leaving it at version 2: the new version. Backends may do it in one transaction (the
+    /// provided method makes the three calls).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Exists`] when the id is taken (nothing is written).
+    async fn start_thread(
+        &self,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
+        let created = self.create_thread(thread).await?;
+        let write = crate::ThreadWrite::new(
+            &created.id,
+            created.version,
+            0,
+            prompt,
+            crate::ThreadStatus::Running,
+        );
+        let committed = self.commit(Batch::new().write(write)).await?;
+        let version = committed.version.unwrap_or(created.version);
+        self.claim(&created.id, version, run_id, holder).await
+    }
+
     /// A sign of life from the run that holds the thread: sets its `updated_at` to now, if its
     /// version is still `expected` (the version is not bumped). A running thread whose
     /// `updated_at` is recent is taken to be held by a live process.

@@ -94,7 +94,7 @@ fn slow_first_model() -> (String, Arc<AtomicUsize>) {
 /// the account's secret.
 fn account_and_agent(dir: &std::path::Path, db: &str, base: &str) -> String {
     let out = toolsmith(dir)
-        .args(["accounts", "create", "acme", "--db", &db])
+        .args(["accounts", "create", "acme", "--db", db])
         .output()
         .unwrap();
     assert!(
@@ -115,7 +115,7 @@ fn account_and_agent(dir: &std::path::Path, db: &str, base: &str) -> String {
             "--account",
             "acme",
             "--db",
-            &db,
+            db,
             "--config",
         ])
         .arg(&config)

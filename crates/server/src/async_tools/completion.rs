@@ -36,7 +36,7 @@ pub(crate) async fn complete(
     let store = service.inner.store.clone();
     // Who: an account, or the holder of this call's token.
     let token = bearer(&headers).ok_or_else(ApiError::unauthorized)?;
-    let account = match auth::account_of(&*store, token).await? {
+    let account = match auth::account_of(&service, token).await? {
         Some(account) => Some(account.name),
         None => {
             let expected =

@@ -112,3 +112,37 @@ pub(super) async fn releases<S: Store>(store: &S) {
         "nothing of a failed batch stays"
     );
 }
+
+/// A run started on a new thread ([`Store::start_thread`]): the thread as a create, a write of
+/// the prompt and a claim leave it, in one call; an id that is taken is refused, untouched.
+pub(super) async fn starts<S: Store>(store: &S) {
+    let holder = Holder {
+        host: "host-s/boot/pid:[1]".into(),
+        pid: 77,
+        started: 12_345,
+    };
+    let prompt = [Message::user("hello"), Message::user("again")];
+    let new = NewThread::new("t-started").with_tag("kind:test");
+    let version = store
+        .start_thread(new, &prompt, "run-s", &holder)
+        .await
+        .unwrap();
+    assert_eq!(version, 2);
+    let thread = store.thread("t-started").await.unwrap().unwrap();
+    assert_eq!(
+        (thread.version, thread.message_count, thread.status),
+        (2, 2, ThreadStatus::Running)
+    );
+    assert_eq!(thread.run_id.as_deref(), Some("run-s"));
+    assert_eq!(thread.holder.as_ref(), Some(&holder));
+    assert_eq!(thread.tags, ["kind:test"]);
+    assert_eq!(store.messages("t-started").await.unwrap(), prompt);
+
+    let again = store
+        .start_thread(NewThread::new("t-started"), &[], "run-t", &holder)
+        .await;
+    assert!(matches!(again, Err(StoreError::Exists(_))), "{again:?}");
+    let kept = store.thread("t-started").await.unwrap().unwrap();
+    assert_eq!((kept.version, kept.run_id.as_deref()), (2, Some("run-s")));
+    assert_eq!(store.messages("t-started").await.unwrap(), prompt);
+}

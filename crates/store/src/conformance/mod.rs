@@ -40,6 +40,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     run_claims(store.clone()).await;
     holder::holders(&*store).await;
     holder::releases(&*store).await;
+    holder::starts(&*store).await;
     queries(&*store).await;
     journal::journal(&*store).await;
     journal::ledger(&*store).await;

@@ -181,25 +181,16 @@ impl StoredRun {
         new: NewThread,
         prompt: Vec<Message>,
     ) -> Result<(StoredRun, Vec<Message>), DurableError> {
-        let created = match store.create_thread(new).await {
-            Ok(created) => created,
-            Err(StoreError::Exists(thread)) => return Err(DurableError::Busy(thread)),
-            Err(e) => return Err(e.into()),
-        };
-        let thread = created.id.clone();
-        let write = ThreadWrite::new(&thread, created.version, 0, &prompt, ThreadStatus::Running);
-        let version = match store.commit(Batch::new().write(write)).await {
-            Ok(committed) => committed.version.unwrap_or(created.version),
-            Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
-            Err(e) => return Err(e.into()),
-        };
+        let thread = new.id.clone();
         let run_id = uuid::Uuid::new_v4().to_string();
-        let claimed = store
-            .claim(&thread, version, &run_id, &Holder::current())
+        let started = store
+            .start_thread(new, &prompt, &run_id, &Holder::current())
             .await;
-        let version = match claimed {
+        let version = match started {
             Ok(version) => version,
-            Err(StoreError::Conflict { thread, .. }) => return Err(DurableError::Busy(thread)),
+            Err(StoreError::Exists(thread) | StoreError::Conflict { thread, .. }) => {
+                return Err(DurableError::Busy(thread));
+            }
             Err(e) => return Err(e.into()),
         };
         let run = StoredRun {
