@@ -81,7 +81,7 @@ const SUBPROMPT_KEYS: &[&str] = &[
 /// …SubagentToolConfig}]`, with the Standard Agents spec's `SubagentToolConfig` keys.
 pub(super) fn subagents(
     entries: Vec<Value>,
-    base: &Path,
+    base: Option<&Path>,
     depth: usize,
 ) -> Result<Vec<SubagentEntry>, ConfigError> {
     let mut parsed: Vec<SubagentEntry> = Vec::new();
@@ -91,6 +91,12 @@ pub(super) fn subagents(
         check_unique(parsed.iter().map(|e| e.name.as_str()), &head.name, &at)?;
         let agent = match entry.remove("config") {
             Some(Value::String(path)) => {
+                let Some(base) = base else {
+                    return Err(error(format!(
+                        "{at}.config: a config file's path is not accepted in a config given as \
+                         a value (such as one stored in the service): give the config inline"
+                    )));
+                };
                 let path = base.join(path);
                 AgentConfig::from_file_at(&path, depth + 1)
                     .map_err(|e| error(format!("{at}.config ({}): {e}", path.display())))?
@@ -127,7 +133,7 @@ pub(super) fn subagents(
 /// needsApproval?, …SubpromptConfig}]`, with the Standard Agents spec's `SubpromptConfig` keys.
 pub(super) fn prompts(
     entries: Vec<Value>,
-    base: &Path,
+    base: Option<&Path>,
     depth: usize,
 ) -> Result<Vec<PromptEntry>, ConfigError> {
     let mut parsed: Vec<PromptEntry> = Vec::new();

@@ -366,13 +366,27 @@ impl AgentConfig {
         Self::from_value(value)
     }
 
-    /// [`from_json`](Self::from_json) for a parsed value.
+    /// [`from_json`](Self::from_json) for a parsed value. A config given as a value (or as
+    /// text) has no folder: its sub-agents' and prompts' configs must be inline, never a file's
+    /// path — a config stored in the service comes from an account, and must not read the
+    /// server's files.
     ///
     /// # Errors
     ///
-    /// As [`from_json`](Self::from_json).
+    /// As [`from_json`](Self::from_json); a sub-agent's or prompt's config given as a path.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolsmith_config::AgentConfig;
+    ///
+    /// let config = json!({"subagents": [
+    ///     {"name": "reader", "description": "Reads.", "config": "/etc/reader.json"}
+    /// ]});
+    /// let err = AgentConfig::from_value(config).unwrap_err();
+    /// assert!(err.to_string().starts_with("config.subagents[0].config: a config file's path"));
+    /// ```
     pub fn from_value(value: Value) -> Result<Self, ConfigError> {
-        Self::parse(value, Path::new("."), 0)
+        Self::parse(value, None, 0)
     }
 
     /// Reads and parses a config file; the paths of sub-agent configs in it are relative to
@@ -390,10 +404,12 @@ impl AgentConfig {
             .map_err(|e| error(format!("cannot read {}: {e}", path.display())))?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| error(format!("config is not valid JSON: {e}")))?;
-        Self::parse(value, path.parent().unwrap_or(Path::new(".")), depth)
+        Self::parse(value, Some(path.parent().unwrap_or(Path::new("."))), depth)
     }
 
-    fn parse(value: Value, base: &Path, depth: usize) -> Result<Self, ConfigError> {
+    /// Parses `value`; `base` is the folder of the file it came from (sub-agent configs named
+    /// by path are relative to it), `None` for a value (which may name no file).
+    fn parse(value: Value, base: Option<&Path>, depth: usize) -> Result<Self, ConfigError> {
         if depth > MAX_NESTING {
             return Err(error(format!(
                 "sub-agent configs nest more than {MAX_NESTING} deep (does a config name itself?)"

@@ -321,3 +321,31 @@ async fn a_client_slow_to_send_its_head_or_body_is_cut_off() {
     );
     assert!(took >= Duration::from_millis(250), "{took:?}");
 }
+
+#[tokio::test]
+async fn a_stored_config_cannot_name_a_file_of_the_server() {
+    let service = common::start(ServiceOptions::default()).await;
+    service.account("acme").await;
+    let dir = tempfile::tempdir().unwrap();
+    let planted = dir.path().join("operator.json");
+    std::fs::write(
+        &planted,
+        r#"{"tools": {"tavilySearch": {"apiKey": "tvly-operator"}}}"#,
+    )
+    .unwrap();
+    let config = json!({
+        "model": "openai:gpt-4o-mini",
+        "subagents": [{"name": "reader", "description": "Reads.", "config": planted}],
+    });
+    let refused = service
+        .service
+        .put_agent("acme", "sneaky", &config)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status, 400);
+    let message = refused.body["error"].as_str().unwrap();
+    assert!(
+        message.starts_with("config.subagents[0].config: a config file's path is not accepted"),
+        "{message}"
+    );
+}
