@@ -29,7 +29,13 @@ pub struct BuildContext<'a> {
     pub lookup: &'a (dyn Fn(&str) -> Option<String> + Sync),
     /// Which addresses the webhook tools of sub-agents' and prompts' configs may reach.
     pub webhooks: WebhookPolicy,
+    /// Rewrites the tools of each sub-agent's and prompt's config before their composite tools
+    /// join them (the service wraps the config's async tools); `None` keeps them as they are.
+    pub wrap: Option<WrapTools<'a>>,
 }
+
+/// See [`BuildContext::wrap`]: a config's own tools in, the tools its agent gets out.
+pub type WrapTools<'a> = &'a (dyn Fn(Toolset, &AgentConfig) -> Toolset + Sync);
 
 /// The agent a config's composite tools belong to: what a sub-agent without its own model or
 /// approval block inherits.
@@ -219,6 +225,10 @@ fn child_agent(
         approval: config.approval.clone().or_else(|| parent.approval.clone()),
     };
     let tools = config.toolset_with(cx.builtins, &me.provider, cx.webhooks)?;
+    let tools = match cx.wrap {
+        Some(wrap) => wrap(tools, config),
+        None => tools,
+    };
     let tools = config.with_composite_tools(tools, cx, &me)?;
     let mut builder = Agent::builder_shared(model)
         .tools(tools)

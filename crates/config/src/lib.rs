@@ -71,7 +71,7 @@ use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
 };
 
-pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel};
+pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel, WrapTools};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
 

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use toolsmith_agent::{Agent, ApprovalKey};
 use toolsmith_builtins::Workspace;
 use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
-use toolsmith_core::{AsyncMode, LanguageModel};
+use toolsmith_core::{AsyncMode, LanguageModel, Toolset};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::SandboxPolicy;
 use toolsmith_store::{Account, AgentRecord, SecretKey, ServiceStore, Vault};
@@ -324,17 +324,6 @@ impl Service {
     /// prompts, async tools wrapped.
     async fn build(&self, record: &AgentRecord) -> Result<BuiltAgent, String> {
         let config = self.config_of(record)?;
-        // The service wraps the agent's own async tools; a sub-agent's or prompt's run inside a
-        // tool call has no event to hand calls out from.
-        if let Some(path) = config
-            .async_tool()
-            .filter(|p| !p.starts_with("config.tools."))
-        {
-            return Err(format!(
-                "{path}.async: async tools are supported on the agent's own tools, not in a \
-                 sub-agent's or prompt's config"
-            ));
-        }
         let model_config = config.model.clone().ok_or_else(|| {
             "config.model is required by the service (PROVIDER:MODEL)".to_string()
         })?;
@@ -365,7 +354,16 @@ impl Service {
         // Declared variables take their values from the config, or from the thread at run time:
         // never from the service's environment.
         let lookup = |_: &str| None;
+        // A sub-agent's or prompt's async tools run as the agent's own do, for the event of the
+        // run that called them: a same-invocation result reaches the sub-agent's run, which
+        // waits for it; an external-dispatch call joins the event's group, whose continuation
+        // goes on with the top-level conversation.
+        let coordinator = &self.inner.coordinator;
+        let wrap = |tools: Toolset, config: &AgentConfig| {
+            async_tools::wrap(tools, &async_tools::modes(config), coordinator)
+        };
         let cx = BuildContext {
+            wrap: Some(&wrap),
             builtins: &builtins,
             resolve: &resolve,
             lookup: &lookup,
@@ -376,8 +374,9 @@ impl Service {
             provider: model_config.provider.clone(),
             approval: config.approval.clone(),
         };
-        let async_tools = async_tools::modes(&config);
-        let tools = async_tools::wrap(tools, &async_tools, &self.inner.coordinator);
+        let tools = async_tools::wrap(tools, &async_tools::modes(&config), coordinator);
+        // Every async tool at any depth: a streamed request refuses external dispatch anywhere.
+        let async_tools = async_tools::all_modes(&config);
         let agent = config
             .agent_builder(tools, &cx, &parent)
             .map_err(|e| e.to_string())?

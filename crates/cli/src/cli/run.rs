@@ -242,6 +242,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
     };
     let build = BuildContext {
+        wrap: None,
         builtins: &builtins,
         resolve: &resolve,
         lookup: &lookup,

@@ -61,6 +61,20 @@ pub(crate) fn modes(config: &AgentConfig) -> Vec<(String, AsyncMode)> {
         .collect()
 }
 
+/// [`modes`] of the config and of its sub-agents' and prompts' configs, at any depth.
+pub(crate) fn all_modes(config: &AgentConfig) -> Vec<(String, AsyncMode)> {
+    let mut all = modes(config);
+    for nested in config
+        .subagents
+        .iter()
+        .map(|s| &s.agent)
+        .chain(config.prompts.iter().map(|p| &p.agent))
+    {
+        all.extend(all_modes(nested));
+    }
+    all
+}
+
 /// `tools` with each async tool wrapped (provider-executed ones left as they are, with a
 /// warning) and, when there is any, the `async_status` tool added.
 pub(crate) fn wrap(

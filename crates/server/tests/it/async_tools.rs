@@ -191,23 +191,83 @@ async fn racing_completions_settle_a_call_once() {
     assert!(continuation.is_some());
 }
 
+/// The tool names a Chat Completions request declares.
+fn declared(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 #[tokio::test]
-async fn async_tools_inside_a_sub_agent_are_refused_when_the_agent_is_stored() {
+async fn a_sub_agents_same_invocation_result_reaches_the_sub_agent_which_goes_on() {
     let service = common::start(ServiceOptions::default()).await;
-    service.account("acme").await;
+    let secret = service.account("acme").await;
+    // The parent hands the task to `helper`; the helper calls `calculator` asynchronously,
+    // waits, and answers with the injected result; the parent answers with the helper's.
+    let base = mock_model(|body| {
+        let (role, said) = last(body);
+        if declared(body).iter().any(|t| t == "helper") {
+            return match role.as_str() {
+                "tool" => text(&format!("Parent got: {said}")),
+                _ => call("call_p", "helper", json!({"prompt": "What is 6 * 7?"})),
+            };
+        }
+        match role.as_str() {
+            "user" if said.starts_with("Async tool result") => text(&format!(
+                "Helper got: {}",
+                said.rsplit("Result:\n").next().unwrap_or_default()
+            )),
+            "tool" => text("Waiting for the calculator."),
+            _ => call("call_c", "calculator", json!({"expression": "6 * 7"})),
+        }
+    });
     let config = json!({
-        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": "http://127.0.0.1:9/v1"},
+        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
         "subagents": [{"name": "helper", "description": "Helps.",
                        "config": {"tools": {"calculator": {"async": true}}}}],
     });
-    let error = service
-        .service
-        .put_agent("acme", "boss", &config)
+    service.agent("acme", "boss", config).await;
+    let (status, body) = service
+        .post("/async", &secret, &run_body("boss", "e1", "c", "go"))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let done = service.settled(&secret, "boss", "e1").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["text"].as_str().unwrap();
+    assert!(text.starts_with("Parent got: "), "{text}");
+    assert!(
+        text.ends_with(r#"Helper got: {"expression":"6 * 7","result":42}"#),
+        "{text}"
+    );
+    // The call's row belongs to the event of the run that called the helper.
+    let rows = service
+        .store
+        .async_results_of("acme/boss/e1")
         .await
-        .unwrap_err();
-    assert_eq!(error.status, 400);
-    assert_eq!(
-        error.body["error"],
-        "config.subagents[0].tools.calculator.async: async tools are supported on the agent's own tools, not in a sub-agent's or prompt's config"
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].tool_name, "calculator");
+}
+
+#[tokio::test]
+async fn a_streamed_request_refuses_a_sub_agents_external_dispatch_tool() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let config = json!({
+        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": "http://127.0.0.1:9/v1"},
+        "subagents": [{"name": "helper", "description": "Helps.",
+                       "config": {"tools": {"calculator": {"async": true, "execution": "external-dispatch"}}}}],
+    });
+    service.agent("acme", "boss", config).await;
+    let (status, body) = service
+        .post("/", &secret, &run_body("boss", "e1", "c", "go"))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("Async tool calculator uses external-dispatch"),
+        "{body}"
     );
 }
