@@ -16,11 +16,19 @@ pub(super) const CHANNEL: &str = "toolsmith_wake";
 const RECONNECT: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
-    /// A subscription to the wake-ups, the listening connection started at the first.
+    /// A subscription to the wake-ups, the listening connection started at the first made on
+    /// a Tokio runtime. Made outside a runtime before any was, it hears nothing: there is no
+    /// runtime to run the listening connection on.
     pub(super) fn listen(&self) -> tokio::sync::broadcast::Receiver<()> {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return self
+                .listener
+                .get()
+                .map_or_else(|| Wakes::default().subscribe(), Wakes::subscribe);
+        };
         let wakes = self.listener.get_or_init(|| {
             let wakes = Wakes::default();
-            tokio::spawn(listen(self.config.clone(), wakes.clone()));
+            runtime.spawn(listen(self.config.clone(), wakes.clone()));
             wakes
         });
         wakes.subscribe()
