@@ -191,16 +191,6 @@ async fn racing_completions_settle_a_call_once() {
     assert!(continuation.is_some());
 }
 
-/// The tool names a Chat Completions request declares.
-fn declared(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_sub_agents_same_invocation_result_reaches_the_sub_agent_which_goes_on() {
     let service = common::start(ServiceOptions::default()).await;
@@ -209,7 +199,7 @@ async fn a_sub_agents_same_invocation_result_reaches_the_sub_agent_which_goes_on
     // waits, and answers with the injected result; the parent answers with the helper's.
     let base = mock_model(|body| {
         let (role, said) = last(body);
-        if declared(body).iter().any(|t| t == "helper") {
+        if common::declared(body).iter().any(|t| t == "helper") {
             return match role.as_str() {
                 "tool" => text(&format!("Parent got: {said}")),
                 _ => call("call_p", "helper", json!({"prompt": "What is 6 * 7?"})),

@@ -9,16 +9,6 @@ use toolsmith_server::ServiceOptions;
 
 use crate::common::{self, call, endpoint, last, mock_model, parse_sse, run_body, text};
 
-/// The tools a Chat Completions request declares.
-fn tools(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-        .collect()
-}
-
 #[tokio::test]
 async fn provided_variables_boot_the_deferred_sub_agent() {
     let options = ServiceOptions {
@@ -33,7 +23,7 @@ async fn provided_variables_boot_the_deferred_sub_agent() {
     // parent says what its child said.
     let base = mock_model(|body| {
         let (role, said) = last(body);
-        if tools(body).contains(&"probe".to_string()) {
+        if common::declared(body).contains(&"probe".to_string()) {
             return match role.as_str() {
                 "tool" => text(&format!("probed: {said}")),
                 _ => call("call_p", "probe", json!({})),

@@ -129,6 +129,16 @@ pub fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
+/// The tool names a Chat Completions request declares.
+pub fn declared(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// The last message's role and text (a tool message's content).
 pub fn last(body: &Value) -> (String, String) {
     let messages = messages(body);
