@@ -354,10 +354,10 @@ impl Service {
         // Declared variables take their values from the config, or from the thread at run time:
         // never from the service's environment.
         let lookup = |_: &str| None;
-        // A sub-agent's or prompt's async tools run as the agent's own do, for the event of the
-        // run that called them: a same-invocation result reaches the sub-agent's run, which
-        // waits for it; an external-dispatch call joins the event's group, whose continuation
-        // goes on with the top-level conversation.
+        // Each config's async tools wrapped, the agent's own and its sub-agents' and prompts'
+        // alike, for the event of the run that called them: a sub-agent's same-invocation
+        // result reaches the sub-agent's run, which waits for it; its external-dispatch call
+        // joins the event's group, whose continuation goes on with the top-level conversation.
         let coordinator = &self.inner.coordinator;
         let wrap = |tools: Toolset, config: &AgentConfig| {
             async_tools::wrap(tools, &async_tools::modes(config), coordinator)
@@ -374,7 +374,7 @@ impl Service {
             provider: model_config.provider.clone(),
             approval: config.approval.clone(),
         };
-        let tools = async_tools::wrap(tools, &async_tools::modes(&config), coordinator);
+        let tools = wrap(tools, &config);
         // Every async tool at any depth: a streamed request refuses external dispatch anywhere.
         let async_tools = async_tools::all_modes(&config);
         let agent = config

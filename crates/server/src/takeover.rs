@@ -14,8 +14,8 @@
 //!
 //! The sweep runs when the service starts, every third of the lease, and at once when another
 //! replica says it handed runs back (a PostgreSQL notification); it stops when this replica
-//! shuts down. Threads that are not the service's (no `account:` tag: `toolsmith run --db` on the same database) are left
-//! alone.
+//! shuts down. Threads that are not the service's (no `account:` tag: `toolsmith run --db` on
+//! the same database) are left alone.
 
 use std::time::Duration;
 
@@ -78,7 +78,8 @@ pub async fn sweep(service: &Service) -> usize {
         let Ok(built) = service.agent(&account, &agent_id).await else {
             continue;
         };
-        if !catch_up(service, &thread, &event.event_id).await {
+        let key = runs::event_key(&account, &agent_id, &event.event_id);
+        if !catch_up(service, &thread, &key).await {
             continue;
         }
         let status_event = root_event(&event.event_id).to_string();
@@ -120,14 +121,10 @@ pub const LOST: &str = "Async tool call was lost: the replica running it stopped
 /// had not received (a replica handed the run back while its calls ran on, or died after
 /// settling them) is appended to the thread as the injected message, oldest first, so that
 /// the resumed run goes on with it. Whether to go on: false when another replica wrote the
-/// thread meanwhile (it is taking the run over).
-async fn catch_up(service: &Service, thread: &Thread, event_id: &str) -> bool {
+/// thread meanwhile (it is taking the run over). `key` is the run's event key.
+async fn catch_up(service: &Service, thread: &Thread, key: &str) -> bool {
     let store = service.store();
-    let Some(owner) = Owner::of(thread) else {
-        return false;
-    };
-    let key = runs::event_key(&owner.account, &owner.agent_id, event_id);
-    let Ok(mut rows) = store.async_results_of(&key).await else {
+    let Ok(mut rows) = store.async_results_of(key).await else {
         return false;
     };
     rows.retain(|r| !r.external);

@@ -299,11 +299,8 @@ impl Run {
 
     /// Runs one step; `Ok(true)` to go on.
     async fn step(&mut self, step: u32) -> Result<bool, RunErrorKind> {
-        if self.cancel.is_cancelled() {
-            return Err(RunErrorKind::Cancelled);
-        }
-        if self.handback.is_cancelled() {
-            return Err(RunErrorKind::HandedBack);
+        if let Some(kind) = self.stop_asked() {
+            return Err(kind);
         }
         self.emit.emit(|| RunPart::StartStep { step });
         // Results of non-blocking sub-agents that arrived since the last step.
@@ -374,8 +371,7 @@ impl Run {
         }
         tokio::select! {
             biased;
-            () = self.cancel.cancelled() => return Err(RunErrorKind::Cancelled),
-            () = self.handback.cancelled() => return Err(RunErrorKind::HandedBack),
+            kind = self.stopped() => return Err(kind),
             () = self.scope.inbox.changed() => {}
         }
         Ok(!self.scope.inbox.is_idle())
@@ -400,6 +396,26 @@ impl Run {
         }
     }
 
+    /// Whether the run was asked to stop before its next model call: cancelled, or handed back.
+    fn stop_asked(&self) -> Option<RunErrorKind> {
+        if self.cancel.is_cancelled() {
+            Some(RunErrorKind::Cancelled)
+        } else if self.handback.is_cancelled() {
+            Some(RunErrorKind::HandedBack)
+        } else {
+            None
+        }
+    }
+
+    /// Resolves once the run is asked to stop ([`stop_asked`](Self::stop_asked)): why.
+    async fn stopped(&self) -> RunErrorKind {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => RunErrorKind::Cancelled,
+            () = self.handback.cancelled() => RunErrorKind::HandedBack,
+        }
+    }
+
     /// Streams the model, unless the run is cancelled or handed back first (a model call
     /// changes nothing: the process that resumes the run makes it again).
     async fn call_model(&mut self) -> Result<ModelTurn, RunErrorKind> {
@@ -410,8 +426,7 @@ impl Run {
         };
         tokio::select! {
             biased;
-            () = self.cancel.cancelled() => Err(RunErrorKind::Cancelled),
-            () = self.handback.cancelled() => Err(RunErrorKind::HandedBack),
+            kind = self.stopped() => Err(kind),
             result = call => result.map_err(|e: ModelError| match e.kind {
                 ModelErrorKind::Cancelled => RunErrorKind::Cancelled,
                 _ => RunErrorKind::Model(e),

@@ -193,15 +193,8 @@ impl StoredRun {
             }
             Err(e) => return Err(e.into()),
         };
-        let run = StoredRun {
-            store,
-            lease: DEFAULT_LEASE,
-            thread,
-            run_id,
-            written: Mutex::new((version, prompt.len() as u64)),
-            calls: Mutex::new(HashMap::new()),
-            next_seq: AtomicU64::new(0),
-        };
+        let written = (version, prompt.len() as u64);
+        let run = StoredRun::claimed(store, thread, run_id, written, HashMap::new(), 0);
         Ok((run, prompt))
     }
 
@@ -271,16 +264,31 @@ impl StoredRun {
             // In call order, then by attempt: the last one of a call is its latest.
             calls.insert(entry.tool_call_id.clone(), entry);
         }
-        let run = StoredRun {
+        let written = (version, messages.len() as u64);
+        let run = StoredRun::claimed(store, found.id, run_id, written, calls, next_seq);
+        Ok((run, messages))
+    }
+
+    /// The run `run_id` that has just claimed `thread`, which it wrote at `written` (version,
+    /// message count); `calls` are its journal's latest entries by call, `next_seq` the place
+    /// of its next call.
+    fn claimed(
+        store: Arc<dyn Store>,
+        thread: String,
+        run_id: String,
+        written: (u64, u64),
+        calls: HashMap<String, JournalEntry>,
+        next_seq: u64,
+    ) -> StoredRun {
+        StoredRun {
             store,
             lease: DEFAULT_LEASE,
-            thread: found.id,
+            thread,
             run_id,
-            written: Mutex::new((version, messages.len() as u64)),
+            written: Mutex::new(written),
             calls: Mutex::new(calls),
             next_seq: AtomicU64::new(next_seq),
-        };
-        Ok((run, messages))
+        }
     }
 
     /// The thread's id.

@@ -85,6 +85,24 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
     Ok(committed)
 }
 
+/// Inserts `bodies` as the messages of `thread` from index `first` on.
+pub(super) fn insert_messages(
+    tx: &Connection,
+    thread: &str,
+    first: u64,
+    bodies: &[String],
+) -> Result<(), StoreError> {
+    let mut insert = tx
+        .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
+        .map_err(backend)?;
+    for (i, body) in bodies.iter().enumerate() {
+        insert
+            .execute(params![thread, first as i64 + i as i64, body])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
 /// [`Op::Release`]: the thread's holder cleared.
 fn release(tx: &Connection, thread: &str) -> Result<(), StoreError> {
     let changed = tx
@@ -170,16 +188,7 @@ impl Tail {
         tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
             .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
             .map_err(backend)?;
-        {
-            let mut insert = tx
-                .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
-                .map_err(backend)?;
-            for (i, body) in bodies.iter().enumerate() {
-                insert
-                    .execute(params![thread, keep as i64 + i as i64, body])
-                    .map_err(backend)?;
-            }
-        }
+        insert_messages(tx, thread, keep, bodies)?;
         let next = version + 1;
         // A thread that stops running is held by no process.
         tx.prepare_cached(

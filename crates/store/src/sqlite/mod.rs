@@ -352,18 +352,7 @@ impl Store for SqliteStore {
             if inserted == 0 {
                 return Err(StoreError::Exists(thread.id));
             }
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)",
-                    )
-                    .map_err(backend)?;
-                for (i, body) in bodies.iter().enumerate() {
-                    insert
-                        .execute(params![thread.id, i as i64, body])
-                        .map_err(backend)?;
-                }
-            }
+            commit::insert_messages(&tx, &thread.id, 0, &bodies)?;
             tx.commit().map_err(backend)?;
             Ok(2)
         })
