@@ -179,7 +179,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_003_defaults_no_policy_five_minutes_then_deny() {
+    fn radaros_defaults_no_policy_five_minutes_then_deny() {
         let settings = ApprovalSettings::default();
         assert_eq!(settings.policy, ApprovalPolicy::None);
         assert_eq!(settings.timeout, Duration::from_secs(300));

@@ -520,7 +520,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn limits_are_checked_with_seed_001s_messages() {
+    fn limits_are_checked_with_smithers_messages() {
         let mut limits = Limits::default();
         assert!(limits.validate().is_ok());
         limits.timeout = Duration::from_millis(3_600_001);

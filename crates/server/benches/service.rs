@@ -130,6 +130,25 @@ async fn serve(db: &str) {
     toolsmith_server::serve(listener, service, std::future::pending()).await;
 }
 
+/// The command that starts this binary as the service over `db`: under the command that
+/// `SERVICE_BENCH_WRAP` names, if set (`valgrind --tool=callgrind`, say, to count instructions
+/// rather than time them: exact from one build to the next on a noisy machine).
+fn server_command(db: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let wrap = std::env::var("SERVICE_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut command = Command::new(program);
+            command.args(words).arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    };
+    command.args(["__serve", db]);
+    command
+}
+
 /// A server process and its URL, from the `listening on …` line it prints.
 fn started(mut command: Command) -> (Child, String) {
     let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
@@ -279,9 +298,7 @@ async fn setup(dir: &std::path::Path, calculator: Value) -> (String, String, Chi
     });
     setup.put_agent(&account(), "calc", &config).await.unwrap();
     drop(setup);
-    let mut ours = Command::new(std::env::current_exe().unwrap());
-    ours.args(["__serve", &db]);
-    let (child, url) = started(ours);
+    let (child, url) = started(server_command(&db));
     (base, secret, child, url)
 }
 

@@ -117,13 +117,11 @@ fn with_provider(mut chunk: Value, provider_executed: bool) -> Value {
 /// The bytes of one outgoing item in the UI message stream; `start` names `message_id`.
 fn encode(item: &Outgoing, message_id: &str) -> Vec<u8> {
     match item {
-        Outgoing::Part(part) if matches!(**part, RunPart::Start { .. }) => format!(
-            "data: {}\n\n",
-            json!({"type": "start", "messageId": message_id})
-        )
-        .into_bytes(),
+        Outgoing::Part(part) if matches!(**part, RunPart::Start { .. }) => {
+            sse::data(&json!({"type": "start", "messageId": message_id}))
+        }
         Outgoing::Part(part) => match ui_chunk(part) {
-            Some(chunk) => format!("data: {chunk}\n\n").into_bytes(),
+            Some(chunk) => sse::data(&chunk),
             None => Vec::new(),
         },
         Outgoing::Waiting(_) => sse::encode(item),
@@ -288,19 +286,19 @@ pub(crate) async fn chat(
         .collect();
     let turn_message_id = turn.message_id.clone();
     let event_id = format!("chat-{}", uuid::Uuid::new_v4());
-    let record = runs::new_event(&account.name, &agent_id, &event_id, &chat_id);
-    store.insert_event(&record).await?;
     let request = RunRequest {
         account: account.name,
         agent_id,
         status_event: event_id.clone(),
         event_id,
         conversation_key: chat_id,
+        thread,
         messages: turn.messages,
         approvals: turn.approvals,
         tool_results,
         path: RequestPath::Stream,
     };
+    store.insert_event(&request.new_event()).await?;
     let input = runs::claim(&service, &request).await?;
     let receiver = runs::streamed(&service, built, request, input, 256);
     let message_id = turn_message_id;

@@ -92,16 +92,8 @@ async fn begin(
     if path == RequestPath::Stream {
         built.refuse_external_dispatch()?;
     }
-    let record = runs::new_event(
-        &account.name,
-        &body.agent_id,
-        &body.event_id,
-        &body.conversation_key,
-    );
-    if !store.insert_event(&record).await? {
-        return Ok(None);
-    }
     let request = RunRequest {
+        thread: runs::thread_id(&account.name, &body.agent_id, &body.conversation_key),
         account: account.name,
         status_event: body.event_id.clone(),
         agent_id: body.agent_id,
@@ -112,6 +104,9 @@ async fn begin(
         tool_results: body.tool_results,
         path,
     };
+    if !store.insert_event(&request.new_event()).await? {
+        return Ok(None);
+    }
     Ok(Some((built, request)))
 }
 

@@ -6,6 +6,7 @@
 //! a [`StoredRun`]: its journal makes it survive a crash of the replica, and its claim makes
 //! two requests on one conversation exclusive (the second answers 409).
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,33 +81,31 @@ pub(crate) fn thread_id(account: &str, agent_id: &str, conversation_key: &str) -
         hash.update(part.as_bytes());
         hash.update([0]);
     }
-    let hex: String = hash.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("conv_{hex}")
+    let mut id = String::with_capacity(37);
+    id.push_str("conv_");
+    for b in &hash.finalize()[..16] {
+        let _ = write!(id, "{b:02x}");
+    }
+    id
 }
 
-/// A new event of `account`'s agent on a conversation: `processing`, no detail yet, kept as
-/// long as async results are (7 days).
-pub(crate) fn new_event(
-    account: &str,
-    agent_id: &str,
-    event_id: &str,
-    conversation_key: &str,
-) -> EventRecord {
-    let now = crate::service::toolsmith_store_now();
-    EventRecord {
-        account: account.to_string(),
-        agent_id: agent_id.to_string(),
-        event_id: event_id.to_string(),
-        conversation_key: conversation_key.to_string(),
-        thread_id: thread_id(account, agent_id, conversation_key),
-        status: EventStatus::Processing,
-        detail: json!({}),
-        created_at: now,
-        updated_at: now,
-        expires_at: now + crate::async_tools::ASYNC_RESULT_TTL.as_millis() as u64,
+impl RunRequest {
+    /// The request's event, new: `processing`, no detail yet, kept as long as async results
+    /// are (7 days).
+    pub(crate) fn new_event(&self) -> EventRecord {
+        let now = crate::service::toolsmith_store_now();
+        EventRecord {
+            account: self.account.clone(),
+            agent_id: self.agent_id.clone(),
+            event_id: self.event_id.clone(),
+            conversation_key: self.conversation_key.clone(),
+            thread_id: self.thread.clone(),
+            status: EventStatus::Processing,
+            detail: json!({}),
+            created_at: now,
+            updated_at: now,
+            expires_at: now + crate::async_tools::ASYNC_RESULT_TTL.as_millis() as u64,
+        }
     }
 }
 
@@ -163,6 +162,8 @@ pub(crate) struct RunRequest {
     pub(crate) agent_id: String,
     pub(crate) event_id: String,
     pub(crate) conversation_key: String,
+    /// The conversation's thread ([`thread_id`]).
+    pub(crate) thread: String,
     /// New messages for the thread (user messages, injected results).
     pub(crate) messages: Vec<Message>,
     /// Answers to approvals the thread waits for.
@@ -236,14 +237,10 @@ async fn claim_with(
     claim: Claim,
 ) -> Result<RunInput, ApiError> {
     let store = service.inner.store.clone();
-    let thread = thread_id(
-        &request.account,
-        &request.agent_id,
-        &request.conversation_key,
-    );
+    let thread = &request.thread;
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
-    let mut found = store.thread(&thread).await?;
+    let mut found = store.thread(thread).await?;
     // A new conversation: its thread created, the prompt stored and the run claimed, with
     // nothing to read back.
     let mut started = None;
@@ -255,11 +252,11 @@ async fn claim_with(
             agent_id: request.agent_id.clone(),
             conversation_key: request.conversation_key.clone(),
         };
-        let new = owner.tag(NewThread::new(&thread));
+        let new = owner.tag(NewThread::new(thread.as_str()));
         match StoredRun::start_new(store.clone(), new, request.messages.clone()).await {
             Ok((run, messages)) => started = Some(run.with_lease(lease).input(messages)),
             // Created by another request meanwhile: as any existing conversation.
-            Err(DurableError::Busy(_)) => found = store.thread(&thread).await?,
+            Err(DurableError::Busy(_)) => found = store.thread(thread).await?,
             Err(e) => return Err(durable_error(e)),
         }
     }
@@ -274,7 +271,7 @@ async fn claim_with(
     let claimed = match status {
         _ if let Some(input) = started => input,
         Some(ThreadStatus::Paused) if answers && request.messages.is_empty() => {
-            let (run, messages) = StoredRun::resume(store.clone(), &thread, lease)
+            let (run, messages) = StoredRun::resume(store.clone(), thread, lease)
                 .await
                 .map_err(durable_error)?;
             let mut input = run.with_lease(lease).input(messages);
@@ -295,7 +292,7 @@ async fn claim_with(
         // Interrupted (its replica gone): resumed where its journal says, unless a live
         // replica still holds it.
         Some(ThreadStatus::Running) if claim == Claim::Interrupted => {
-            let (run, messages) = StoredRun::resume(store.clone(), &thread, lease)
+            let (run, messages) = StoredRun::resume(store.clone(), thread, lease)
                 .await
                 .map_err(durable_error)?;
             run.with_lease(lease).input(messages)
@@ -317,10 +314,9 @@ async fn claim_with(
                     "events must hold at least one message"
                 }));
             }
-            let (run, messages) =
-                StoredRun::start(store.clone(), &thread, request.messages.clone())
-                    .await
-                    .map_err(durable_error)?;
+            let (run, messages) = StoredRun::start(store.clone(), thread, request.messages.clone())
+                .await
+                .map_err(durable_error)?;
             run.with_lease(lease).input(messages)
         }
     };
@@ -328,7 +324,7 @@ async fn claim_with(
     let mut input = claimed;
     // A thread created now has no variables yet.
     if !new_thread {
-        match thread_variables(&*store, &thread, &key).await {
+        match thread_variables(&*store, thread, &key).await {
             Ok(variables) => input.variables.extend(variables),
             Err(e) => return Err(ApiError::internal("the thread's variables", e)),
         }
@@ -345,7 +341,7 @@ async fn claim_with(
             claim == Claim::Interrupted,
         )),
         public_url: service.inner.public_url.clone(),
-        token_key: service.inner.key.derive("completion-tokens"),
+        token_key: service.inner.token_key,
     });
     input.deps = Some(Arc::new(deps));
     Ok(input)
@@ -446,17 +442,13 @@ pub(crate) async fn drive(
     }
     let result = stream.output().await;
     drop(sink);
-    let thread = thread_id(
-        &request.account,
-        &request.agent_id,
-        &request.conversation_key,
-    );
+    let thread = &request.thread;
     let set = match &result {
         Ok(out) => &out.variables_set,
         Err(e) => &e.output.variables_set,
     };
     let store = service.inner.store.clone();
-    if let Err(e) = keep_variables(&*store, &thread, &service.inner.key, set).await {
+    if let Err(e) = keep_variables(&*store, thread, &service.inner.key, set).await {
         tracing::error!(target: "toolsmith::server", %e, "keeping the thread's variables");
     }
     // Handed back (the service is shutting down): the run is not over. Its event stays

@@ -93,6 +93,9 @@ pub struct Service {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn ServiceStore>,
     pub(crate) key: SecretKey,
+    /// The key of the completion tokens, derived from `key` once (a derivation is a few
+    /// SHA-256 blocks, which every run would otherwise pay).
+    pub(crate) token_key: [u8; 32],
     pub(crate) options: ServiceOptions,
     pub(crate) admin_hash: Option<[u8; 32]>,
     pub(crate) public_url: String,
@@ -174,6 +177,7 @@ impl Service {
                 handback: CancellationToken::new(),
                 tasks,
                 store,
+                token_key: key.derive("completion-tokens"),
                 key,
                 options,
                 admin_hash,

@@ -12,17 +12,26 @@ use crate::runs::Outgoing;
 /// The bytes of one outgoing item.
 pub(crate) fn encode(item: &Outgoing) -> Vec<u8> {
     match item {
-        Outgoing::Part(part) => {
-            let json = serde_json::to_string(part).unwrap_or_else(|e| {
-                serde_json::json!({"type": "error", "error": {"message": e.to_string()}})
-                    .to_string()
-            });
-            format!("data: {json}\n\n").into_bytes()
-        }
+        Outgoing::Part(part) => data(part),
         Outgoing::Waiting(pending) => {
             format!(": waiting for async work pending={pending}\n\n").into_bytes()
         }
     }
+}
+
+/// `data: <json>\n\n`, the JSON written straight into the event's bytes (`format!` through
+/// `Display` would pass every piece through the formatter, and copy the whole once more). A value that cannot be serialised (a map with
+/// keys that are not strings: none of the service's) becomes an `error` event.
+pub(crate) fn data(value: &impl serde::Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"data: ");
+    if let Err(e) = serde_json::to_writer(&mut out, value) {
+        out.truncate(6);
+        let error = serde_json::json!({"type": "error", "error": {"message": e.to_string()}});
+        let _ = serde_json::to_writer(&mut out, &error);
+    }
+    out.extend_from_slice(b"\n\n");
+    out
 }
 
 /// The response streaming what `items` receives, until its sender is dropped.

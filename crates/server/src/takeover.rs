@@ -88,6 +88,7 @@ pub async fn sweep(service: &Service) -> usize {
             agent_id,
             event_id: event.event_id,
             conversation_key,
+            thread: thread.id.clone(),
             messages: Vec::new(),
             approvals: Vec::new(),
             tool_results: Vec::new(),

@@ -59,11 +59,7 @@ pub(crate) async fn record_request(service: &Service, request: &RunRequest, part
         agent_id: request.agent_id.clone(),
         event_id: event_id(request_id),
         conversation_key: request.conversation_key.clone(),
-        thread_id: runs::thread_id(
-            &request.account,
-            &request.agent_id,
-            &request.conversation_key,
-        ),
+        thread_id: request.thread.clone(),
         status: EventStatus::AwaitingApproval,
         detail: json!({
             "requestId": request_id,
@@ -242,6 +238,7 @@ async fn boot(service: &Service, event: &EventRecord) -> Result<String, ApiError
         agent_id: event.agent_id.clone(),
         event_id: booted.clone(),
         conversation_key: event.conversation_key.clone(),
+        thread: event.thread_id.clone(),
         messages: Vec::new(),
         approvals: Vec::new(),
         tool_results: Vec::new(),

@@ -6,7 +6,8 @@ use crate::{Claim, JournalEntry, Settlement, ThreadWrite};
 ///
 /// What a run writes at its save points is a batch: a step's assistant message with its first
 /// call's intent (`[Write, Intend]`), a call's outcome with the save of its result
-/// (`[Settle, Write]`), an intent alone (`[Intend]`).
+/// (`[Settle, Write]`), an intent alone (`[Intend]`), the save of a result with its call, one
+/// without side effects, recorded as it ended (`[Write, Intend]`).
 ///
 /// ```
 /// use serde_json::json;
@@ -66,9 +67,10 @@ pub enum Op<'a> {
     /// `expected`, [`StoreError::NotFound`](crate::StoreError) when there is no such thread and
     /// [`StoreError::Corrupt`](crate::StoreError) when `keep` is past the end.
     Write(ThreadWrite<'a>),
-    /// Records a call `intended` before it executes (recording the same attempt twice keeps
-    /// the first record) and, when it is unsafe to repeat, claims its idempotency key: one
-    /// [`Claim`] ([`Claim::New`] for a call with no key to claim).
+    /// Records a call as the entry stands — `intended`, before it executes, or settled with
+    /// its output, for a call without side effects recorded once it ended (recording the same
+    /// attempt twice keeps the first record) — and, when it is unsafe to repeat, claims its
+    /// idempotency key: one [`Claim`] ([`Claim::New`] for a call with no key to claim).
     Intend(&'a JournalEntry),
     /// Claims an idempotency key alone (the key of an attempt a crash interrupted, whose
     /// intent is recorded): one [`Claim`].

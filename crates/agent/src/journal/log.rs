@@ -41,6 +41,10 @@ pub trait RunLog: Send + Sync + 'static {
     /// ([`LogBatch::settled`]), then the thread ([`LogBatch::save`]), then the intent of the call
     /// about to execute ([`LogBatch::intend`]), whose fate it decides ([`Committed::intent`]).
     /// An empty batch writes nothing.
+    ///
+    /// A call without side effects ([`LoggedCall::side_effect`] false) comes in a batch of its
+    /// own, and its intent need not be written: running it again after a crash is harmless, so
+    /// the log may record it once, with its outcome, in the commit that settles it.
     async fn commit(&self, batch: LogBatch<'_>) -> Result<Committed, RunLogError>;
 }
 

@@ -11,19 +11,25 @@
 //!   ([`Intent`]): a recorded outcome is reused, an interrupted attempt of a call unsafe to
 //!   repeat is reconciled, reverted or reported — then its outcome after.
 //!
-//! [`Journal`] composes the log's commits, and is the only place that does: two per call.
-//! - A save made right before a step's calls run one by one is written with the first call's
-//!   intent (or with the next save, whichever comes first).
+//! [`Journal`] composes the log's commits, and is the only place that does: two per call with
+//! side effects, one per call without.
+//! - A save made right before a step's calls run one by one is written with the first
+//!   side-effecting call's intent (or with the next save, whichever comes first).
 //! - A call's outcome waits for the save of its result when the loop saves each result as its
 //!   call ends (sequential execution: [`Journal::outcomes_wait_for_save`]) and no snapshot hook
 //!   runs in between; otherwise (parallel execution, where other calls still run before the
 //!   save) it is written at once. Nothing happens between a waiting outcome and its save that a
 //!   crash could separate from the call itself.
+//! - A call without side effects ([`LoggedCall::side_effect`] false) is one commit, not two:
+//!   the log decides its fate without writing (a recorded outcome is still reused), what waits
+//!   goes on waiting, and the call is recorded once, with its outcome, in the next save. A crash
+//!   before that save runs it again, which such a call may (measured on the service's two-call
+//!   run: one SQLite commit of six gone).
 //! - A call stopped before it returned (timed out, or the run cancelled) is settled `unknown`
 //!   with the next commit.
 //!
 //! A run with a log stops at the first failure to record (`STORE_FAILED`): it never goes on
-//! unrecorded, and never executes a call whose intent was not recorded first. The store crate
+//! unrecorded, and never executes a side-effecting call whose intent was not recorded first. The store crate
 //! implements [`RunLog`] over its stores.
 
 mod catch_panic;
@@ -117,16 +123,28 @@ impl Journal {
         });
     }
 
-    /// Records that `call` is about to execute (with whatever waits), and returns its fate.
+    /// Records that `call` is about to execute (with whatever waits), and returns its fate. A
+    /// call without side effects is only asked about: what waits goes on waiting, and the log
+    /// may leave its intent for the commit that settles it.
     pub(crate) async fn intend(&self, call: &LoggedCall) -> Result<Intent, RunLogError> {
-        let committed = self.commit_staged(None, Some(call), None).await?;
+        let committed = match call.side_effect {
+            true => self.commit_staged(None, Some(call), None).await?,
+            false => {
+                let batch = LogBatch {
+                    intend: Some(call),
+                    ..LogBatch::default()
+                };
+                self.log.commit(batch).await?
+            }
+        };
         Ok(committed.intent.unwrap_or(Intent::Execute))
     }
 
     /// Records what became of a call: kept for the save of its result when outcomes wait for
-    /// it, written at once (with whatever waits) otherwise.
+    /// it or the call has no side effects, written at once (with whatever waits) otherwise.
     pub(crate) async fn settle(&self, done: SettledCall) -> Result<(), RunLogError> {
-        if self.outcomes_wait.load(Ordering::Relaxed) && !self.snapshot {
+        let wait = self.outcomes_wait.load(Ordering::Relaxed) && !self.snapshot;
+        if wait || !done.call.side_effect {
             self.lock().settled.push(done);
             return Ok(());
         }

@@ -1,9 +1,11 @@
 //! What each commit of a run's log holds: the step saved before its calls, the intent before
 //! each call, the outcome after it, and the thread saved before the next call (sequential) or
-//! the next step (parallel) — two commits per call. Sequential execution writes the step with
-//! the first intent and each outcome with the save that follows it; parallel execution, where
-//! other calls still run before the save, saves the step at once and settles each call as it
-//! ends. A call stopped before it returned is settled `unknown` with the next commit.
+//! the next step (parallel) — two commits per side-effecting call. Sequential execution writes
+//! the step with the first intent and each outcome with the save that follows it; parallel
+//! execution, where other calls still run before the save, saves the step at once and settles
+//! each side-effecting call as it ends. A call without side effects is only asked about before
+//! it runs (nothing waiting is written then) and its outcome always waits for the next save. A
+//! call stopped before it returned is settled `unknown` with the next commit.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -125,24 +127,62 @@ async fn sequential_execution_writes_each_call_in_two_commits() {
 }
 
 #[tokio::test]
-async fn parallel_execution_settles_each_call_as_it_ends() {
+async fn parallel_execution_settles_each_side_effecting_call_as_it_ends() {
     let events = events(ExecutionPolicy::Parallel { max: 2 }, false).await;
     let commits = from_first_intent(&events);
     let intents = commits.iter().filter(|e| e.starts_with("intend")).count();
-    let settles = commits.iter().filter(|e| e.starts_with("settle")).count();
-    assert_eq!((intents, settles), (2, 2), "one commit each: {events:?}");
+    assert_eq!(intents, 2, "one commit each: {events:?}");
     assert!(
-        commits.iter().all(|e| !e.contains(" + ")),
-        "calls that run together: the step saved before any starts, nothing waits: {events:?}"
+        commits.contains(&"settle pay:ok"),
+        "the side-effecting call is settled as it ends: {events:?}"
     );
-    let last_settle = commits
+    let save = commits
         .iter()
-        .rposition(|e| e.starts_with("settle"))
+        .position(|e| e.ends_with("save running"))
         .unwrap();
     assert_eq!(
-        commits[last_settle + 1],
-        "save running",
-        "the step is saved once its calls are settled: {events:?}"
+        commits[save], "settle read:ok + save running",
+        "the step is saved once its calls are settled, with the call without side effects: \
+         {events:?}"
+    );
+    assert!(commits[..save].contains(&"settle pay:ok"), "{events:?}");
+}
+
+#[tokio::test]
+async fn a_call_without_side_effects_is_one_commit_with_the_save_of_its_result() {
+    let read = from_fn("read", "Read.", |_: Value, _cx| async {
+        Ok::<_, ToolError>("contents")
+    });
+    let model = ScriptedModel::new([
+        Turn::tool_calls([ScriptedCall::new("read", json!({}))]),
+        Turn::text("done"),
+    ]);
+    let log = Recorder::default();
+    let input = RunInput::new(vec![Message::user("go")]).with_log(Arc::new(log.clone()));
+    let out = Agent::builder(model)
+        .tool(read)
+        .build()
+        .run(input)
+        .await
+        .unwrap();
+    assert_eq!(out.text, "done");
+    let events = log.events();
+    // The step's assistant message waits past the intent: it is written with the result.
+    assert_eq!(
+        from_first_intent(&events),
+        [
+            "intend read",
+            "settle read:ok + save running",
+            "save finished"
+        ],
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .take_while(|e| !e.contains("intend"))
+            .all(|e| e == "save running"),
+        "{events:?}"
     );
 }
 

@@ -37,7 +37,7 @@ fn runnable(ws: &Arc<Workspace>) -> Option<Bash> {
 }
 
 #[tokio::test]
-async fn validation_messages_are_seed_001s() {
+async fn validation_messages_are_smithers() {
     let (_d, ws) = workspace(|_| {});
     let tool = bash(&ws);
     let long = "x".repeat(8193);
@@ -126,7 +126,7 @@ async fn fail_closed_without_a_layer_is_sandbox_unavailable() {
 }
 
 #[tokio::test]
-async fn runs_commands_and_reports_like_seed_001() {
+async fn runs_commands_and_reports_like_smithers() {
     let (dir, ws) = workspace(|_| {});
     let Some(tool) = runnable(&ws) else { return };
     std::fs::create_dir(dir.path().join("sub")).unwrap();

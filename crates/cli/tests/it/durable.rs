@@ -47,24 +47,7 @@ async fn crashed_with(
     input: Value,
     unsafe_call: bool,
 ) {
-    store.create_thread(NewThread::new(thread)).await.unwrap();
-    store
-        .claim(thread, 0, RUN, &Holder::current())
-        .await
-        .unwrap();
-    let call = ToolCallPart {
-        tool_call_id: "call_1".into(),
-        tool_name: tool.into(),
-        input: input.clone(),
-        provider_executed: false,
-        provider_metadata: Default::default(),
-    };
-    let messages = [
-        Message::user("Pay Bob."),
-        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
-    ];
-    let write = ThreadWrite::new(thread, 1, 0, &messages, ThreadStatus::Running);
-    store.commit(Batch::new().write(write)).await.unwrap();
+    interrupted_step(store, thread, tool, input.clone()).await;
     let entry = JournalEntry {
         thread_id: thread.into(),
         run_id: RUN.into(),
@@ -83,6 +66,29 @@ async fn crashed_with(
     };
     // Recorded, and its key claimed when the call is unsafe to repeat.
     store.commit(Batch::new().intend(&entry)).await.unwrap();
+}
+
+/// A thread as a process killed during call `call_1` of `tool` leaves it, before any journal
+/// entry of the call.
+async fn interrupted_step(store: &dyn Store, thread: &str, tool: &str, input: Value) {
+    store.create_thread(NewThread::new(thread)).await.unwrap();
+    store
+        .claim(thread, 0, RUN, &Holder::current())
+        .await
+        .unwrap();
+    let call = ToolCallPart {
+        tool_call_id: "call_1".into(),
+        tool_name: tool.into(),
+        input,
+        provider_executed: false,
+        provider_metadata: Default::default(),
+    };
+    let messages = [
+        Message::user("Pay Bob."),
+        Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+    ];
+    let write = ThreadWrite::new(thread, 1, 0, &messages, ThreadStatus::Running);
+    store.commit(Batch::new().write(write)).await.unwrap();
 }
 
 /// Resumes `thread` (its lease is long past: the test set the clock) with `agent`.
@@ -370,7 +376,56 @@ async fn a_stored_run_records_every_call_and_its_thread() {
 }
 
 #[tokio::test]
-async fn a_tools_error_is_journaled_with_its_effect_unknown_as_seed_001_records_it() {
+async fn a_call_without_side_effects_is_recorded_once_with_its_outcome_and_run_again_after_a_crash()
+{
+    let (_dir, store) = sqlite().await;
+    let count = Arc::new(AtomicU32::new(0));
+    let read = || pay(count.clone(), ToolMeta::new());
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::call("pay", json!({"to": "bob"})),
+        Turn::text("Read."),
+    ]))
+    .tool(read())
+    .build();
+    let prompt = vec![Message::user("Read.")];
+    let (run, messages) = StoredRun::start(store.clone(), "t", prompt).await.unwrap();
+    let out = agent.run(run.input(messages)).await.unwrap();
+    assert_eq!(out.text, "Read.");
+    assert_eq!(store.messages("t").await.unwrap(), out.messages);
+    let journal = store.journal("t").await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(
+        (
+            journal[0].attempt,
+            journal[0].status,
+            journal[0].side_effect
+        ),
+        (1, EffectStatus::Succeeded, false)
+    );
+    assert_eq!(
+        journal[0].output,
+        Some(serde_json::to_value(ToolOutput::json(json!({"paid": true}))).unwrap())
+    );
+    // Interrupted during the call, its step saved (with a side-effecting call's intent, say):
+    // no entry of it. Resumed, it runs again, once.
+    let (_dir, store) = sqlite().await;
+    interrupted_step(&*store, "t", "pay", json!({"to": "bob"})).await;
+    let agent = Agent::builder(ScriptedModel::new([Turn::text("Read.")]))
+        .tool(read())
+        .build();
+    let out = resume(store.clone(), "t", &agent).await;
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        result_of(&out, "call_1"),
+        ModelOutput::json(json!({"paid": true}))
+    );
+    let journal = store.journal("t").await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].status, EffectStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn a_tools_error_is_journaled_with_its_effect_unknown_as_smithers_records_it() {
     let (_dir, store) = sqlite().await;
     let failing = from_fn("pay", "Pay someone.", |_: Value, _cx| async move {
         Err::<Value, _>(ToolError::new("BANK_DOWN", "The bank did not answer."))

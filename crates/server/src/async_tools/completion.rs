@@ -39,8 +39,7 @@ pub(crate) async fn complete(
     let account = match auth::account_of(&service, token).await? {
         Some(account) => Some(account.name),
         None => {
-            let expected =
-                completion_token(&service.inner.key.derive("completion-tokens"), &result_id);
+            let expected = completion_token(&service.inner.token_key, &result_id);
             let matches: bool = expected.as_bytes().ct_eq(token.as_bytes()).into();
             if !matches {
                 return Err(ApiError::unauthorized());

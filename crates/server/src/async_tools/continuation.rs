@@ -124,9 +124,20 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
     let Ok(built) = service.agent(account, agent_id).await else {
         return false;
     };
-    let event_id = format!("{parent}{CONTINUATION_SUFFIX}");
-    let record = runs::new_event(account, agent_id, &event_id, &parent_event.conversation_key);
-    match store.insert_event(&record).await {
+    let root = root_event(parent).to_string();
+    let mut request = RunRequest {
+        account: account.to_string(),
+        agent_id: agent_id.to_string(),
+        event_id: format!("{parent}{CONTINUATION_SUFFIX}"),
+        conversation_key: parent_event.conversation_key,
+        thread: parent_event.thread_id,
+        messages: Vec::new(),
+        approvals: Vec::new(),
+        tool_results: Vec::new(),
+        path: RequestPath::Background,
+        status_event: root,
+    };
+    match store.insert_event(&request.new_event()).await {
         Ok(true) => {}
         Ok(false) => return false,
         Err(e) => {
@@ -141,23 +152,11 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
             return false;
         }
     };
-    let messages = rows
+    request.messages = rows
         .iter()
         .filter(|r| r.external)
         .map(injected_row)
         .collect();
-    let root = root_event(parent).to_string();
-    let request = RunRequest {
-        account: account.to_string(),
-        agent_id: agent_id.to_string(),
-        event_id,
-        conversation_key: parent_event.conversation_key,
-        messages,
-        approvals: Vec::new(),
-        tool_results: Vec::new(),
-        path: RequestPath::Background,
-        status_event: root,
-    };
     let service = service.clone();
     service.clone().spawn(async move {
         // The conversation may be held for a moment by the run that made the calls (ending)

@@ -1,6 +1,6 @@
 //! The journal's and the ledger's rules, alone and written with the thread.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use toolsmith_core::Message;
 
 use super::started;
@@ -366,6 +366,37 @@ pub(super) async fn write_and_intend<S: Store>(store: &S) {
         committed.claims,
         [unsettled()],
         "[Write, Intend] reports an earlier claim of the key"
+    );
+}
+
+/// A call without side effects recorded once it ended: `Intend` keeps the entry as it stands,
+/// status and output, alone and in `[Write, Intend]` (one statement where a backend has it).
+pub(super) async fn record_ended<S: Store>(store: &S) {
+    store.create_thread(NewThread::new("t-re")).await.unwrap();
+    let ended = |call: &str, seq: u64, output: Value| {
+        let mut entry = entry(call, seq, false);
+        entry.thread_id = "t-re".into();
+        entry.status = EffectStatus::Succeeded;
+        entry.output = Some(output);
+        entry
+    };
+    let (first, second) = (
+        ended("c1", 0, json!({"sum": 2})),
+        ended("c2", 1, json!("text")),
+    );
+    assert_eq!(intend(store, &first).await.unwrap(), Claim::New);
+    let step = [Message::user("Add."), Message::assistant("4")];
+    let save = ThreadWrite::new("t-re", 0, 0, &step, ThreadStatus::Running);
+    let committed = store
+        .commit(Batch::new().write(save).intend(&second))
+        .await
+        .unwrap();
+    assert_eq!(committed.version, Some(1));
+    assert_eq!(committed.claims, [Claim::New]);
+    assert_eq!(
+        store.journal("t-re").await.unwrap(),
+        [first, second],
+        "recorded with their status and output"
     );
 }
 

@@ -47,6 +47,7 @@ pub async fn check<S: Store>(store: Arc<S>) {
     journal::combined_journal_and_ledger(&*store).await;
     journal::settle_and_write(&*store).await;
     journal::write_and_intend(&*store).await;
+    journal::record_ended(&*store).await;
     batch::mixed_batches(&*store).await;
     batch::all_or_nothing(&*store).await;
     variables(&*store).await;

@@ -19,6 +19,8 @@ enum Planned {
     Recorded(CallOutcome),
     /// A new attempt's intent (with its key's claim when it is unsafe to repeat).
     Attempt(JournalEntry),
+    /// Nothing yet: a new attempt of a call without side effects, recorded with its outcome.
+    Later(JournalEntry),
     /// The key of an attempt a crash interrupted, claimed again: the ledger decides.
     Claim(JournalEntry),
     /// Nothing, and the run stops: the call's id was used before for another call.
@@ -36,12 +38,22 @@ impl RunLog for StoredRun {
             .iter()
             .map(|s| self.settled_entry(s))
             .collect::<Result<_, _>>()?;
-        let planned = batch
-            .intend
-            .map_or(Planned::Nothing, |call| self.plan(call));
+        let planned = match batch.intend.map(|call| (call, self.plan(call))) {
+            None => Planned::Nothing,
+            Some((call, Planned::Attempt(entry))) if !call.side_effect => Planned::Later(entry),
+            Some((_, planned)) => planned,
+        };
         let (version, count) = *lock(&self.written);
+        // A call recorded only here is recorded now, as it ended; the others are settled.
+        let recorded_now: Vec<bool> = {
+            let unwritten = lock(&self.unwritten);
+            settled
+                .iter()
+                .map(|entry| unwritten.contains(&entry.tool_call_id))
+                .collect()
+        };
         let mut ops = Batch::new();
-        for entry in &settled {
+        for (entry, _) in settled.iter().zip(&recorded_now).filter(|(_, now)| !**now) {
             ops = ops.settle(settlement(entry));
         }
         // A save that changes nothing — no new message, still running, as the thread has been
@@ -72,25 +84,36 @@ impl RunLog for StoredRun {
                 ops = ops.release(&self.thread);
             }
         }
+        // After the write: `[Write, Intend]` is one statement where a backend has such shapes.
+        for (entry, _) in settled.iter().zip(&recorded_now).filter(|(_, now)| **now) {
+            ops = ops.intend(entry);
+        }
         match &planned {
             Planned::Attempt(entry) => ops = ops.intend(entry),
             Planned::Claim(entry) => {
                 let key = entry.idempotency_key.as_deref().unwrap_or_default();
                 ops = ops.claim_key(key, &self.thread);
             }
-            Planned::Nothing | Planned::Recorded(_) | Planned::Refused(_) => {}
+            Planned::Nothing | Planned::Later(_) | Planned::Recorded(_) | Planned::Refused(_) => {}
         }
         let committed = match ops.is_empty() {
             true => crate::Committed::default(),
             false => self.store.commit(ops).await.map_err(failed)?,
         };
+        if recorded_now.contains(&true) {
+            let mut unwritten = lock(&self.unwritten);
+            for entry in &settled {
+                unwritten.remove(&entry.tool_call_id);
+            }
+        }
         for entry in settled {
             self.remember(entry);
         }
         if let (Some(save), Some(next)) = (save, committed.version) {
             *lock(&self.written) = (next, (save.unchanged + save.tail.len()) as u64);
         }
-        let claim = committed.claims.into_iter().next().unwrap_or(Claim::New);
+        // The planned call's claim comes last.
+        let claim = committed.claims.into_iter().last().unwrap_or(Claim::New);
         let intent = match planned {
             Planned::Nothing => return Ok(Committed::default()),
             Planned::Refused(e) => return Err(e),
@@ -98,6 +121,11 @@ impl RunLog for StoredRun {
             Planned::Attempt(entry) => {
                 self.remember(entry.clone());
                 self.decide(entry, claim).await?
+            }
+            Planned::Later(entry) => {
+                lock(&self.unwritten).insert(entry.tool_call_id.clone());
+                self.remember(entry);
+                Intent::Execute
             }
             Planned::Claim(entry) => self.decide(entry, claim).await?,
         };

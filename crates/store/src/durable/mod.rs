@@ -4,9 +4,10 @@
 //! [`StoredRun`] is the [`RunLog`](toolsmith_agent::RunLog) over a store: it claims the thread
 //! for the run (so that of two processes continuing one thread exactly one proceeds), and writes
 //! each batch of the run's journal as one [`Store::commit`] (`commit.rs`): the thread at the
-//! loop's save points, every call's intent before it executes and outcome after (`succeeded` /
-//! `failed` / `unknown`) and, for side-effecting tools that are not idempotent, the claim of the
-//! call's idempotency key in the ledger. Resuming a thread a crash interrupted goes on under the
+//! loop's save points, every side-effecting call's intent before it executes and outcome after
+//! (`succeeded` / `failed` / `unknown`; a call without side effects is recorded once, with its
+//! outcome, in the save of its result) and, for side-effecting tools that are not idempotent,
+//! the claim of the call's idempotency key in the ledger. Resuming a thread a crash interrupted goes on under the
 //! interrupted run's id: recorded outcomes are reused, idempotent calls run again, and a
 //! non-idempotent call that started and never settled is reconciled, reverted, or reported to
 //! the model with the Smithers resume warning; it never runs blindly twice.
@@ -38,7 +39,7 @@
 
 mod commit;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -110,6 +111,9 @@ pub struct StoredRun {
     written: Mutex<(u64, u64)>,
     /// The latest journal entry of each of this run's calls.
     calls: Mutex<HashMap<String, JournalEntry>>,
+    /// The calls whose latest entry is not in the store yet: calls without side effects,
+    /// recorded once they end.
+    unwritten: Mutex<HashSet<String>>,
     next_seq: AtomicU64,
 }
 
@@ -287,6 +291,7 @@ impl StoredRun {
             run_id,
             written: Mutex::new(written),
             calls: Mutex::new(calls),
+            unwritten: Mutex::default(),
             next_seq: AtomicU64::new(next_seq),
         }
     }

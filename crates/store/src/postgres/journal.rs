@@ -39,14 +39,15 @@ impl<'a> EntryKey<'a> {
     }
 }
 
-/// A journal entry's values as [`INSERT_ENTRY`] binds them (`run_id` … `has_revert`), its
-/// input as JSON.
+/// A journal entry's values as [`INSERT_ENTRY`] binds them (`run_id` … `has_revert`, then
+/// `output`), its input and output as JSON.
 pub(super) struct NewEntry<'a> {
     entry: &'a JournalEntry,
     attempt: i32,
     seq: i64,
     input: String,
     status: &'static str,
+    output: Option<String>,
 }
 
 impl<'a> NewEntry<'a> {
@@ -57,28 +58,29 @@ impl<'a> NewEntry<'a> {
             seq: entry.seq as i64,
             input: to_json(&entry.input)?,
             status: entry.status.as_str(),
+            output: entry.output.as_ref().map(to_json).transpose()?,
         })
     }
 
-    /// The thirteen values, in the INSERT's column order.
-    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 13] {
+    /// The fourteen values, in the INSERT's column order but `output`, last.
+    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 14] {
         let e = self.entry;
         #[rustfmt::skip]
-        let values: [&(dyn ToSql + Sync); 13] = [
+        let values: [&(dyn ToSql + Sync); 14] = [
             &e.run_id, &e.tool_call_id, &self.attempt, &e.thread_id, &e.tool_name, &self.seq,
             &self.input, &e.side_effect, &e.idempotent, &e.idempotency_key, &self.status,
-            &e.accepts_idempotency_key, &e.has_revert,
+            &e.accepts_idempotency_key, &e.has_revert, &self.output,
         ];
         values
     }
 }
 
-/// The INSERT that records a journal entry (`$1`…`$13`, [`NewEntry::values`]); a second
-/// record of one attempt keeps the first.
+/// The INSERT that records a journal entry as it stands (`$1`…`$14`, [`NewEntry::values`]);
+/// a second record of one attempt keeps the first.
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
      tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output, \
      accepts_idempotency_key, has_revert) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, $12, $13) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $14, $12, $13) \
      ON CONFLICT (thread_id, run_id, tool_call_id, attempt) DO NOTHING";
 
 /// Records `entry`; a second record of one attempt keeps the first.
@@ -106,9 +108,9 @@ pub(super) async fn intend_and_claim(
     let sql = format!(
         "WITH entry AS ({INSERT_ENTRY}), \
          claimed AS (INSERT INTO ledger (key, thread_id, status, output, created_at) \
-             VALUES ($14, $4, 'intended', NULL, $15) ON CONFLICT (key) DO NOTHING RETURNING 1) \
+             VALUES ($15, $4, 'intended', NULL, $16) ON CONFLICT (key) DO NOTHING RETURNING 1) \
          SELECT EXISTS (SELECT 1 FROM claimed), l.status, l.output \
-         FROM (SELECT 1) AS one LEFT JOIN ledger AS l ON l.key = $14"
+         FROM (SELECT 1) AS one LEFT JOIN ledger AS l ON l.key = $15"
     );
     let statement = client.prepare_cached(&sql).await.map_err(backend)?;
     let row = client

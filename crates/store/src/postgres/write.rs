@@ -47,12 +47,12 @@ fn write_ctes(condition: &str) -> String {
 static WRITE: LazyLock<String> =
     LazyLock::new(|| format!("WITH {} SELECT version FROM t", write_ctes("")));
 
-/// The journal entry's INSERT over `$8`…`$20`, when the thread's row changed.
+/// The journal entry's INSERT over `$8`…`$21`, when the thread's row changed.
 const INTEND: &str = "entry AS (INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, \
      tool_name, seq, input, side_effect, idempotent, idempotency_key, status, output, \
      accepts_idempotency_key, has_revert) \
      SELECT $8::TEXT, $9::TEXT, $10::INTEGER, $11::TEXT, $12::TEXT, $13::BIGINT, $14::TEXT, \
-         $15::BOOLEAN, $16::BOOLEAN, $17::TEXT, $18::TEXT, NULL, $19::BOOLEAN, $20::BOOLEAN \
+         $15::BOOLEAN, $16::BOOLEAN, $17::TEXT, $18::TEXT, $21::TEXT, $19::BOOLEAN, $20::BOOLEAN \
      WHERE EXISTS (SELECT 1 FROM t) \
      ON CONFLICT (thread_id, run_id, tool_call_id, attempt) DO NOTHING)";
 
@@ -63,16 +63,16 @@ static WRITE_AND_INTEND: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// With the claim of key `$21`. The final SELECT reads the statement's snapshot: an earlier
+/// With the claim of key `$22`. The final SELECT reads the statement's snapshot: an earlier
 /// claim's row, or none when this statement made the claim.
 static WRITE_AND_INTEND_CLAIM: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH {}, {INTEND}, \
          claimed AS (INSERT INTO ledger (key, thread_id, status, output, created_at) \
-             SELECT $21::TEXT, $11::TEXT, 'intended', NULL, $7 WHERE EXISTS (SELECT 1 FROM t) \
+             SELECT $22::TEXT, $11::TEXT, 'intended', NULL, $7 WHERE EXISTS (SELECT 1 FROM t) \
              ON CONFLICT (key) DO NOTHING RETURNING 1) \
          SELECT t.version, EXISTS (SELECT 1 FROM claimed), l.status, l.output \
-         FROM t LEFT JOIN ledger AS l ON l.key = $21",
+         FROM t LEFT JOIN ledger AS l ON l.key = $22",
         write_ctes("")
     )
 });

@@ -22,6 +22,7 @@ pub(super) enum Owned {
     Intend {
         entry: JournalEntry,
         input: String,
+        output: Option<String>,
     },
     ClaimKey {
         key: String,
@@ -46,6 +47,7 @@ pub(super) fn prepare(batch: &Batch<'_>) -> Result<Vec<Owned>, StoreError> {
                 Op::Intend(entry) => Owned::Intend {
                     entry: entry.clone(),
                     input: to_json(&entry.input)?,
+                    output: entry.output.as_ref().map(to_json).transpose()?,
                 },
                 Op::ClaimKey { key, thread } => Owned::ClaimKey {
                     key: key.to_string(),
@@ -70,10 +72,15 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
                 output,
             } => journal::settle_call(&tx, entry, *status, output)?,
             Owned::Write(tail) => committed.version = Some(tail.write(&tx)?),
-            Owned::Intend { entry, input } => {
+            Owned::Intend {
+                entry,
+                input,
+                output,
+            } => {
+                let output = output.as_deref();
                 committed
                     .claims
-                    .push(journal::intend_call(&tx, entry, input)?);
+                    .push(journal::intend_call(&tx, entry, input, output)?);
             }
             Owned::ClaimKey { key, thread } => {
                 committed.claims.push(journal::claim(&tx, key, thread)?);

@@ -6,13 +6,19 @@ use super::{backend, from_json, status};
 use crate::store::now_millis;
 use crate::{Claim, EffectStatus, JournalEntry, StoreError};
 
-/// Records `entry` (its input already JSON); a second record of one attempt keeps the first.
-fn intend(conn: &Connection, entry: &JournalEntry, input: &str) -> Result<(), StoreError> {
+/// Records `entry` as it stands (its input and output already JSON); a second record of one
+/// attempt keeps the first.
+fn intend(
+    conn: &Connection,
+    entry: &JournalEntry,
+    input: &str,
+    output: Option<&str>,
+) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO journal (run_id, tool_call_id, attempt, thread_id, tool_name, seq, \
          input, side_effect, idempotent, idempotency_key, status, output, \
          accepts_idempotency_key, has_revert) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, NULL, ?12, ?13) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?14, ?12, ?13) \
          ON CONFLICT(thread_id, run_id, tool_call_id, attempt) DO NOTHING",
     )
     .and_then(|mut insert| {
@@ -30,6 +36,7 @@ fn intend(conn: &Connection, entry: &JournalEntry, input: &str) -> Result<(), St
             entry.status.as_str(),
             entry.accepts_idempotency_key,
             entry.has_revert,
+            output,
         ])
     })
     .map_err(backend)?;
@@ -118,13 +125,15 @@ pub(super) fn settle_call(
     }
 }
 
-/// Records a call (its input already JSON) and, when it is unsafe to repeat, claims its key.
+/// Records a call as it stands (its input and output already JSON) and, when it is unsafe to
+/// repeat, claims its key.
 pub(super) fn intend_call(
     conn: &Connection,
     entry: &JournalEntry,
     input: &str,
+    output: Option<&str>,
 ) -> Result<Claim, StoreError> {
-    intend(conn, entry, input)?;
+    intend(conn, entry, input, output)?;
     match entry.key_to_claim() {
         Some(key) => claim(conn, key, &entry.thread_id),
         None => Ok(Claim::New),
