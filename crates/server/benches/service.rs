@@ -8,11 +8,12 @@
 //! One run is the AI SDK's chat request (a new chat, one user message) answered as a UI message
 //! stream: the model calls `calculator`, the tool runs, the model answers — two model calls.
 //! The model is a loopback server in this process speaking OpenAI's Chat Completions stream.
-//! Both servers run as processes of their own: toolsmith's is this binary started again as a
-//! service (`__serve`, a SQLite store in a temporary folder: every run is stored as it goes;
-//! mimalloc, as in the `toolsmith` binary),
-//! the peer is `bench/ai-sdk/server.mjs` (`streamText` with one tool,
-//! `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS concurrent clients (default 8)
+//! The servers run as processes of their own: toolsmith's is this binary started again as a
+//! service (mimalloc, as in the `toolsmith` binary), twice — `__serve`, a SQLite store in a
+//! temporary folder (every run is stored as it goes: durable, the service's default), then
+//! `__serve_memory`, a store in memory (nothing durable: what the peer does, so the difference
+//! between the two rows is the price of durability); the peer is `bench/ai-sdk/server.mjs`
+//! (`streamText` with one tool, `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS concurrent clients (default 8)
 //! for SECONDS (default 10) after a 2-second warm-up; the report gives runs per second, the
 //! latency of a run (p50, p99) and the server's CPU time per run, read from
 //! `/proc/<pid>/stat`, which makes the comparison per core.
@@ -27,6 +28,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -50,6 +52,10 @@ fn main() {
         .unwrap();
     if args.get(1).map(String::as_str) == Some("__serve") {
         runtime.block_on(serve(&args[2]));
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("__serve_memory") {
+        runtime.block_on(serve_memory(&args[2]));
         return;
     }
     // cargo bench passes `--bench`; the numbers and the mode are ours.
@@ -147,6 +153,39 @@ fn server_command(db: &str) -> Command {
     };
     command.args(["__serve", db]);
     command
+}
+
+/// Runs this binary as the service over a store in memory (`__serve_memory`), nothing durable,
+/// as the peer keeps nothing: this run's account and the agent `calc` on the model at `base`
+/// made in it, the account's secret printed after the address.
+async fn serve_memory(base: &str) {
+    let store = Arc::new(toolsmith_store::MemoryStore::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let options = ServiceOptions {
+        workspaces: std::env::temp_dir().join(format!("toolsmith-bench-{}", std::process::id())),
+        ..ServiceOptions::default()
+    };
+    let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
+    let secret = provision(&service, base, json!({})).await;
+    println!("listening on {url} {secret}");
+    toolsmith_server::serve(listener, service, std::future::pending()).await;
+}
+
+/// This run's account (its secret) and the agent `calc` on the model at `base`, its
+/// `calculator` entry as given, made in `service`.
+async fn provision(service: &Service, base: &str, calculator: Value) -> String {
+    let secret = admin::create_account(service, &account()).await.unwrap();
+    let config = json!({
+        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
+        "tools": {"calculator": calculator},
+        "maxSteps": 5,
+    });
+    service
+        .put_agent(&account(), "calc", &config)
+        .await
+        .unwrap();
+    secret
 }
 
 /// A server process and its URL, from the `listening on …` line it prints.
@@ -290,13 +329,7 @@ async fn setup(dir: &std::path::Path, calculator: Value) -> (String, String, Chi
         ..ServiceOptions::default()
     };
     let setup = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, "");
-    let secret = admin::create_account(&setup, &account()).await.unwrap();
-    let config = json!({
-        "model": {"provider": "openai-compatible", "name": "mock", "baseUrl": base},
-        "tools": {"calculator": calculator},
-        "maxSteps": 5,
-    });
-    setup.put_agent(&account(), "calc", &config).await.unwrap();
+    let secret = provision(&setup, &base, calculator).await;
     drop(setup);
     let (child, url) = started(server_command(&db));
     (base, secret, child, url)
@@ -455,6 +488,13 @@ async fn compare(span: Duration, clients: usize) {
     let toolsmith_url = format!("{url}/agents/calc/chat");
     let measured = drive(&toolsmith_url, &secret, toolsmith.id(), span, clients).await;
     let _ = toolsmith.kill();
+    let mut in_memory = Command::new(std::env::current_exe().unwrap());
+    in_memory.args(["__serve_memory", &base]);
+    let (mut in_memory, line) = started(in_memory);
+    let (url, secret) = line.split_once(' ').unwrap();
+    let in_memory_url = format!("{url}/agents/calc/chat");
+    let unstored = drive(&in_memory_url, secret, in_memory.id(), span, clients).await;
+    let _ = in_memory.kill();
 
     let peer_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/ai-sdk");
     let node = format!("{peer_dir}/node_modules/.bin/node");
@@ -486,12 +526,18 @@ async fn compare(span: Duration, clients: usize) {
         );
     };
     row("toolsmith serve (chat route, SQLite)", &measured);
+    row("toolsmith serve (chat route, in memory)", &unstored);
     if let Some(peer) = &peer {
         row("Node + AI SDK (streamText, one tool)", peer);
-        println!(
-            "\nratios, toolsmith ÷ AI SDK: runs per server CPU-second {:.1}×, p99 {:.2}×",
-            peer.cpu_per_run().as_secs_f64() / measured.cpu_per_run().as_secs_f64().max(1e-9),
-            measured.percentile(0.99).as_secs_f64() / peer.percentile(0.99).as_secs_f64(),
-        );
+        let ratios = |name: &str, m: &Measured| {
+            println!(
+                "ratios, toolsmith ({name}) ÷ AI SDK: runs per server CPU-second {:.1}×, p99 {:.2}×",
+                peer.cpu_per_run().as_secs_f64() / m.cpu_per_run().as_secs_f64().max(1e-9),
+                m.percentile(0.99).as_secs_f64() / peer.percentile(0.99).as_secs_f64(),
+            );
+        };
+        println!();
+        ratios("SQLite", &measured);
+        ratios("in memory", &unstored);
     }
 }
