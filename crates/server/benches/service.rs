@@ -13,10 +13,10 @@
 //! temporary folder (every run is stored as it goes: durable, the service's default), then
 //! `__serve_memory`, a store in memory (nothing durable: what the peer does, so the difference
 //! between the two rows is the price of durability); the peer is `bench/ai-sdk/server.mjs`
-//! (`streamText` with one tool, `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS concurrent clients (default 8)
-//! for SECONDS (default 10) after a 2-second warm-up; the report gives runs per second, the
-//! latency of a run (p50, p99) and the server's CPU time per run, read from
-//! `/proc/<pid>/stat`, which makes the comparison per core.
+//! (`streamText` with one tool, `pipeUIMessageStreamToResponse`). Each is driven by CLIENTS
+//! concurrent clients (default 8) for SECONDS (default 10) after a 2-second warm-up; the report
+//! gives runs per second, the latency of a run (p50, p99) and the server's CPU time per run,
+//! read from `/proc/<pid>/stat`, which makes the comparison per core.
 //!
 //! Two more measures of the service alone:
 //!
@@ -136,10 +136,11 @@ async fn serve(db: &str) {
     toolsmith_server::serve(listener, service, std::future::pending()).await;
 }
 
-/// The command that starts this binary as the service over `db`: under the command that
-/// `SERVICE_BENCH_WRAP` names, if set (`valgrind --tool=callgrind`, say, to count instructions
-/// rather than time them: exact from one build to the next on a noisy machine).
-fn server_command(db: &str) -> Command {
+/// The command that starts this binary as a server (`mode`, `__serve` or `__serve_memory`, with
+/// its argument): under the command that `SERVICE_BENCH_WRAP` names, if set (`valgrind
+/// --tool=callgrind`, say, to count instructions rather than time them: exact from one build to
+/// the next on a noisy machine).
+fn server_command(mode: &str, arg: &str) -> Command {
     let exe = std::env::current_exe().unwrap();
     let wrap = std::env::var("SERVICE_BENCH_WRAP").unwrap_or_default();
     let mut words = wrap.split_whitespace();
@@ -151,7 +152,7 @@ fn server_command(db: &str) -> Command {
         }
         None => Command::new(exe),
     };
-    command.args(["__serve", db]);
+    command.args([mode, arg]);
     command
 }
 
@@ -331,7 +332,7 @@ async fn setup(dir: &std::path::Path, calculator: Value) -> (String, String, Chi
     let setup = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, "");
     let secret = provision(&setup, &base, calculator).await;
     drop(setup);
-    let (child, url) = started(server_command(&db));
+    let (child, url) = started(server_command("__serve", &db));
     (base, secret, child, url)
 }
 
@@ -488,9 +489,7 @@ async fn compare(span: Duration, clients: usize) {
     let toolsmith_url = format!("{url}/agents/calc/chat");
     let measured = drive(&toolsmith_url, &secret, toolsmith.id(), span, clients).await;
     let _ = toolsmith.kill();
-    let mut in_memory = Command::new(std::env::current_exe().unwrap());
-    in_memory.args(["__serve_memory", &base]);
-    let (mut in_memory, line) = started(in_memory);
+    let (mut in_memory, line) = started(server_command("__serve_memory", &base));
     let (url, secret) = line.split_once(' ').unwrap();
     let in_memory_url = format!("{url}/agents/calc/chat");
     let unstored = drive(&in_memory_url, secret, in_memory.id(), span, clients).await;

@@ -44,7 +44,9 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct State {
     threads: HashMap<String, (Thread, Vec<Message>)>,
-    journal: Vec<JournalEntry>,
+    /// Each thread's journal, in the order entries were recorded (a map: a commit looks only at
+    /// its own thread's entries, however many other runs the store holds).
+    journal: HashMap<String, Vec<JournalEntry>>,
     ledger: HashMap<String, (EffectStatus, Option<Value>)>,
     variables: HashMap<String, std::collections::BTreeMap<String, StoredValue>>,
     credentials: HashMap<String, std::collections::BTreeMap<String, Vec<u8>>>,
@@ -71,9 +73,9 @@ enum Undo {
         keep: usize,
         removed: Vec<Message>,
     },
-    /// The journal's length before an entry was added.
-    Appended(usize),
-    /// A journal entry as it was.
+    /// A thread's journal's length before an entry was added.
+    Appended(String, usize),
+    /// A journal entry as it was (its thread's, at this place).
     Entry(usize, JournalEntry),
     /// A ledger key as it was (`None`: not there).
     Key(String, Option<(EffectStatus, Option<Value>)>),
@@ -126,8 +128,16 @@ impl State {
                         *thread = record;
                     }
                 }
-                Undo::Appended(len) => self.journal.truncate(len),
-                Undo::Entry(at, entry) => self.journal[at] = entry,
+                Undo::Appended(thread, len) => {
+                    if let Some(entries) = self.journal.get_mut(&thread) {
+                        entries.truncate(len);
+                    }
+                }
+                Undo::Entry(at, entry) => {
+                    if let Some(entries) = self.journal.get_mut(&entry.thread_id) {
+                        entries[at] = entry;
+                    }
+                }
                 Undo::Key(key, None) => {
                     self.ledger.remove(&key);
                 }
@@ -140,10 +150,10 @@ impl State {
 
     /// Records `entry`; a second record of one attempt keeps the first.
     fn intend(&mut self, entry: &JournalEntry, undo: &mut Vec<Undo>) {
-        let exists = self.journal.iter().any(|e| e.same_attempt(entry));
-        if !exists {
-            undo.push(Undo::Appended(self.journal.len()));
-            self.journal.push(entry.clone());
+        let entries = self.journal.entry(entry.thread_id.clone()).or_default();
+        if !entries.iter().any(|e| e.same_attempt(entry)) {
+            undo.push(Undo::Appended(entry.thread_id.clone(), entries.len()));
+            entries.push(entry.clone());
         }
     }
 
@@ -156,8 +166,8 @@ impl State {
         } = settled;
         let at = self
             .journal
-            .iter()
-            .position(|e| e.same_attempt(entry))
+            .get(&entry.thread_id)
+            .and_then(|entries| entries.iter().position(|e| e.same_attempt(entry)))
             .ok_or_else(|| StoreError::NotFound(entry.record_name()))?;
         let key = entry.key_to_claim();
         if let Some(key) = key
@@ -165,7 +175,13 @@ impl State {
         {
             return Err(StoreError::NotFound(format!("idempotency key {key}")));
         }
-        let recorded = &mut self.journal[at];
+        let Some(recorded) = self
+            .journal
+            .get_mut(&entry.thread_id)
+            .and_then(|entries| entries.get_mut(at))
+        else {
+            return Err(StoreError::NotFound(entry.record_name()));
+        };
         undo.push(Undo::Entry(at, recorded.clone()));
         recorded.status = status;
         recorded.output = Some(output.clone());
@@ -342,10 +358,9 @@ impl Store for MemoryStore {
         let mut entries: Vec<JournalEntry> = self
             .state()
             .journal
-            .iter()
-            .filter(|e| e.thread_id == thread)
+            .get(thread)
             .cloned()
-            .collect();
+            .unwrap_or_default();
         entries.sort_by_key(|e| (e.seq, e.attempt));
         Ok(entries)
     }
