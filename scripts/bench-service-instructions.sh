@@ -28,7 +28,7 @@ SERVICE_BENCH_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/callgrin
   "$bench" 40 8 >"$out/bench.log" 2>&1 &
 bench_pid=$!
 sleep 25
-pid=$(pgrep -f "valgrind.*__serve sqlite" | head -1)
+pid=$(pgrep -nf "valgrind.*__serve sqlite")
 db=$(readlink /proc/"$pid"/fd/* 2>/dev/null | grep -m1 '\.db$')
 threads() {
   python3 -c 'import sqlite3,sys
