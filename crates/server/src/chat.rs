@@ -298,8 +298,10 @@ pub(crate) async fn chat(
         tool_results,
         path: RequestPath::Stream,
     };
-    store.insert_event(&request.new_event()).await?;
-    let input = runs::claim(&service, &request).await?;
+    // A chat's event id is new: a duplicate (which cannot be) ends the stream at once.
+    let Some(input) = runs::claim(&service, &request).await? else {
+        return Ok(sse::empty());
+    };
     let receiver = runs::streamed(&service, built, request, input, 256);
     let message_id = turn_message_id;
     let encode = move |item: &Outgoing| encode(item, &message_id);

@@ -27,12 +27,11 @@ pub(crate) async fn run_streamed(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let Some(request) = begin(&service, &headers, &body, RequestPath::Stream).await? else {
-        return Ok(sse::empty());
-    };
-    let (built, request) = request;
+    let (built, request) = begin(&service, &headers, &body, RequestPath::Stream).await?;
     let input = match runs::claim(&service, &request).await {
-        Ok(input) => input,
+        Ok(Some(input)) => input,
+        // A duplicate event id: an empty stream.
+        Ok(None) => return Ok(sse::empty()),
         Err(e) => return Err(fail_event(&service, &request, e).await),
     };
     let receiver = runs::streamed(&service, built, request, input, STREAM_BUFFER);
@@ -64,13 +63,11 @@ pub(crate) async fn run_async(
         )
             .into_response()
     };
-    let Some((built, request)) = begin(&service, &headers, &body, RequestPath::Background).await?
-    else {
-        // The event was started before: where it stands is at its statusUrl.
-        return Ok(accepted(&service));
-    };
+    let (built, request) = begin(&service, &headers, &body, RequestPath::Background).await?;
     let input = match runs::claim(&service, &request).await {
-        Ok(input) => input,
+        Ok(Some(input)) => input,
+        // The event was started before: where it stands is at its statusUrl.
+        Ok(None) => return Ok(accepted(&service)),
         Err(e) => return Err(fail_event(&service, &request, e).await),
     };
     let response = accepted(&service);
@@ -78,14 +75,14 @@ pub(crate) async fn run_async(
     Ok(response)
 }
 
-/// The checks both run routes make, then the event recorded: `None` for a duplicate event id.
+/// The checks both run routes make, and the run they ask for (its event is recorded by
+/// [`runs::claim`]).
 async fn begin(
     service: &Service,
     headers: &HeaderMap,
     body: &[u8],
     path: RequestPath,
-) -> Result<Option<(std::sync::Arc<crate::service::BuiltAgent>, RunRequest)>, ApiError> {
-    let store = service.inner.store.clone();
+) -> Result<(std::sync::Arc<crate::service::BuiltAgent>, RunRequest), ApiError> {
     let account = auth::caller(service, headers).await?;
     let body = RunBody::parse(body)?;
     let built = service.agent(&account.name, &body.agent_id).await?;
@@ -104,10 +101,7 @@ async fn begin(
         tool_results: body.tool_results,
         path,
     };
-    if !store.insert_event(&request.new_event()).await? {
-        return Ok(None);
-    }
-    Ok(Some((built, request)))
+    Ok((built, request))
 }
 
 /// Marks the event failed with the error a run could not start with, and returns the error.

@@ -21,8 +21,8 @@ use toolsmith_core::{
     Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
 };
 use toolsmith_store::{
-    DurableError, EventRecord, EventStatus, NewThread, StoredRun, Thread, ThreadStatus,
-    keep_variables, thread_variables,
+    DurableError, EventRecord, EventStatus, Holder, NewThread, StoreError, StoredRun, Thread,
+    ThreadStatus, keep_variables, thread_variables,
 };
 
 use crate::async_tools::continuation;
@@ -184,14 +184,35 @@ pub(crate) enum Outgoing {
     Waiting(usize),
 }
 
-/// Claims the conversation's thread for `request` and returns the run's input.
+/// Records the request's event ([`RunRequest::new_event`]) and claims the conversation's thread
+/// for it: the run's input, or `None` for a duplicate event (nothing is claimed then). A new
+/// conversation's thread is started in the event's transaction
+/// ([`ServiceStore::start_event`](toolsmith_store::ServiceStore::start_event)).
 ///
 /// # Errors
 ///
 /// 409 when another run holds the conversation or it waits for answers the request does not
 /// give; 400 for a request with nothing to run.
-pub(crate) async fn claim(service: &Service, request: &RunRequest) -> Result<RunInput, ApiError> {
+pub(crate) async fn claim(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<Option<RunInput>, ApiError> {
     claim_with(service, request, Claim::Request).await
+}
+
+/// [`claim`] for a request whose event is recorded already (a continuation records its own
+/// first: that insert is what makes it happen once).
+///
+/// # Errors
+///
+/// As [`claim`].
+pub(crate) async fn claim_recorded(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<RunInput, ApiError> {
+    claim_with(service, request, Claim::Recorded)
+        .await?
+        .ok_or_else(no_event)
 }
 
 /// [`claim`] for a run that brings no message, only calls to make before its first step
@@ -204,7 +225,9 @@ pub(crate) async fn claim_for_start_call(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, Claim::StartCall).await
+    claim_with(service, request, Claim::StartCall)
+        .await?
+        .ok_or_else(no_event)
 }
 
 /// [`claim`] of a conversation whose run was interrupted (its replica gone): the run resumes
@@ -217,14 +240,26 @@ pub(crate) async fn claim_interrupted(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, Claim::Interrupted).await
+    claim_with(service, request, Claim::Interrupted)
+        .await?
+        .ok_or_else(no_event)
+}
+
+/// A claim that records no event found its event a duplicate: it cannot.
+fn no_event() -> ApiError {
+    ApiError::internal(
+        "claiming the conversation",
+        "a claim that records no event found a duplicate",
+    )
 }
 
 /// What a claim is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Claim {
-    /// A request: new messages, or answers to a paused run.
+    /// A request: new messages, or answers to a paused run. Its event is recorded.
     Request,
+    /// A request whose event is recorded already.
+    Recorded,
     /// A run with only start calls.
     StartCall,
     /// Taking over an interrupted run.
@@ -235,14 +270,16 @@ async fn claim_with(
     service: &Service,
     request: &RunRequest,
     claim: Claim,
-) -> Result<RunInput, ApiError> {
+) -> Result<Option<RunInput>, ApiError> {
     let store = service.inner.store.clone();
     let thread = &request.thread;
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
+    // The request's event, until recorded.
+    let mut event = (claim == Claim::Request).then(|| request.new_event());
     let mut found = store.thread(thread).await?;
-    // A new conversation: its thread created, the prompt stored and the run claimed, with
-    // nothing to read back.
+    // A new conversation: its thread created, the prompt stored and the run claimed (with the
+    // request's event), with nothing to read back.
     let mut started = None;
     let fresh = claim == Claim::StartCall || !request.messages.is_empty();
     if found.is_none() && claim != Claim::Interrupted && fresh {
@@ -253,12 +290,47 @@ async fn claim_with(
             conversation_key: request.conversation_key.clone(),
         };
         let new = owner.tag(NewThread::new(thread.as_str()));
-        match StoredRun::start_new(store.clone(), new, request.messages.clone()).await {
-            Ok((run, messages)) => started = Some(run.with_lease(lease).input(messages)),
-            // Created by another request meanwhile: as any existing conversation.
-            Err(DurableError::Busy(_)) => found = store.thread(thread).await?,
-            Err(e) => return Err(durable_error(e)),
+        let prompt = request.messages.clone();
+        let run = match event.take() {
+            Some(record) => {
+                let run_id = uuid::Uuid::new_v4().to_string();
+                let holder = Holder::current();
+                match store
+                    .start_event(&record, new, &prompt, &run_id, &holder)
+                    .await
+                {
+                    Ok(Some(version)) => Some(StoredRun::started(
+                        store.clone(),
+                        thread.clone(),
+                        run_id,
+                        version,
+                        prompt,
+                    )),
+                    Ok(None) => return Ok(None),
+                    // Created by another request meanwhile: as any existing conversation, the
+                    // event still to record.
+                    Err(StoreError::Exists(_)) => {
+                        event = Some(record);
+                        None
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            None => match StoredRun::start_new(store.clone(), new, prompt).await {
+                Ok(run) => Some(run),
+                Err(DurableError::Busy(_)) => None,
+                Err(e) => return Err(durable_error(e)),
+            },
+        };
+        match run {
+            Some((run, messages)) => started = Some(run.with_lease(lease).input(messages)),
+            None => found = store.thread(thread).await?,
         }
+    }
+    if let Some(record) = &event
+        && !store.insert_event(record).await?
+    {
+        return Ok(None);
     }
     let status = found.as_ref().map(|t| t.status);
     let new_thread = started.is_some();
@@ -344,7 +416,7 @@ async fn claim_with(
         token_key: service.inner.token_key,
     });
     input.deps = Some(Arc::new(deps));
-    Ok(input)
+    Ok(Some(input))
 }
 
 fn durable_error(e: DurableError) -> ApiError {

@@ -8,7 +8,8 @@
 //!   account and agent, and the caller compares them (the service answers a foreign row as a
 //!   missing one).
 //! - **Once.** [`insert_event`](ServiceStore::insert_event) inserts only when the id is new
-//!   (a duplicate `eventId` and the continuation of a dispatch group both rely on it);
+//!   (a duplicate `eventId` and the continuation of a dispatch group both rely on it), and so
+//!   does [`start_event`](ServiceStore::start_event), which writes the thread too or nothing;
 //!   [`settle_async_result`](ServiceStore::settle_async_result) settles only a row still
 //!   `processing`. Of two racing callers exactly one wins, across processes sharing a database.
 //! - **Groups.** [`insert_async_result`](ServiceStore::insert_async_result) with a group adds
@@ -34,8 +35,9 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolsmith_core::Message;
 
-use crate::{Store, StoreError};
+use crate::{Holder, NewThread, Store, StoreError};
 
 /// An account: who owns agents and the runs of them, authenticated by a bearer secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,6 +285,24 @@ pub trait ServiceStore: Store {
     /// Records `event` if no event of its account and agent has its id: whether it did (a
     /// duplicate leaves the first as it was).
     async fn insert_event(&self, event: &EventRecord) -> Result<bool, StoreError>;
+
+    /// Records a new `event` and starts its run on a new thread, as
+    /// [`insert_event`](Self::insert_event) and [`Store::start_thread`] would, in one
+    /// transaction: both or neither (a crash leaves no event without its thread, and a new
+    /// conversation costs one commit, not two). `Some` of the thread's version (2) when both
+    /// were written; `None` for a duplicate event, and then nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Exists`] when the thread exists; nothing is written, the event neither.
+    async fn start_event(
+        &self,
+        event: &EventRecord,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// An event, scoped to its account and agent.
     async fn event(

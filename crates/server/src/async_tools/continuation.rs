@@ -162,7 +162,7 @@ async fn continue_if_ready(service: &Service, key: &str) -> bool {
         // The conversation may be held for a moment by the run that made the calls (ending)
         // or by a new request: wait for it.
         for attempt in 0..CLAIM_ATTEMPTS {
-            match runs::claim(&service, &request).await {
+            match runs::claim_recorded(&service, &request).await {
                 Ok(input) => {
                     runs::drive(service, built, request, input, None).await;
                     return;

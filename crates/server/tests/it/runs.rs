@@ -66,6 +66,30 @@ async fn a_duplicate_event_id_gets_an_empty_stream() {
 }
 
 #[tokio::test]
+async fn a_duplicate_event_id_on_a_new_conversation_starts_nothing() {
+    let service = common::start(ServiceOptions::default()).await;
+    let secret = service.account("acme").await;
+    let base = mock_model(|_| text("hello"));
+    service.agent("acme", "a", config(&base, json!({}))).await;
+    let (status, first) = service
+        .post("/", &secret, &run_body("a", "e1", "c1", "hi"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(first.contains("\"text-delta\""), "{first}");
+    // The event id again, for a conversation that has no thread yet: its event and its thread
+    // are written together or not at all, so nothing is, and the conversation stays free.
+    let (status, again) = service
+        .post("/", &secret, &run_body("a", "e1", "c2", "hi"))
+        .await;
+    assert_eq!((status, again.as_str()), (200, ""));
+    let (status, fresh) = service
+        .post("/", &secret, &run_body("a", "e2", "c2", "hi"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(fresh.contains("\"text-delta\""), "{fresh}");
+}
+
+#[tokio::test]
 async fn requests_without_a_valid_secret_are_unauthorized() {
     let service = common::start(ServiceOptions::default()).await;
     let secret = service.account("acme").await;

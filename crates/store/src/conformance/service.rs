@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, ServiceStore, StoreError,
+    EventStatus, Holder, NewThread, ServiceStore, StoreError, ThreadStatus,
 };
 
 /// An expiry far in the future (the year 2096).
@@ -517,6 +518,74 @@ pub(super) async fn json_round_trip<S: ServiceStore>(store: &S) {
             "a settlement's response reads back exactly (None and Some(null) apart)"
         );
     }
+}
+
+/// An event and its run's new thread, together or not at all.
+pub(super) async fn start_event<S: ServiceStore>(store: &S) {
+    let holder = Holder::current();
+    let prompt = [Message::user("Hi")];
+    let first = event("acct-start", "agent-1", "ev-start-1");
+    let new = || NewThread::new(&first.thread_id).with_tag("conversation");
+    let started = store.start_event(&first, new(), &prompt, "run-1", &holder);
+    assert_eq!(
+        started.await.unwrap(),
+        Some(2),
+        "both written: the thread's version"
+    );
+    assert!(
+        store
+            .event("acct-start", "agent-1", "ev-start-1")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let thread = store.thread(&first.thread_id).await.unwrap().unwrap();
+    assert_eq!(
+        (thread.version, thread.status, thread.run_id.as_deref()),
+        (2, ThreadStatus::Running, Some("run-1"))
+    );
+    assert_eq!(thread.holder.as_ref(), Some(&holder));
+    assert_eq!(thread.tags, ["conversation"]);
+    assert_eq!(store.messages(&first.thread_id).await.unwrap(), prompt);
+    // The same event again, on a thread that does not exist: nothing is written.
+    let again = EventRecord {
+        thread_id: "thread-start-other".into(),
+        ..first.clone()
+    };
+    let duplicate = store.start_event(
+        &again,
+        NewThread::new("thread-start-other"),
+        &prompt,
+        "run-2",
+        &holder,
+    );
+    assert_eq!(duplicate.await.unwrap(), None, "a duplicate event");
+    assert!(
+        store.thread("thread-start-other").await.unwrap().is_none(),
+        "a duplicate event starts no thread"
+    );
+    // A new event on the thread that exists: neither is written.
+    let second = EventRecord {
+        thread_id: first.thread_id.clone(),
+        ..event("acct-start", "agent-1", "ev-start-2")
+    };
+    let taken = store
+        .start_event(&second, new(), &prompt, "run-3", &holder)
+        .await;
+    assert!(matches!(taken, Err(StoreError::Exists(_))), "{taken:?}");
+    assert!(
+        store
+            .event("acct-start", "agent-1", "ev-start-2")
+            .await
+            .unwrap()
+            .is_none(),
+        "an event whose thread could not start is not kept"
+    );
+    let thread = store.thread(&first.thread_id).await.unwrap().unwrap();
+    assert_eq!(
+        (thread.version, thread.run_id.as_deref()),
+        (2, Some("run-1"))
+    );
 }
 
 /// Of racing inserts of one event exactly one is new, and its detail is the one kept.

@@ -197,9 +197,23 @@ impl StoredRun {
             }
             Err(e) => return Err(e.into()),
         };
+        Ok(StoredRun::started(store, thread, run_id, version, prompt))
+    }
+
+    /// The run `run_id` of a thread its caller has just started for it, at `version`, holding
+    /// `prompt` alone: [`Store::start_thread`] as [`start_new`](Self::start_new) calls it, or a
+    /// call that does the same and more in its transaction (the harness service records the
+    /// request's event with it: `ServiceStore::start_event`).
+    pub fn started(
+        store: Arc<dyn Store>,
+        thread: String,
+        run_id: String,
+        version: u64,
+        prompt: Vec<Message>,
+    ) -> (StoredRun, Vec<Message>) {
         let written = (version, prompt.len() as u64);
         let run = StoredRun::claimed(store, thread, run_id, written, HashMap::new(), 0);
-        Ok((run, prompt))
+        (run, prompt)
     }
 
     /// Resumes the thread's run that did not end (a crash, a pause, a failure): claims the

@@ -82,6 +82,36 @@ enum Undo {
 }
 
 impl State {
+    /// [`Store::start_thread`]: the thread created holding `prompt`, running and claimed, at
+    /// version 2 (as its creation, the prompt's write and the claim would leave it).
+    fn start(
+        &mut self,
+        new: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
+        if self.threads.contains_key(&new.id) {
+            return Err(StoreError::Exists(new.id));
+        }
+        let now = now_millis();
+        let thread = Thread {
+            id: new.id.clone(),
+            parent_id: new.parent_id,
+            tags: new.tags,
+            version: 2,
+            message_count: prompt.len() as u64,
+            status: ThreadStatus::Running,
+            run_id: Some(run_id.to_string()),
+            holder: Some(holder.clone()),
+            pending: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.threads.insert(new.id, (thread, prompt.to_vec()));
+        Ok(2)
+    }
+
     /// Applies `batch` under the lock: all of it, or (an operation failing) none of it.
     fn commit(&mut self, batch: &Batch<'_>) -> Result<Committed, StoreError> {
         let mut undo = Vec::new();
@@ -293,6 +323,16 @@ impl Store for MemoryStore {
         };
         state.threads.insert(new.id, (thread.clone(), Vec::new()));
         Ok(thread)
+    }
+
+    async fn start_thread(
+        &self,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<u64, StoreError> {
+        self.state().start(thread, prompt, run_id, holder)
     }
 
     async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {

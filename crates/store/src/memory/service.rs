@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use toolsmith_core::Message;
 
 use super::MemoryStore;
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, ServiceStore, StoreError,
+    EventStatus, Holder, NewThread, ServiceStore, StoreError,
 };
 
 #[derive(Debug, Default)]
@@ -92,6 +93,26 @@ impl ServiceStore for MemoryStore {
         }
         state.events.insert(key, event.clone());
         Ok(true)
+    }
+
+    async fn start_event(
+        &self,
+        event: &EventRecord,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<Option<u64>, StoreError> {
+        let key = event_key(&event.account, &event.agent_id, &event.event_id);
+        // Both locks held (the service's first, as nowhere the other way round): nobody sees
+        // the event without its thread, or records it meanwhile.
+        let mut service = self.service();
+        if service.events.contains_key(&key) {
+            return Ok(None);
+        }
+        let version = self.state().start(thread, prompt, run_id, holder)?;
+        service.events.insert(key, event.clone());
+        Ok(Some(version))
     }
 
     async fn event(

@@ -204,6 +204,54 @@ fn status(name: &str) -> Result<EffectStatus, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("unknown effect status \"{name}\"")))
 }
 
+/// [`Store::start_thread`] on `client`: whether the thread was created (not when its id is
+/// taken). One statement (one round trip, one commit outside a transaction) where create, write
+/// and claim would be three: the messages are inserted only when the thread's row was.
+pub(super) async fn start_thread(
+    client: &impl GenericClient,
+    thread: &NewThread,
+    prompt: &[Message],
+    run_id: &str,
+    holder: &Holder,
+) -> Result<bool, StoreError> {
+    let bodies: Vec<String> = prompt.iter().map(to_json).collect::<Result<_, _>>()?;
+    let now = now_millis() as i64;
+    let (pid, started) = (i64::from(holder.pid), holder.started as i64);
+    let statement = client
+        .prepare_cached(
+            "WITH t AS (INSERT INTO threads (id, parent_id, tags, version, message_count, \
+                 status, pending, created_at, updated_at, run_id, holder_host, holder_pid, \
+                 holder_started) \
+                 VALUES ($1, $2, $3, 2, cardinality($4::TEXT[]), 'running', '[]', $5, $5, \
+                 $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING id), \
+             put AS (INSERT INTO messages (thread_id, idx, body) \
+                 SELECT $1, m.n - 1, m.body \
+                 FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
+                 WHERE EXISTS (SELECT 1 FROM t)) \
+             SELECT EXISTS (SELECT 1 FROM t)",
+        )
+        .await
+        .map_err(backend)?;
+    let row = client
+        .query_one(
+            &statement,
+            &[
+                &thread.id,
+                &thread.parent_id,
+                &thread.tags,
+                &bodies,
+                &now,
+                &run_id,
+                &holder.host,
+                &pid,
+                &started,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(row.get::<_, bool>(0))
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
@@ -231,45 +279,7 @@ impl Store for PostgresStore {
         run_id: &str,
         holder: &Holder,
     ) -> Result<u64, StoreError> {
-        // One statement (one round trip, one commit) where create, write and claim would be
-        // three: the messages are inserted only when the thread's row was.
-        let bodies: Vec<String> = prompt.iter().map(to_json).collect::<Result<_, _>>()?;
-        let client = self.client().await?;
-        let now = now_millis() as i64;
-        let (pid, started) = (i64::from(holder.pid), holder.started as i64);
-        let statement = client
-            .prepare_cached(
-                "WITH t AS (INSERT INTO threads (id, parent_id, tags, version, message_count, \
-                     status, pending, created_at, updated_at, run_id, holder_host, holder_pid, \
-                     holder_started) \
-                     VALUES ($1, $2, $3, 2, cardinality($4::TEXT[]), 'running', '[]', $5, $5, \
-                     $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING RETURNING id), \
-                 put AS (INSERT INTO messages (thread_id, idx, body) \
-                     SELECT $1, m.n - 1, m.body \
-                     FROM UNNEST($4::TEXT[]) WITH ORDINALITY AS m(body, n) \
-                     WHERE EXISTS (SELECT 1 FROM t)) \
-                 SELECT EXISTS (SELECT 1 FROM t)",
-            )
-            .await
-            .map_err(backend)?;
-        let row = client
-            .query_one(
-                &statement,
-                &[
-                    &thread.id,
-                    &thread.parent_id,
-                    &thread.tags,
-                    &bodies,
-                    &now,
-                    &run_id,
-                    &holder.host,
-                    &pid,
-                    &started,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        match row.get::<_, bool>(0) {
+        match start_thread(&self.client().await?, &thread, prompt, run_id, holder).await? {
             true => Ok(2),
             false => Err(StoreError::Exists(thread.id)),
         }

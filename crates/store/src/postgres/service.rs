@@ -21,6 +21,7 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
+use toolsmith_core::Message;
 
 use super::journal::execute;
 use super::{PostgresStore, backend, from_json, to_json};
@@ -28,7 +29,7 @@ use crate::service::{millis, time};
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, ServiceStore, StoreError,
+    EventStatus, Holder, NewThread, ServiceStore, StoreError,
 };
 
 /// The rows of `sql`, a statement prepared once per connection.
@@ -179,6 +180,26 @@ async fn insert_async(
     Ok(())
 }
 
+/// Records `event` on `client` unless its id is taken: whether it did.
+async fn insert_event(
+    client: &impl GenericClient,
+    event: &EventRecord,
+) -> Result<bool, StoreError> {
+    let (status, detail) = (event.status.as_str(), to_json(&event.detail)?);
+    let times = [event.created_at, event.updated_at, event.expires_at].map(millis);
+    let sql = format!(
+        "INSERT INTO events ({EVENT_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (account, agent_id, event_id) DO NOTHING"
+    );
+    #[rustfmt::skip]
+    let values: [&(dyn ToSql + Sync); 10] = [
+        &event.account, &event.agent_id, &event.event_id, &event.conversation_key,
+        &event.thread_id, &status, &detail, &times[0], &times[1], &times[2],
+    ];
+    Ok(execute(client, &sql, &values).await? == 1)
+}
+
 #[async_trait]
 impl ServiceStore for PostgresStore {
     async fn create_account(&self, account: &Account) -> Result<(), StoreError> {
@@ -262,20 +283,29 @@ impl ServiceStore for PostgresStore {
     }
 
     async fn insert_event(&self, event: &EventRecord) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let (status, detail) = (event.status.as_str(), to_json(&event.detail)?);
-        let times = [event.created_at, event.updated_at, event.expires_at].map(millis);
-        let sql = format!(
-            "INSERT INTO events ({EVENT_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-             ON CONFLICT (account, agent_id, event_id) DO NOTHING"
-        );
-        #[rustfmt::skip]
-        let values: [&(dyn ToSql + Sync); 10] = [
-            &event.account, &event.agent_id, &event.event_id, &event.conversation_key,
-            &event.thread_id, &status, &detail, &times[0], &times[1], &times[2],
-        ];
-        Ok(execute(&client, &sql, &values).await? == 1)
+        insert_event(&self.client().await?, event).await
+    }
+
+    async fn start_event(
+        &self,
+        event: &EventRecord,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut client = self.client().await?;
+        // A transaction of two statements: the event is written only with its thread. (Dropped
+        // without a commit, it rolls back.)
+        let tx = client.transaction().await.map_err(backend)?;
+        if !insert_event(&tx, event).await? {
+            return Ok(None);
+        }
+        if !super::start_thread(&tx, &thread, prompt, run_id, holder).await? {
+            return Err(StoreError::Exists(thread.id));
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(Some(2))
     }
 
     async fn event(

@@ -7,8 +7,11 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{backend, journal, to_json};
 use crate::store::now_millis;
+use toolsmith_core::Message;
+
 use crate::{
-    Batch, Committed, EffectStatus, JournalEntry, Op, StoreError, ThreadStatus, ThreadWrite,
+    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, StoreError, ThreadStatus,
+    ThreadWrite,
 };
 
 /// An operation of a batch, owned: JSON already made, ready to move to the connection.
@@ -108,6 +111,65 @@ pub(super) fn insert_messages(
             .map_err(backend)?;
     }
     Ok(())
+}
+
+/// [`Store::start_thread`](crate::Store::start_thread) made ready to move to the connection's
+/// thread: the tags and messages as JSON.
+pub(super) struct Start {
+    thread: NewThread,
+    tags: String,
+    bodies: Vec<String>,
+    run_id: String,
+    holder: Holder,
+}
+
+impl Start {
+    pub(super) fn of(
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<Start, StoreError> {
+        Ok(Start {
+            tags: to_json(&thread.tags)?,
+            bodies: prompt.iter().map(to_json).collect::<Result<_, _>>()?,
+            thread,
+            run_id: run_id.to_string(),
+            holder: holder.clone(),
+        })
+    }
+
+    /// Creates the thread holding the prompt, claimed (version 2), inside `tx`;
+    /// [`StoreError::Exists`] when the id is taken.
+    pub(super) fn write(&self, tx: &Connection) -> Result<(), StoreError> {
+        let (thread, holder) = (&self.thread, &self.holder);
+        let inserted = tx
+            .prepare_cached(
+                "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
+                 pending, created_at, updated_at, run_id, holder_host, holder_pid, \
+                 holder_started) \
+                 VALUES (?1, ?2, ?3, 2, ?4, 'running', '[]', ?5, ?5, ?6, ?7, ?8, ?9) \
+                 ON CONFLICT(id) DO NOTHING",
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
+                    thread.id,
+                    thread.parent_id,
+                    self.tags,
+                    self.bodies.len() as i64,
+                    now_millis() as i64,
+                    self.run_id,
+                    holder.host,
+                    i64::from(holder.pid),
+                    holder.started as i64
+                ])
+            })
+            .map_err(backend)?;
+        if inserted == 0 {
+            return Err(StoreError::Exists(thread.id.clone()));
+        }
+        insert_messages(tx, &thread.id, 0, &self.bodies)
+    }
 }
 
 /// [`Op::Release`]: the thread's holder cleared.

@@ -321,38 +321,10 @@ impl Store for SqliteStore {
     ) -> Result<u64, StoreError> {
         // One transaction where create, write and claim would be three (two commits less for
         // every new conversation of the service).
-        let bodies: Vec<String> = prompt.iter().map(to_json).collect::<Result<_, _>>()?;
-        let tags = to_json(&thread.tags)?;
-        let (run_id, holder) = (run_id.to_string(), holder.clone());
+        let start = commit::Start::of(thread, prompt, run_id, holder)?;
         self.with(move |conn| {
             let tx = commit::immediate(conn)?;
-            let now = now_millis() as i64;
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
-                     pending, created_at, updated_at, run_id, holder_host, holder_pid, \
-                     holder_started) \
-                     VALUES (?1, ?2, ?3, 2, ?4, 'running', '[]', ?5, ?5, ?6, ?7, ?8, ?9) \
-                     ON CONFLICT(id) DO NOTHING",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        thread.id,
-                        thread.parent_id,
-                        tags,
-                        bodies.len() as i64,
-                        now,
-                        run_id,
-                        holder.host,
-                        i64::from(holder.pid),
-                        holder.started as i64
-                    ])
-                })
-                .map_err(backend)?;
-            if inserted == 0 {
-                return Err(StoreError::Exists(thread.id));
-            }
-            commit::insert_messages(&tx, &thread.id, 0, &bodies)?;
+            start.write(&tx)?;
             tx.commit().map_err(backend)?;
             Ok(2)
         })

@@ -16,13 +16,15 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
-use super::commit::immediate;
+use toolsmith_core::Message;
+
+use super::commit::{Start, immediate};
 use super::{SqliteStore, backend, from_json, to_json};
 use crate::service::{millis, time};
 use crate::store::now_millis;
 use crate::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, ServiceStore, StoreError,
+    EventStatus, Holder, NewThread, ServiceStore, StoreError,
 };
 
 fn event_status(name: &str) -> Result<EventStatus, StoreError> {
@@ -66,8 +68,46 @@ fn agent_of(r: &Row<'_>) -> rusqlite::Result<Result<AgentRecord, StoreError>> {
     }))
 }
 
-const EVENT_COLUMNS: &str = "account, agent_id, event_id, conversation_key, thread_id, status, \
-     detail, created_at, updated_at, expires_at";
+/// Records `event` (its detail already JSON) unless its id is taken: whether it did.
+fn insert_event(conn: &Connection, event: &EventRecord, detail: &str) -> Result<bool, StoreError> {
+    let inserted = conn
+        .prepare_cached(INSERT_EVENT)
+        .and_then(|mut insert| {
+            insert.execute(params![
+                event.account,
+                event.agent_id,
+                event.event_id,
+                event.conversation_key,
+                event.thread_id,
+                event.status.as_str(),
+                detail,
+                millis(event.created_at),
+                millis(event.updated_at),
+                millis(event.expires_at),
+            ])
+        })
+        .map_err(backend)?;
+    Ok(inserted == 1)
+}
+
+/// An event's columns, in the order `event_of` reads them.
+macro_rules! event_columns {
+    () => {
+        "account, agent_id, event_id, conversation_key, thread_id, status, detail, created_at, \
+         updated_at, expires_at"
+    };
+}
+
+const EVENT_COLUMNS: &str = event_columns!();
+
+/// The INSERT of an event that keeps the first of two with one id (a constant: the statement
+/// cache finds it without a `format!` per event).
+const INSERT_EVENT: &str = concat!(
+    "INSERT INTO events (",
+    event_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     ON CONFLICT (account, agent_id, event_id) DO NOTHING"
+);
 
 fn event_of(r: &Row<'_>) -> rusqlite::Result<Result<EventRecord, StoreError>> {
     let (account, agent_id, event_id) = (r.get(0)?, r.get(1)?, r.get(2)?);
@@ -313,30 +353,29 @@ impl ServiceStore for SqliteStore {
 
     async fn insert_event(&self, event: &EventRecord) -> Result<bool, StoreError> {
         let (event, detail) = (event.clone(), to_json(&event.detail)?);
+        self.with(move |conn| insert_event(conn, &event, &detail))
+            .await
+    }
+
+    async fn start_event(
+        &self,
+        event: &EventRecord,
+        thread: NewThread,
+        prompt: &[Message],
+        run_id: &str,
+        holder: &Holder,
+    ) -> Result<Option<u64>, StoreError> {
+        let (event, detail) = (event.clone(), to_json(&event.detail)?);
+        let start = Start::of(thread, prompt, run_id, holder)?;
         self.with(move |conn| {
-            let sql = format!(
-                "INSERT INTO events ({EVENT_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-                 ON CONFLICT (account, agent_id, event_id) DO NOTHING"
-            );
-            let inserted = conn
-                .prepare_cached(&sql)
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        event.account,
-                        event.agent_id,
-                        event.event_id,
-                        event.conversation_key,
-                        event.thread_id,
-                        event.status.as_str(),
-                        detail,
-                        millis(event.created_at),
-                        millis(event.updated_at),
-                        millis(event.expires_at),
-                    ])
-                })
-                .map_err(backend)?;
-            Ok(inserted == 1)
+            let tx = immediate(conn)?;
+            if !insert_event(&tx, &event, &detail)? {
+                return Ok(None);
+            }
+            // An error drops the transaction: the event is not kept either.
+            start.write(&tx)?;
+            tx.commit().map_err(backend)?;
+            Ok(Some(2))
         })
         .await
     }
