@@ -125,6 +125,15 @@ async fn model(body: axum::body::Bytes) -> axum::response::Response {
 /// PostgreSQL URL.
 async fn serve(db: &str) {
     let store = toolsmith_store::open_service(db).await.unwrap();
+    let (listener, service, url) = listening(store).await;
+    println!("listening on {url}");
+    toolsmith_server::serve(listener, service, std::future::pending()).await;
+}
+
+/// The service over `store` on a loopback port, the port's listener and its URL.
+async fn listening(
+    store: Arc<dyn toolsmith_store::ServiceStore>,
+) -> (tokio::net::TcpListener, Service, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let options = ServiceOptions {
@@ -132,8 +141,7 @@ async fn serve(db: &str) {
         ..ServiceOptions::default()
     };
     let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
-    println!("listening on {url}");
-    toolsmith_server::serve(listener, service, std::future::pending()).await;
+    (listener, service, url)
 }
 
 /// The command that starts this binary as a server (`mode`, `__serve` or `__serve_memory`, with
@@ -160,14 +168,7 @@ fn server_command(mode: &str, arg: &str) -> Command {
 /// as the peer keeps nothing: this run's account and the agent `calc` on the model at `base`
 /// made in it, the account's secret printed after the address.
 async fn serve_memory(base: &str) {
-    let store = Arc::new(toolsmith_store::MemoryStore::new());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let options = ServiceOptions {
-        workspaces: std::env::temp_dir().join(format!("toolsmith-bench-{}", std::process::id())),
-        ..ServiceOptions::default()
-    };
-    let service = Service::new(store, SecretKey::from_hex(KEY).unwrap(), options, &url);
+    let (listener, service, url) = listening(Arc::new(toolsmith_store::MemoryStore::new())).await;
     let secret = provision(&service, base, json!({})).await;
     println!("listening on {url} {secret}");
     toolsmith_server::serve(listener, service, std::future::pending()).await;

@@ -3,6 +3,7 @@
 mod service;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -82,6 +83,28 @@ enum Undo {
 }
 
 impl State {
+    /// A new thread, idle, at version 0; [`StoreError::Exists`] when the id is taken.
+    fn create(&mut self, new: NewThread) -> Result<&mut (Thread, Vec<Message>), StoreError> {
+        let now = now_millis();
+        let thread = Thread {
+            id: new.id.clone(),
+            parent_id: new.parent_id,
+            tags: new.tags,
+            version: 0,
+            message_count: 0,
+            status: ThreadStatus::Idle,
+            run_id: None,
+            holder: None,
+            pending: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.threads.entry(new.id) {
+            Entry::Occupied(taken) => Err(StoreError::Exists(taken.key().clone())),
+            Entry::Vacant(slot) => Ok(slot.insert((thread, Vec::new()))),
+        }
+    }
+
     /// [`Store::start_thread`]: the thread created holding `prompt`, running and claimed, at
     /// version 2 (as its creation, the prompt's write and the claim would leave it).
     fn start(
@@ -91,24 +114,13 @@ impl State {
         run_id: &str,
         holder: &Holder,
     ) -> Result<u64, StoreError> {
-        if self.threads.contains_key(&new.id) {
-            return Err(StoreError::Exists(new.id));
-        }
-        let now = now_millis();
-        let thread = Thread {
-            id: new.id.clone(),
-            parent_id: new.parent_id,
-            tags: new.tags,
-            version: 2,
-            message_count: prompt.len() as u64,
-            status: ThreadStatus::Running,
-            run_id: Some(run_id.to_string()),
-            holder: Some(holder.clone()),
-            pending: Vec::new(),
-            created_at: now,
-            updated_at: now,
-        };
-        self.threads.insert(new.id, (thread, prompt.to_vec()));
+        let (thread, messages) = self.create(new)?;
+        messages.extend_from_slice(prompt);
+        thread.version = 2;
+        thread.message_count = prompt.len() as u64;
+        thread.status = ThreadStatus::Running;
+        thread.run_id = Some(run_id.to_string());
+        thread.holder = Some(holder.clone());
         Ok(2)
     }
 
@@ -303,26 +315,7 @@ fn at_version<'a>(
 #[async_trait]
 impl Store for MemoryStore {
     async fn create_thread(&self, new: NewThread) -> Result<Thread, StoreError> {
-        let mut state = self.state();
-        if state.threads.contains_key(&new.id) {
-            return Err(StoreError::Exists(new.id));
-        }
-        let now = now_millis();
-        let thread = Thread {
-            id: new.id.clone(),
-            parent_id: new.parent_id,
-            tags: new.tags,
-            version: 0,
-            message_count: 0,
-            status: ThreadStatus::Idle,
-            run_id: None,
-            holder: None,
-            pending: Vec::new(),
-            created_at: now,
-            updated_at: now,
-        };
-        state.threads.insert(new.id, (thread.clone(), Vec::new()));
-        Ok(thread)
+        self.state().create(new).map(|(thread, _)| thread.clone())
     }
 
     async fn start_thread(
