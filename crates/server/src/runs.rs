@@ -210,9 +210,7 @@ pub(crate) async fn claim_recorded(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, Claim::Recorded)
-        .await?
-        .ok_or_else(no_event)
+    claim_without_event(service, request, Claim::Recorded).await
 }
 
 /// [`claim`] for a run that brings no message, only calls to make before its first step
@@ -225,9 +223,7 @@ pub(crate) async fn claim_for_start_call(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, Claim::StartCall)
-        .await?
-        .ok_or_else(no_event)
+    claim_without_event(service, request, Claim::StartCall).await
 }
 
 /// [`claim`] of a conversation whose run was interrupted (its replica gone): the run resumes
@@ -240,17 +236,21 @@ pub(crate) async fn claim_interrupted(
     service: &Service,
     request: &RunRequest,
 ) -> Result<RunInput, ApiError> {
-    claim_with(service, request, Claim::Interrupted)
-        .await?
-        .ok_or_else(no_event)
+    claim_without_event(service, request, Claim::Interrupted).await
 }
 
-/// A claim that records no event found its event a duplicate: it cannot.
-fn no_event() -> ApiError {
-    ApiError::internal(
-        "claiming the conversation",
-        "a claim that records no event found a duplicate",
-    )
+/// [`claim_with`] for a claim that records no event, so finds no duplicate.
+async fn claim_without_event(
+    service: &Service,
+    request: &RunRequest,
+    claim: Claim,
+) -> Result<RunInput, ApiError> {
+    claim_with(service, request, claim).await?.ok_or_else(|| {
+        ApiError::internal(
+            "claiming the conversation",
+            "a claim that records no event found a duplicate",
+        )
+    })
 }
 
 /// What a claim is for.
@@ -291,40 +291,32 @@ async fn claim_with(
         };
         let new = owner.tag(NewThread::new(thread.as_str()));
         let prompt = request.messages.clone();
-        let run = match event.take() {
+        let (run_id, holder) = (uuid::Uuid::new_v4().to_string(), Holder::current());
+        let begun = match &event {
             Some(record) => {
-                let run_id = uuid::Uuid::new_v4().to_string();
-                let holder = Holder::current();
-                match store
-                    .start_event(&record, new, &prompt, &run_id, &holder)
+                store
+                    .start_event(record, new, &prompt, &run_id, &holder)
                     .await
-                {
-                    Ok(Some(version)) => Some(StoredRun::started(
-                        store.clone(),
-                        thread.clone(),
-                        run_id,
-                        version,
-                        prompt,
-                    )),
-                    Ok(None) => return Ok(None),
-                    // Created by another request meanwhile: as any existing conversation, the
-                    // event still to record.
-                    Err(StoreError::Exists(_)) => {
-                        event = Some(record);
-                        None
-                    }
-                    Err(e) => return Err(e.into()),
-                }
             }
-            None => match StoredRun::start_new(store.clone(), new, prompt).await {
-                Ok(run) => Some(run),
-                Err(DurableError::Busy(_)) => None,
-                Err(e) => return Err(durable_error(e)),
-            },
+            None => store
+                .start_thread(new, &prompt, &run_id, &holder)
+                .await
+                .map(Some),
         };
-        match run {
-            Some((run, messages)) => started = Some(run.with_lease(lease).input(messages)),
-            None => found = store.thread(thread).await?,
+        match begun {
+            Ok(Some(version)) => {
+                event = None;
+                let (run, messages) =
+                    StoredRun::started(store.clone(), thread.clone(), run_id, version, prompt);
+                started = Some(run.with_lease(lease).input(messages));
+            }
+            Ok(None) => return Ok(None),
+            // Created by another request meanwhile: as any existing conversation (the event,
+            // if any, still to record).
+            Err(StoreError::Exists(_) | StoreError::Conflict { .. }) => {
+                found = store.thread(thread).await?;
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     if let Some(record) = &event

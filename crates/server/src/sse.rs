@@ -20,8 +20,9 @@ pub(crate) fn encode(item: &Outgoing) -> Vec<u8> {
 }
 
 /// `data: <json>\n\n`, the JSON written straight into the event's bytes (`format!` through
-/// `Display` would pass every piece through the formatter, and copy the whole once more). A value that cannot be serialised (a map with
-/// keys that are not strings: none of the service's) becomes an `error` event.
+/// `Display` would pass every piece through the formatter, and copy the whole once more). A
+/// value that cannot be serialised (a map with keys that are not strings: none of the
+/// service's) becomes an `error` event.
 pub(crate) fn data(value: &impl serde::Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(b"data: ");

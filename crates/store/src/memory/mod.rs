@@ -206,10 +206,15 @@ impl State {
             status,
             output,
         } = settled;
-        let at = self
+        let (at, recorded) = self
             .journal
-            .get(&entry.thread_id)
-            .and_then(|entries| entries.iter().position(|e| e.same_attempt(entry)))
+            .get_mut(&entry.thread_id)
+            .and_then(|entries| {
+                entries
+                    .iter_mut()
+                    .enumerate()
+                    .find(|(_, e)| e.same_attempt(entry))
+            })
             .ok_or_else(|| StoreError::NotFound(entry.record_name()))?;
         let key = entry.key_to_claim();
         if let Some(key) = key
@@ -217,13 +222,6 @@ impl State {
         {
             return Err(StoreError::NotFound(format!("idempotency key {key}")));
         }
-        let Some(recorded) = self
-            .journal
-            .get_mut(&entry.thread_id)
-            .and_then(|entries| entries.get_mut(at))
-        else {
-            return Err(StoreError::NotFound(entry.record_name()));
-        };
         undo.push(Undo::Entry(at, recorded.clone()));
         recorded.status = status;
         recorded.output = Some(output.clone());

@@ -4,11 +4,10 @@
 //! `[Settle, Write]`, `[Intend]`, `[Settle]`, are these same statements in one transaction).
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use toolsmith_core::Message;
 
 use super::{backend, journal, to_json};
 use crate::store::now_millis;
-use toolsmith_core::Message;
-
 use crate::{
     Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, StoreError, ThreadStatus,
     ThreadWrite,
