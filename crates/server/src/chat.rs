@@ -138,6 +138,8 @@ struct Turn {
     approvals: Vec<ToolApprovalResponse>,
     /// `(toolCallId, output or error)` of tool parts with an output.
     outputs: Vec<(String, String, Result<Value, String>)>,
+    /// The history is this one message: most likely a new chat.
+    first: bool,
 }
 
 /// Reads the request body's chat id and last message.
@@ -152,17 +154,19 @@ fn parse(body: &[u8]) -> Result<(String, Turn), ApiError> {
             ));
         }
     };
-    let last = match value.get("messages") {
-        Some(Value::Array(messages)) => messages.last().cloned(),
+    let (last, first) = match value.get("messages") {
+        Some(Value::Array(messages)) => (messages.last().cloned(), messages.len() == 1),
         _ => return Err(ApiError::bad_request("messages must be an array")),
-    }
-    .ok_or_else(|| ApiError::bad_request("messages must hold at least one message"))?;
+    };
+    let last =
+        last.ok_or_else(|| ApiError::bad_request("messages must hold at least one message"))?;
     let parts = last
         .get("parts")
         .and_then(Value::as_array)
         .ok_or_else(|| ApiError::bad_request("the last message must have parts"))?;
     let mut turn = Turn {
         message_id: format!("msg-{}", uuid::Uuid::new_v4().simple()),
+        first,
         ..Turn::default()
     };
     match last.get("role").and_then(Value::as_str) {
@@ -284,7 +288,7 @@ pub(crate) async fn chat(
             provider_metadata: Default::default(),
         })
         .collect();
-    let turn_message_id = turn.message_id.clone();
+    let (turn_message_id, turn_first) = (turn.message_id.clone(), turn.first);
     let event_id = format!("chat-{}", uuid::Uuid::new_v4());
     let request = RunRequest {
         account: account.name,
@@ -299,7 +303,12 @@ pub(crate) async fn chat(
         path: RequestPath::Stream,
     };
     // A chat's event id is new: a duplicate (which cannot be) ends the stream at once.
-    let Some(input) = runs::claim(&service, &request).await? else {
+    let claimed = if turn_first {
+        runs::claim_first_turn(&service, &request).await?
+    } else {
+        runs::claim(&service, &request).await?
+    };
+    let Some(input) = claimed else {
         return Ok(sse::empty());
     };
     let receiver = runs::streamed(&service, built, request, input, 256);

@@ -200,6 +200,20 @@ pub(crate) async fn claim(
     claim_with(service, request, Claim::Request).await
 }
 
+/// [`claim`] for a request that looks like its conversation's first (a chat whose history is
+/// one message): the thread is created without being looked up first — one read of the store
+/// less for every new conversation — and read only if it exists after all.
+///
+/// # Errors
+///
+/// As [`claim`].
+pub(crate) async fn claim_first_turn(
+    service: &Service,
+    request: &RunRequest,
+) -> Result<Option<RunInput>, ApiError> {
+    claim_with(service, request, Claim::FirstTurn).await
+}
+
 /// [`claim`] for a request whose event is recorded already (a continuation records its own
 /// first: that insert is what makes it happen once).
 ///
@@ -258,6 +272,9 @@ async fn claim_without_event(
 enum Claim {
     /// A request: new messages, or answers to a paused run. Its event is recorded.
     Request,
+    /// A request that looks like its conversation's first: as `Request`, the thread not read
+    /// before it is created.
+    FirstTurn,
     /// A request whose event is recorded already.
     Recorded,
     /// A run with only start calls.
@@ -276,8 +293,11 @@ async fn claim_with(
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
     // The request's event, until recorded.
-    let mut event = (claim == Claim::Request).then(|| request.new_event());
-    let mut found = store.thread(thread).await?;
+    let mut event = matches!(claim, Claim::Request | Claim::FirstTurn).then(|| request.new_event());
+    let mut found = match claim {
+        Claim::FirstTurn => None,
+        _ => store.thread(thread).await?,
+    };
     // A new conversation: its thread created, the prompt stored and the run claimed (with the
     // request's event), with nothing to read back.
     let mut started = None;

@@ -66,3 +66,44 @@ async fn the_ai_sdk_chat_client_runs_a_tool_and_answers_an_approval() {
         .collect();
     assert_eq!(said, "The answer is 6 * 7 = 42.");
 }
+
+/// A chat's first message is stored without looking the conversation up first; a history of
+/// one message sent again (a client that retries, or regenerates the first answer) finds the
+/// stored conversation all the same and goes on with it, on SQLite as in memory.
+#[tokio::test]
+async fn a_first_message_sent_again_goes_on_with_the_stored_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = toolsmith_store::SqliteStore::open(dir.path().join("chat.db"))
+        .await
+        .unwrap();
+    for store in [
+        std::sync::Arc::new(sqlite) as std::sync::Arc<dyn toolsmith_store::ServiceStore>,
+        std::sync::Arc::new(toolsmith_store::MemoryStore::new()),
+    ] {
+        let service = common::start_on(store, ServiceOptions::default()).await;
+        let secret = service.account("acme").await;
+        let base = mock_model(|body| {
+            let seen = common::messages(body).len();
+            text(&format!("I have seen {seen} messages."))
+        });
+        service.agent("acme", "a", config(&base, json!({}))).await;
+        let body = json!({"id": "chat-1", "messages": [
+            {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "Hello"}]}
+        ]});
+        let mut said = Vec::new();
+        for _ in 0..2 {
+            let (status, stream) = service.post("/agents/a/chat", &secret, &body).await;
+            assert_eq!(status, 200, "{stream}");
+            let (chunks, _) = common::parse_sse(stream.trim_end_matches("data: [DONE]\n\n"));
+            said.push(
+                chunks
+                    .iter()
+                    .filter(|c| c["type"] == "text-delta")
+                    .map(|c| c["delta"].as_str().unwrap().to_string())
+                    .collect::<String>(),
+            );
+        }
+        // The second request's model call holds the first turn, its answer and the new message.
+        assert_eq!(said, ["I have seen 1 messages.", "I have seen 3 messages."]);
+    }
+}

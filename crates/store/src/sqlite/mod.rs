@@ -325,7 +325,7 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             let tx = commit::immediate(conn)?;
             start.write(&tx)?;
-            tx.commit().map_err(backend)?;
+            tx.commit()?;
             Ok(2)
         })
         .await

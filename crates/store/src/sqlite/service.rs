@@ -374,7 +374,7 @@ impl ServiceStore for SqliteStore {
             }
             // An error drops the transaction: the event is not kept either.
             start.write(&tx)?;
-            tx.commit().map_err(backend)?;
+            tx.commit()?;
             Ok(Some(2))
         })
         .await
@@ -453,7 +453,7 @@ impl ServiceStore for SqliteStore {
             let tx = immediate(conn)?;
             // A failure drops the transaction: nothing of it stays.
             insert_async(&tx, &row, &json, group)?;
-            tx.commit().map_err(backend)
+            tx.commit()
         })
         .await
     }
@@ -569,7 +569,7 @@ impl ServiceStore for SqliteStore {
                     .and_then(|mut delete| delete.execute([millis(now)]))
                     .map_err(backend)? as u64;
             }
-            tx.commit().map_err(backend)?;
+            tx.commit()?;
             Ok(purged)
         })
         .await
