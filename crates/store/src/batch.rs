@@ -1,6 +1,6 @@
 //! [`Batch`]: the writes [`Store::commit`](crate::Store::commit) makes as one transaction.
 
-use crate::{Claim, JournalEntry, Settlement, ThreadWrite};
+use crate::{Claim, EventEnd, JournalEntry, Settlement, ThreadWrite};
 
 /// Writes to commit together, in order, as one transaction: all of them or none.
 ///
@@ -86,6 +86,11 @@ pub enum Op<'a> {
     /// ([`Thread::held_within`](crate::Thread::held_within)). Fails with
     /// [`StoreError::NotFound`](crate::StoreError) when there is no such thread.
     Release(&'a str),
+    /// Sets an event's status and detail (and `updated_at` to now), as
+    /// [`ServiceStore::update_event`](crate::ServiceStore::update_event) does: the event of a
+    /// run whose last save this batch is. Fails with [`StoreError::NotFound`](crate::StoreError)
+    /// naming the event id when there is no such event.
+    SettleEvent(&'a EventEnd),
 }
 
 impl<'a> Batch<'a> {
@@ -121,6 +126,12 @@ impl<'a> Batch<'a> {
     /// Adds an [`Op::ClaimKey`].
     pub fn claim_key(mut self, key: &'a str, thread: &'a str) -> Self {
         self.ops.push(Op::ClaimKey { key, thread });
+        self
+    }
+
+    /// Adds an [`Op::SettleEvent`].
+    pub fn settle_event(mut self, end: &'a EventEnd) -> Self {
+        self.ops.push(Op::SettleEvent(end));
         self
     }
 

@@ -41,8 +41,8 @@ pub use open::{open, open_service};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use service::{
-    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, ServiceStore,
+    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventEnd,
+    EventRecord, EventStatus, ServiceStore,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -129,6 +129,23 @@ pub struct EventRecord {
     pub expires_at: u64,
 }
 
+/// An event's new status and detail, written with the save that ends its run, in the same
+/// commit ([`Op::SettleEvent`](crate::Op::SettleEvent); [`StoredRun::with_event_end`](crate::StoredRun::with_event_end)):
+/// a run's end and its event's status are never one without the other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventEnd {
+    /// The account.
+    pub account: String,
+    /// The agent.
+    pub agent_id: String,
+    /// The event id.
+    pub event_id: String,
+    /// Its new status.
+    pub status: EventStatus,
+    /// Its new detail.
+    pub detail: Value,
+}
+
 /// Where an async tool call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -64,6 +64,7 @@ pub async fn check_service<S: ServiceStore>(store: Arc<S>) {
     service::agents(&*store).await;
     service::events(&*store).await;
     service::start_event(&*store).await;
+    service::settle_event_in_batch(&*store).await;
     service::processing_events(&*store).await;
     service::json_round_trip(&*store).await;
     async_results::async_results(&*store).await;

@@ -10,8 +10,9 @@ use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, Holder, NewThread, ServiceStore, StoreError, ThreadStatus,
+    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, Batch, DispatchGroup,
+    EventEnd, EventRecord, EventStatus, Holder, NewThread, ServiceStore, StoreError, ThreadStatus,
+    ThreadWrite,
 };
 
 /// An expiry far in the future (the year 2096).
@@ -585,6 +586,64 @@ pub(super) async fn start_event<S: ServiceStore>(store: &S) {
     assert_eq!(
         (thread.version, thread.run_id.as_deref()),
         (2, Some("run-1"))
+    );
+}
+
+/// An event settled in a batch with its run's last save: both written, or (the event missing)
+/// neither.
+pub(super) async fn settle_event_in_batch<S: ServiceStore>(store: &S) {
+    let holder = Holder::current();
+    let started = event("acct-end", "agent-1", "ev-end-1");
+    let prompt = [Message::user("Hi")];
+    let thread = NewThread::new(&started.thread_id);
+    let version = store
+        .start_event(&started, thread, &prompt, "run-1", &holder)
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = [Message::assistant("Hello.")];
+    let save = ThreadWrite::new(&started.thread_id, version, 1, &answer, ThreadStatus::Idle);
+    let mut end = EventEnd {
+        account: "acct-end".into(),
+        agent_id: "agent-1".into(),
+        event_id: "ev-end-missing".into(),
+        status: EventStatus::Completed,
+        detail: json!({"text": "Hello."}),
+    };
+    // No such event: nothing of the batch is written.
+    let refused = store
+        .commit(Batch::new().write(save).settle_event(&end))
+        .await;
+    assert!(
+        matches!(&refused, Err(StoreError::NotFound(id)) if id == "ev-end-missing"),
+        "{refused:?}"
+    );
+    let stored = store.thread(&started.thread_id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.version, stored.status),
+        (version, ThreadStatus::Running)
+    );
+    assert_eq!(store.messages(&started.thread_id).await.unwrap(), prompt);
+    // The event there: the thread's save and the event's end, together.
+    end.event_id = "ev-end-1".into();
+    let committed = store
+        .commit(Batch::new().write(save).settle_event(&end))
+        .await
+        .unwrap();
+    assert_eq!(committed.version, Some(version + 1));
+    let settled = store
+        .event("acct-end", "agent-1", "ev-end-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (settled.status, settled.detail),
+        (EventStatus::Completed, json!({"text": "Hello."}))
+    );
+    assert!(settled.updated_at >= now_millis() - 60_000);
+    assert_eq!(
+        store.messages(&started.thread_id).await.unwrap(),
+        [prompt[0].clone(), answer[0].clone()]
     );
 }
 

@@ -12,8 +12,8 @@ use toolsmith_core::Message;
 
 use crate::store::now_millis;
 use crate::{
-    Batch, Claim, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, Settlement, Store,
-    StoreError, StoredValue, Thread, ThreadQuery, ThreadStatus, ThreadWrite,
+    Batch, Claim, Committed, EffectStatus, EventEnd, Holder, JournalEntry, NewThread, Op,
+    Settlement, Store, StoreError, StoredValue, Thread, ThreadQuery, ThreadStatus, ThreadWrite,
 };
 
 /// A store in memory: everything is lost with the process. One lock guards it all, so every
@@ -150,6 +150,8 @@ impl State {
                 }
                 Op::ClaimKey { key, .. } => committed.claims.push(self.claim(key, undo)),
                 Op::Release(thread) => self.release(thread, undo)?,
+                // The service's state, not this one: see `MemoryStore::commit`.
+                Op::SettleEvent(_) => {}
             }
         }
         Ok(committed)
@@ -358,7 +360,28 @@ impl Store for MemoryStore {
         if batch.is_empty() {
             return Ok(Committed::default());
         }
-        self.state().commit(&batch)
+        let ends: Vec<&EventEnd> = batch
+            .ops()
+            .iter()
+            .filter_map(|op| match op {
+                Op::SettleEvent(end) => Some(*end),
+                _ => None,
+            })
+            .collect();
+        if ends.is_empty() {
+            return self.state().commit(&batch);
+        }
+        // Events settled too: both locks held (the service's first, as everywhere), the events
+        // found before anything is written, so that all of the batch happens or none of it.
+        let mut service = self.service();
+        if let Some(missing) = ends.iter().find(|end| !service.has_event(end)) {
+            return Err(StoreError::NotFound(missing.event_id.clone()));
+        }
+        let committed = self.state().commit(&batch)?;
+        for end in ends {
+            service.settle_event(end);
+        }
+        Ok(committed)
     }
 
     async fn claim(

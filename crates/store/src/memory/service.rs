@@ -9,8 +9,8 @@ use toolsmith_core::Message;
 use super::MemoryStore;
 use crate::store::now_millis;
 use crate::{
-    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventRecord,
-    EventStatus, Holder, NewThread, ServiceStore, StoreError,
+    Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventEnd,
+    EventRecord, EventStatus, Holder, NewThread, ServiceStore, StoreError,
 };
 
 #[derive(Debug, Default)]
@@ -25,8 +25,28 @@ pub(super) struct ServiceState {
     groups: HashMap<String, (DispatchGroup, u64)>,
 }
 
+impl ServiceState {
+    /// Whether the event `end` settles is there.
+    pub(super) fn has_event(&self, end: &EventEnd) -> bool {
+        let key = event_key(&end.account, &end.agent_id, &end.event_id);
+        self.events.contains_key(&key)
+    }
+
+    /// Sets the event's status, detail and `updated_at`; `false` when there is no such event.
+    pub(super) fn settle_event(&mut self, end: &EventEnd) -> bool {
+        let key = event_key(&end.account, &end.agent_id, &end.event_id);
+        let Some(event) = self.events.get_mut(&key) else {
+            return false;
+        };
+        event.status = end.status;
+        event.detail = end.detail.clone();
+        event.updated_at = now_millis();
+        true
+    }
+}
+
 impl MemoryStore {
-    fn service(&self) -> std::sync::MutexGuard<'_, ServiceState> {
+    pub(super) fn service(&self) -> std::sync::MutexGuard<'_, ServiceState> {
         // A panic while holding the lock leaves the maps themselves intact.
         self.service.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -145,16 +165,17 @@ impl ServiceStore for MemoryStore {
         status: EventStatus,
         detail: &Value,
     ) -> Result<(), StoreError> {
-        let key = event_key(account, agent_id, event_id);
-        let mut state = self.service();
-        let event = state
-            .events
-            .get_mut(&key)
-            .ok_or_else(|| StoreError::NotFound(event_id.to_string()))?;
-        event.status = status;
-        event.detail = detail.clone();
-        event.updated_at = now_millis();
-        Ok(())
+        let end = EventEnd {
+            account: account.to_string(),
+            agent_id: agent_id.to_string(),
+            event_id: event_id.to_string(),
+            status,
+            detail: detail.clone(),
+        };
+        match self.service().settle_event(&end) {
+            true => Ok(()),
+            false => Err(StoreError::NotFound(end.event_id)),
+        }
     }
 
     async fn insert_async_result(&self, row: &AsyncResult, group: bool) -> Result<(), StoreError> {

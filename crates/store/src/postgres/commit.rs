@@ -6,7 +6,7 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::{backend, journal, read_thread, to_json, write};
+use super::{backend, journal, read_thread, service, to_json, write};
 use crate::{Claim, Committed, JournalEntry, Op, Settlement, StoreError, ThreadWrite};
 
 /// Commits `ops` (not empty) on `client`.
@@ -75,6 +75,10 @@ async fn apply(
             Ok(())
         }
         Op::Release(thread) => write::release(client, thread).await,
+        Op::SettleEvent(end) => {
+            let event = [&*end.account, &*end.agent_id, &*end.event_id];
+            service::settle_event(client, event, end.status, &end.detail).await
+        }
     }
 }
 

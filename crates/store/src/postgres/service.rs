@@ -349,18 +349,7 @@ impl ServiceStore for PostgresStore {
         detail: &Value,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        let (status, detail, now) = (status.as_str(), to_json(detail)?, millis(now_millis()));
-        let updated = execute(
-            &client,
-            "UPDATE events SET status = $4, detail = $5, updated_at = $6 \
-             WHERE account = $1 AND agent_id = $2 AND event_id = $3",
-            &[&account, &agent_id, &event_id, &status, &detail, &now],
-        )
-        .await?;
-        if updated == 0 {
-            return Err(StoreError::NotFound(event_id.to_string()));
-        }
-        Ok(())
+        settle_event(&client, [account, agent_id, event_id], status, detail).await
     }
 
     async fn insert_async_result(&self, row: &AsyncResult, group: bool) -> Result<(), StoreError> {
@@ -475,5 +464,27 @@ impl ServiceStore for PostgresStore {
 
     fn wakes(&self) -> tokio::sync::broadcast::Receiver<()> {
         self.listen()
+    }
+}
+
+/// Sets the event's status and detail and `updated_at`: `update_event`, and
+/// [`Op::SettleEvent`](crate::Op::SettleEvent) in a batch.
+pub(super) async fn settle_event(
+    client: &impl GenericClient,
+    [account, agent_id, event_id]: [&str; 3],
+    status: EventStatus,
+    detail: &Value,
+) -> Result<(), StoreError> {
+    let (status, detail, now) = (status.as_str(), to_json(detail)?, millis(now_millis()));
+    let updated = execute(
+        client,
+        "UPDATE events SET status = $4, detail = $5, updated_at = $6 \
+         WHERE account = $1 AND agent_id = $2 AND event_id = $3",
+        &[&account, &agent_id, &event_id, &status, &detail, &now],
+    )
+    .await?;
+    match updated {
+        0 => Err(StoreError::NotFound(event_id.to_string())),
+        _ => Ok(()),
     }
 }

@@ -6,11 +6,11 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use toolsmith_core::Message;
 
-use super::{backend, journal, to_json};
+use super::{backend, journal, service, to_json};
 use crate::store::now_millis;
 use crate::{
-    Batch, Committed, EffectStatus, Holder, JournalEntry, NewThread, Op, StoreError, ThreadStatus,
-    ThreadWrite,
+    Batch, Committed, EffectStatus, EventEnd, Holder, JournalEntry, NewThread, Op, StoreError,
+    ThreadStatus, ThreadWrite,
 };
 
 /// An operation of a batch, owned: JSON already made, ready to move to the connection.
@@ -31,6 +31,10 @@ pub(super) enum Owned {
         thread: String,
     },
     Release(String),
+    SettleEvent {
+        end: EventEnd,
+        detail: String,
+    },
 }
 
 /// `batch`'s operations, owned.
@@ -56,6 +60,10 @@ pub(super) fn prepare(batch: &Batch<'_>) -> Result<Vec<Owned>, StoreError> {
                     thread: thread.to_string(),
                 },
                 Op::Release(thread) => Owned::Release(thread.to_string()),
+                Op::SettleEvent(end) => Owned::SettleEvent {
+                    end: end.clone(),
+                    detail: to_json(&end.detail)?,
+                },
             })
         })
         .collect()
@@ -88,6 +96,10 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
                 committed.claims.push(journal::claim(&tx, key, thread)?);
             }
             Owned::Release(thread) => release(&tx, thread)?,
+            Owned::SettleEvent { end, detail } => {
+                let event = [&*end.account, &*end.agent_id, &*end.event_id];
+                service::settle_event(&tx, event, end.status, detail)?;
+            }
         }
     }
     tx.commit()?;

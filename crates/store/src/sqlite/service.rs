@@ -69,6 +69,36 @@ fn agent_of(r: &Row<'_>) -> rusqlite::Result<Result<AgentRecord, StoreError>> {
 }
 
 /// Records `event` (its detail already JSON) unless its id is taken: whether it did.
+/// Sets the event's status and detail (JSON) and `updated_at`: `update_event`, and
+/// [`Op::SettleEvent`](crate::Op::SettleEvent) in a batch.
+pub(super) fn settle_event(
+    conn: &Connection,
+    [account, agent_id, event_id]: [&str; 3],
+    status: EventStatus,
+    detail: &str,
+) -> Result<(), StoreError> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE events SET status = ?4, detail = ?5, updated_at = ?6 \
+             WHERE account = ?1 AND agent_id = ?2 AND event_id = ?3",
+        )
+        .and_then(|mut update| {
+            update.execute(params![
+                account,
+                agent_id,
+                event_id,
+                status.as_str(),
+                detail,
+                millis(now_millis())
+            ])
+        })
+        .map_err(backend)?;
+    match updated {
+        0 => Err(StoreError::NotFound(event_id.to_string())),
+        _ => Ok(()),
+    }
+}
+
 fn insert_event(conn: &Connection, event: &EventRecord, detail: &str) -> Result<bool, StoreError> {
     let inserted = conn
         .prepare_cached(INSERT_EVENT)
@@ -421,29 +451,8 @@ impl ServiceStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let [account, agent_id, event_id] = [account, agent_id, event_id].map(str::to_string);
         let detail = to_json(detail)?;
-        self.with(move |conn| {
-            let updated = conn
-                .prepare_cached(
-                    "UPDATE events SET status = ?4, detail = ?5, updated_at = ?6 \
-                     WHERE account = ?1 AND agent_id = ?2 AND event_id = ?3",
-                )
-                .and_then(|mut update| {
-                    update.execute(params![
-                        account,
-                        agent_id,
-                        event_id,
-                        status.as_str(),
-                        detail,
-                        millis(now_millis())
-                    ])
-                })
-                .map_err(backend)?;
-            if updated == 0 {
-                return Err(StoreError::NotFound(event_id));
-            }
-            Ok(())
-        })
-        .await
+        self.with(move |conn| settle_event(conn, [&account, &agent_id, &event_id], status, &detail))
+            .await
     }
 
     async fn insert_async_result(&self, row: &AsyncResult, group: bool) -> Result<(), StoreError> {
