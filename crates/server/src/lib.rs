@@ -44,6 +44,7 @@ pub mod chat;
 mod error;
 mod events;
 mod listen;
+mod outcome;
 mod routes;
 mod runs;
 mod service;

@@ -12,21 +12,20 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use hmac::{Hmac, Mac};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use toolsmith_agent::{RunError, RunErrorKind, RunInput, RunOutput};
-use toolsmith_core::{
-    Dependencies, Message, PauseKind, RunPart, ToolApprovalResponse, ToolResultPart,
-};
+use toolsmith_agent::{RunErrorKind, RunInput};
+use toolsmith_core::{Dependencies, Message, RunPart, ToolApprovalResponse, ToolResultPart};
 use toolsmith_store::{
-    DurableError, EventRecord, EventStatus, Holder, NewThread, StoreError, StoredRun, Thread,
-    ThreadStatus, keep_variables, thread_variables,
+    DurableError, EventEnd, EventRecord, EventStatus, Holder, NewThread, StoreError, StoredRun,
+    Thread, ThreadStatus, keep_variables, thread_variables,
 };
 
 use crate::async_tools::continuation;
-use crate::service::BuiltAgent;
+use crate::outcome::{event_ending, outcome};
+use crate::service::{BuiltAgent, lock};
 use crate::{ApiError, Service};
 
 /// What a run of the service knows about itself, in its [`Dependencies`]: async tools read it.
@@ -45,6 +44,9 @@ pub(crate) struct RunContext {
     /// Set when the run hands a call out (external-dispatch): only then is there a dispatch
     /// group to seal when it ends.
     pub(crate) dispatched: Arc<std::sync::atomic::AtomicBool>,
+    /// The event's end as the run's last save wrote it ([`StoredRun::with_event_end`]), if it
+    /// did: `drive` writes it again only if the run's outcome turns out otherwise.
+    pub(crate) event_end: Arc<std::sync::Mutex<Option<EventEnd>>>,
     pub(crate) public_url: String,
     /// Signs completion tokens.
     token_key: [u8; 32],
@@ -292,6 +294,16 @@ async fn claim_with(
     let thread = &request.thread;
     let lease = service.inner.options.lease;
     let answers = !request.approvals.is_empty() || !request.tool_results.is_empty();
+    let dispatched = Arc::new(std::sync::atomic::AtomicBool::new(
+        claim == Claim::Interrupted,
+    ));
+    let event_end = Arc::new(std::sync::Mutex::new(None));
+    let ending = event_ending(request, dispatched.clone(), event_end.clone());
+    let begin = |run: StoredRun, messages| {
+        run.with_lease(lease)
+            .with_event_end(ending.clone())
+            .input(messages)
+    };
     // The request's event, until recorded.
     let mut event = matches!(claim, Claim::Request | Claim::FirstTurn).then(|| request.new_event());
     let mut found = match claim {
@@ -328,7 +340,7 @@ async fn claim_with(
                 event = None;
                 let (run, messages) =
                     StoredRun::started(store.clone(), thread.clone(), run_id, version, prompt);
-                started = Some(run.with_lease(lease).input(messages));
+                started = Some(begin(run, messages));
             }
             Ok(None) => return Ok(None),
             // Created by another request meanwhile: as any existing conversation (the event,
@@ -358,7 +370,7 @@ async fn claim_with(
             let (run, messages) = StoredRun::resume(store.clone(), thread, lease)
                 .await
                 .map_err(durable_error)?;
-            let mut input = run.with_lease(lease).input(messages);
+            let mut input = begin(run, messages);
             for answer in &request.approvals {
                 input = input.with_approval(answer.clone());
             }
@@ -379,7 +391,7 @@ async fn claim_with(
             let (run, messages) = StoredRun::resume(store.clone(), thread, lease)
                 .await
                 .map_err(durable_error)?;
-            run.with_lease(lease).input(messages)
+            begin(run, messages)
         }
         // Held by a live run, or interrupted: the replicas' takeover resumes an interrupted
         // run; a request does not race it.
@@ -401,7 +413,7 @@ async fn claim_with(
             let (run, messages) = StoredRun::start(store.clone(), thread, request.messages.clone())
                 .await
                 .map_err(durable_error)?;
-            run.with_lease(lease).input(messages)
+            begin(run, messages)
         }
     };
     let key = service.inner.key.clone();
@@ -421,9 +433,8 @@ async fn claim_with(
         event_key: event_key(&request.account, &request.agent_id, &request.event_id),
         conversation_key: request.conversation_key.clone(),
         external_dispatch: request.path == RequestPath::Background,
-        dispatched: Arc::new(std::sync::atomic::AtomicBool::new(
-            claim == Claim::Interrupted,
-        )),
+        dispatched,
+        event_end,
         public_url: service.inner.public_url.clone(),
         token_key: service.inner.token_key,
     });
@@ -525,7 +536,6 @@ pub(crate) async fn drive(
         }
     }
     let result = stream.output().await;
-    drop(sink);
     let thread = &request.thread;
     let set = match &result {
         Ok(out) => &out.variables_set,
@@ -554,55 +564,30 @@ pub(crate) async fn drive(
         .is_none_or(|run| run.dispatched.load(std::sync::atomic::Ordering::SeqCst));
     let external_waits = dispatched && continuation::seal(&service, &key).await;
     let (status, detail) = outcome(&result, external_waits);
-    if let Err(e) = store
-        .update_event(
-            &request.account,
-            &request.agent_id,
-            &request.status_event,
-            status,
-            &detail,
-        )
-        .await
+    // Written with the run's last save already, unless the outcome turned out otherwise (the
+    // save failed, or the run did after it).
+    let written = deps
+        .as_ref()
+        .and_then(|deps| deps.get::<RunContext>())
+        .and_then(|run| lock(&run.event_end).take())
+        .is_some_and(|end| end.status == status && end.detail == detail);
+    if !written
+        && let Err(e) = store
+            .update_event(
+                &request.account,
+                &request.agent_id,
+                &request.status_event,
+                status,
+                &detail,
+            )
+            .await
     {
         tracing::error!(target: "toolsmith::server", %e, "keeping the event's status");
     }
+    // The stream ends once the event's status is what the run came to: a client that asks for
+    // it next finds it.
+    drop(sink);
     if external_waits {
         continuation::try_continue(&service, &key).await;
-    }
-}
-
-/// The event's status and detail after a run: `completed` with the text, `awaiting_approval`
-/// with the approvals (and client tool calls) it waits for, `failed` with the error, or still
-/// `processing` while external calls are out.
-fn outcome(result: &Result<RunOutput, RunError>, external_waits: bool) -> (EventStatus, Value) {
-    match result {
-        Ok(out) if !out.pending.is_empty() => {
-            let approvals: Vec<Value> = out
-                .pending
-                .iter()
-                .filter(|p| p.kind == PauseKind::Approval)
-                .map(|p| {
-                    json!({
-                        "approvalId": p.approval_id(),
-                        "toolCallId": p.tool_call_id,
-                        "toolName": p.tool_name,
-                        "input": p.input,
-                    })
-                })
-                .collect();
-            (
-                EventStatus::AwaitingApproval,
-                json!({"approvals": approvals, "text": out.text}),
-            )
-        }
-        Ok(out) if external_waits => (
-            EventStatus::Processing,
-            json!({"text": out.text, "waitingFor": "external-async-tools"}),
-        ),
-        Ok(out) => (EventStatus::Completed, json!({"text": out.text})),
-        Err(e) => (
-            EventStatus::Failed,
-            json!({"error": {"code": e.code(), "message": e.to_string()}}),
-        ),
     }
 }

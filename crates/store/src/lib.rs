@@ -32,7 +32,9 @@ mod wake;
 
 pub use batch::{Batch, Committed, Op};
 pub use crypto::{SECRET_KEY_VAR, SecretKey, Vault};
-pub use durable::{DEFAULT_LEASE, DurableError, StoredRun, keep_variables, thread_variables};
+pub use durable::{
+    DEFAULT_LEASE, DurableError, EventEnding, StoredRun, keep_variables, thread_variables,
+};
 pub use error::StoreError;
 pub use holder::Holder;
 pub use journal::{Claim, EffectStatus, JournalEntry, Settlement};

@@ -373,3 +373,51 @@ async fn a_stored_config_cannot_name_a_file_of_the_server() {
         "{message}"
     );
 }
+
+/// When a run's stream ends its event's status is final: written with the run's last save when
+/// the run finishes or pauses (one commit for both), after the run when it fails — on SQLite
+/// as in memory, read at once.
+#[tokio::test]
+async fn the_status_is_final_when_the_stream_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = toolsmith_store::SqliteStore::open(dir.path().join("service.db"))
+        .await
+        .unwrap();
+    for store in [
+        std::sync::Arc::new(sqlite) as std::sync::Arc<dyn toolsmith_store::ServiceStore>,
+        std::sync::Arc::new(toolsmith_store::MemoryStore::new()),
+    ] {
+        let service = common::start_on(store, ServiceOptions::default()).await;
+        let secret = service.account("acme").await;
+        let base = calculating_model();
+        let tools = json!({"calculator": {}});
+        service.agent("acme", "calc", config(&base, tools)).await;
+        let asking = json!({"calculator": {"needsApproval": true}});
+        service.agent("acme", "asks", config(&base, asking)).await;
+        // A model that is not there: the run fails.
+        let gone = config("http://127.0.0.1:9/v1", json!({}));
+        service.agent("acme", "gone", gone).await;
+
+        let ask = |agent: &str, event: &str| run_body(agent, event, event, "What is 6 * 7?");
+        let (status, body) = service.post("/", &secret, &ask("calc", "e1")).await;
+        assert_eq!(status, 200, "{body}");
+        let (status, done) = service.get("/status/e1?agentId=calc", &secret).await;
+        assert_eq!(status, 200, "{done}");
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["text"], "The answer is 6 * 7 = 42.");
+
+        let (_, body) = service.post("/", &secret, &ask("asks", "e2")).await;
+        assert!(body.contains("tool-approval-request"), "{body}");
+        let (_, paused) = service.get("/status/e2?agentId=asks", &secret).await;
+        assert_eq!(paused["status"], "awaiting_approval", "{paused}");
+        let approvals = paused["approvals"].as_array().unwrap();
+        assert_eq!(approvals.len(), 1, "{paused}");
+        assert_eq!(approvals[0]["toolName"], "calculator");
+        assert_eq!(approvals[0]["input"], json!({"expression": "6 * 7"}));
+
+        let (_, body) = service.post("/", &secret, &ask("gone", "e3")).await;
+        assert!(body.contains("\"error\""), "{body}");
+        let (_, failed) = service.get("/status/e3?agentId=gone", &secret).await;
+        assert_eq!(failed["status"], "failed", "{failed}");
+    }
+}

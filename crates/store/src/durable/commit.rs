@@ -52,6 +52,11 @@ impl RunLog for StoredRun {
                 .map(|entry| unwritten.contains(&entry.tool_call_id))
                 .collect()
         };
+        // The run's end settles its event in the same commit (`with_event_end`).
+        let event_end = match (&self.event_end, &batch.save) {
+            (Some(ending), Some(save)) if ends(save.state) => ending(save.state, save.tail),
+            _ => None,
+        };
         let mut ops = Batch::new();
         for (entry, _) in settled.iter().zip(&recorded_now).filter(|(_, now)| !**now) {
             ops = ops.settle(settlement(entry));
@@ -82,6 +87,9 @@ impl RunLog for StoredRun {
             // Handed back: still running, held by no process.
             if save.state == RunState::HandedBack {
                 ops = ops.release(&self.thread);
+            }
+            if let Some(end) = &event_end {
+                ops = ops.settle_event(end);
             }
         }
         // After the write: `[Write, Intend]` is one statement where a backend has such shapes.
@@ -229,6 +237,14 @@ impl StoredRun {
 }
 
 /// The thread's status, and what it waits for, where the run stands.
+/// Whether a save in `state` ends the run.
+fn ends(state: RunState<'_>) -> bool {
+    matches!(
+        state,
+        RunState::Finished | RunState::Paused(_) | RunState::Failed
+    )
+}
+
 fn thread_state<'a>(state: RunState<'a>) -> (ThreadStatus, &'a [Pause]) {
     match state {
         RunState::Running | RunState::HandedBack => (ThreadStatus::Running, &[]),

@@ -44,12 +44,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use toolsmith_agent::{RunInput, RunLogError};
+use toolsmith_agent::{RunInput, RunLogError, RunState};
 use toolsmith_core::{Message, Variables};
 
 use crate::{
-    Batch, Holder, JournalEntry, NewThread, SecretKey, Store, StoreError, Thread, ThreadStatus,
-    ThreadWrite, Vault,
+    Batch, EventEnd, Holder, JournalEntry, NewThread, SecretKey, Store, StoreError, Thread,
+    ThreadStatus, ThreadWrite, Vault,
 };
 
 /// How long a running thread stays held by its process without a sign of life, by default.
@@ -115,7 +115,13 @@ pub struct StoredRun {
     /// recorded once they end.
     unwritten: Mutex<HashSet<String>>,
     next_seq: AtomicU64,
+    /// The event the save that ends the run settles ([`StoredRun::with_event_end`]).
+    event_end: Option<EventEnding>,
 }
+
+/// Given where a run ends (finished, paused or failed) and the messages its last save adds,
+/// the event to settle in that save's commit, if any.
+pub type EventEnding = Arc<dyn Fn(RunState<'_>, &[Message]) -> Option<EventEnd> + Send + Sync>;
 
 impl std::fmt::Debug for StoredRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -307,6 +313,7 @@ impl StoredRun {
             calls: Mutex::new(calls),
             unwritten: Mutex::default(),
             next_seq: AtomicU64::new(next_seq),
+            event_end: None,
         }
     }
 
@@ -324,6 +331,64 @@ impl StoredRun {
     /// [`DEFAULT_LEASE`]); the heartbeat comes every third of it.
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// Settles an event ([`ServiceStore`](crate::ServiceStore)'s) in the commit of the save that
+    /// ends the run: `ending` is asked, at that save, for the event's new status and detail
+    /// ([`Op::SettleEvent`](crate::Op::SettleEvent)); `None` writes nothing more. The run's end
+    /// and its event's are then one commit: one fewer, and never one without the other. A
+    /// commit that fails (no such event among them) fails the run, as any failed save does.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::json;
+    /// use toolsmith_agent::{Agent, RunState};
+    /// use toolsmith_core::Message;
+    /// use toolsmith_providers::{ScriptedModel, Turn};
+    /// use toolsmith_store::{
+    ///     EventEnd, EventRecord, EventStatus, Holder, MemoryStore, NewThread, ServiceStore,
+    ///     StoredRun,
+    /// };
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let event = EventRecord {
+    ///     account: "acme".into(),
+    ///     agent_id: "helper".into(),
+    ///     event_id: "ev-1".into(),
+    ///     conversation_key: "c-1".into(),
+    ///     thread_id: "t-1".into(),
+    ///     status: EventStatus::Processing,
+    ///     detail: json!({}),
+    ///     created_at: 0,
+    ///     updated_at: 0,
+    ///     expires_at: u64::MAX,
+    /// };
+    /// let prompt = vec![Message::user("Hi")];
+    /// let holder = Holder::current();
+    /// let new = NewThread::new("t-1");
+    /// let version = store.start_event(&event, new, &prompt, "run-1", &holder).await.unwrap();
+    /// let (run, messages) =
+    ///     StoredRun::started(store.clone(), "t-1".into(), "run-1".into(), version.unwrap(), prompt);
+    /// let run = run.with_event_end(Arc::new(|state: RunState<'_>, tail: &[Message]| {
+    ///     (state == RunState::Finished).then(|| EventEnd {
+    ///         account: "acme".into(),
+    ///         agent_id: "helper".into(),
+    ///         event_id: "ev-1".into(),
+    ///         status: EventStatus::Completed,
+    ///         detail: json!({"text": tail.last().map(Message::text)}),
+    ///     })
+    /// }));
+    /// let agent = Agent::builder(ScriptedModel::new([Turn::text("Hello!")])).build();
+    /// agent.run(run.input(messages)).await.unwrap();
+    /// let settled = store.event("acme", "helper", "ev-1").await.unwrap().unwrap();
+    /// assert_eq!(settled.status, EventStatus::Completed);
+    /// assert_eq!(settled.detail, json!({"text": "Hello!"}));
+    /// # });
+    /// ```
+    pub fn with_event_end(mut self, ending: EventEnding) -> Self {
+        self.event_end = Some(ending);
         self
     }
 
