@@ -69,10 +69,9 @@ pub(super) fn prepare(batch: &Batch<'_>) -> Result<Vec<Owned>, StoreError> {
         .collect()
 }
 
-/// Runs `ops` in one transaction, which takes the write lock at once: committed when every
-/// one succeeds, rolled back (dropped) at the first that fails.
-pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, StoreError> {
-    let tx = immediate(conn)?;
+/// Runs `ops`, in the caller's transaction ([`SqliteStore::write`](super::SqliteStore)'s): the
+/// first that fails ends the run, and the caller undoes what the others wrote.
+pub(super) fn apply(tx: &Connection, ops: &[Owned]) -> Result<Committed, StoreError> {
     let mut committed = Committed::default();
     for op in ops {
         match op {
@@ -80,8 +79,8 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
                 entry,
                 status,
                 output,
-            } => journal::settle_call(&tx, entry, *status, output)?,
-            Owned::Write(tail) => committed.version = Some(tail.write(&tx)?),
+            } => journal::settle_call(tx, entry, *status, output)?,
+            Owned::Write(tail) => committed.version = Some(tail.write(tx)?),
             Owned::Intend {
                 entry,
                 input,
@@ -90,19 +89,18 @@ pub(super) fn run(conn: &mut Connection, ops: &[Owned]) -> Result<Committed, Sto
                 let output = output.as_deref();
                 committed
                     .claims
-                    .push(journal::intend_call(&tx, entry, input, output)?);
+                    .push(journal::intend_call(tx, entry, input, output)?);
             }
             Owned::ClaimKey { key, thread } => {
-                committed.claims.push(journal::claim(&tx, key, thread)?);
+                committed.claims.push(journal::claim(tx, key, thread)?);
             }
-            Owned::Release(thread) => release(&tx, thread)?,
+            Owned::Release(thread) => release(tx, thread)?,
             Owned::SettleEvent { end, detail } => {
                 let event = [&*end.account, &*end.agent_id, &*end.event_id];
-                service::settle_event(&tx, event, end.status, detail)?;
+                service::settle_event(tx, event, end.status, detail)?;
             }
         }
     }
-    tx.commit()?;
     Ok(committed)
 }
 

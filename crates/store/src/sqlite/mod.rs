@@ -4,6 +4,7 @@ mod checkpoint;
 mod commit;
 mod credentials;
 mod file_mode;
+mod group;
 mod journal;
 mod schema;
 mod service;
@@ -62,6 +63,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Its subscribers' wake-ups (shared by its clones).
     wakes: crate::wake::Wakes,
+    /// The writes waiting to be committed together (`group.rs`; shared by its clones).
+    queue: Arc<Mutex<group::Queue>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -135,6 +138,7 @@ impl SqliteStore {
             conn,
             path,
             wakes: Default::default(),
+            queue: Default::default(),
         })
     }
 
@@ -322,10 +326,8 @@ impl Store for SqliteStore {
         // One transaction where create, write and claim would be three (two commits less for
         // every new conversation of the service).
         let start = commit::Start::of(thread, prompt, run_id, holder)?;
-        self.with(move |conn| {
-            let tx = commit::immediate(conn)?;
-            start.write(&tx)?;
-            tx.commit()?;
+        self.write(move |conn| {
+            start.write(conn)?;
             Ok(2)
         })
         .await
@@ -388,7 +390,7 @@ impl Store for SqliteStore {
             return Ok(Committed::default());
         }
         let ops = commit::prepare(&batch)?;
-        self.with(move |conn| commit::run(conn, &ops)).await
+        self.write(move |conn| commit::apply(conn, &ops)).await
     }
 
     async fn claim(

@@ -397,14 +397,12 @@ impl ServiceStore for SqliteStore {
     ) -> Result<Option<u64>, StoreError> {
         let (event, detail) = (event.clone(), to_json(&event.detail)?);
         let start = Start::of(thread, prompt, run_id, holder)?;
-        self.with(move |conn| {
-            let tx = immediate(conn)?;
-            if !insert_event(&tx, &event, &detail)? {
+        self.write(move |conn| {
+            if !insert_event(conn, &event, &detail)? {
                 return Ok(None);
             }
-            // An error drops the transaction: the event is not kept either.
-            start.write(&tx)?;
-            tx.commit()?;
+            // An error undoes the write: the event is not kept either.
+            start.write(conn)?;
             Ok(Some(2))
         })
         .await

@@ -128,3 +128,73 @@ async fn the_wal_is_checkpointed_in_the_background_not_by_the_writers() {
     );
     assert_eq!(store.messages("t").await.unwrap().len(), 50);
 }
+
+/// Concurrent writes are committed together (one transaction, each write in a savepoint): each
+/// gets its own answer, a write that fails part-way leaves nothing of itself, and the others
+/// are in the file, as a new handle reads it.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_share_commits_and_fail_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    const WRITERS: usize = 48;
+    for i in 0..WRITERS {
+        store
+            .create_thread(NewThread::new(format!("t{i}")))
+            .await
+            .unwrap();
+    }
+    // Every third write fails after its first operation succeeded: its second writes a thread
+    // that does not exist. Every other third expects a version the thread is not at.
+    let barrier = Arc::new(tokio::sync::Barrier::new(WRITERS));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|i| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let id = format!("t{i}");
+                let said = [Message::user(format!("message {i}"))];
+                let expected = if i % 3 == 1 { 7 } else { 0 };
+                let write = ThreadWrite::new(&id, expected, 0, &said, ThreadStatus::Idle);
+                let mut batch = Batch::new().write(write);
+                let missing = ThreadWrite::new("missing", 0, 0, &said, ThreadStatus::Idle);
+                if i % 3 == 2 {
+                    batch = batch.write(missing);
+                }
+                barrier.wait().await;
+                store.commit(batch).await.map(|c| c.version)
+            })
+        })
+        .collect();
+    for (i, writer) in writers.into_iter().enumerate() {
+        let answer = writer.await.unwrap();
+        match i % 3 {
+            0 => assert_eq!(answer, Ok(Some(1)), "write {i}"),
+            1 => assert!(
+                matches!(&answer, Err(StoreError::Conflict { found: 0, .. })),
+                "write {i}: {answer:?}"
+            ),
+            _ => assert!(
+                matches!(&answer, Err(StoreError::NotFound(id)) if id == "missing"),
+                "write {i}: {answer:?}"
+            ),
+        }
+    }
+    drop(store);
+    let reopened = SqliteStore::open(&path).await.unwrap();
+    for i in 0..WRITERS {
+        let id = format!("t{i}");
+        let thread = reopened.thread(&id).await.unwrap().unwrap();
+        let messages = reopened.messages(&id).await.unwrap();
+        if i % 3 == 0 {
+            assert_eq!((thread.version, messages.len()), (1, 1), "thread {i}");
+            assert_eq!(messages[0].text(), format!("message {i}"));
+        } else {
+            assert_eq!(
+                (thread.version, messages.len()),
+                (0, 0),
+                "thread {i}: nothing kept"
+            );
+        }
+    }
+}
