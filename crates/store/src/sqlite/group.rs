@@ -14,7 +14,7 @@
 //! itself (SQLite rolls back on a full disk or an I/O error), every write of the group gets
 //! the error.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -103,14 +103,16 @@ impl SqliteStore {
 
     /// Commits what the queue holds, group after group, until it is empty.
     async fn lead(&self) {
-        // Should a group panic, the next caller leads, and the writes queued are dropped (their
-        // callers get an error) rather than left waiting.
-        let _guard = Leading(self.queue.clone());
+        let mut guard = Leading {
+            store: self.clone(),
+            done: false,
+        };
         loop {
             let jobs = {
                 let mut queue = lock(&self.queue);
                 if queue.jobs.is_empty() {
                     queue.leading = false;
+                    guard.done = true;
                     return;
                 }
                 std::mem::take(&mut queue.jobs)
@@ -130,15 +132,32 @@ impl SqliteStore {
     }
 }
 
-/// Clears the lead when dropped while panicking.
-struct Leading(Arc<Mutex<Queue>>);
+/// The lead, handed on if its leader stops before the queue is empty: its future dropped
+/// while it waited for the blocking pool (a current-thread runtime; on a multi-threaded one
+/// a group runs in place, with nothing to wait for), or a panic.
+struct Leading {
+    store: SqliteStore,
+    done: bool,
+}
 
 impl Drop for Leading {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            let mut queue = lock(&self.0);
-            queue.leading = false;
-            queue.jobs.clear();
+        if self.done {
+            return;
+        }
+        let store = self.store.clone();
+        match tokio::runtime::Handle::try_current() {
+            // A task of its own leads what is queued.
+            Ok(runtime) => {
+                runtime.spawn(async move { store.lead().await });
+            }
+            // No runtime to lead on: the writes queued are dropped (their callers get an
+            // error) rather than left waiting.
+            Err(_) => {
+                let mut queue = lock(&store.queue);
+                queue.leading = false;
+                queue.jobs.clear();
+            }
         }
     }
 }

@@ -198,3 +198,45 @@ async fn concurrent_writes_share_commits_and_fail_alone() {
         }
     }
 }
+
+/// On a current-thread runtime a group runs on the blocking pool, and the caller leading it
+/// may be dropped while it waits (a request cancelled): the lead is handed on, and the writes
+/// queued behind it are committed all the same.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_dropped_while_it_waits_hands_the_lead_on() {
+    use std::future::Future;
+    use std::task::Poll;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("runs.db")).await.unwrap());
+    for id in ["t1", "t2"] {
+        store.create_thread(NewThread::new(id)).await.unwrap();
+    }
+    let said = [Message::user("Hi")];
+    let write = ThreadWrite::new("t1", 0, 0, &said, ThreadStatus::Idle);
+    let mut first = Box::pin(store.commit(Batch::new().write(write)));
+    // Polled once: it leads, its group handed to the blocking pool.
+    let polled = std::future::poll_fn(|cx| Poll::Ready(first.as_mut().poll(cx))).await;
+    assert!(polled.is_pending());
+    let second = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let said = [Message::user("Hello")];
+            let write = ThreadWrite::new("t2", 0, 0, &said, ThreadStatus::Idle);
+            store.commit(Batch::new().write(write)).await
+        }
+    });
+    // The second write queues behind the first.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    drop(first);
+    let committed = tokio::time::timeout(std::time::Duration::from_secs(10), second)
+        .await
+        .expect("the queued write was committed, not left waiting")
+        .unwrap()
+        .unwrap();
+    assert_eq!(committed.version, Some(1));
+    assert_eq!(store.messages("t2").await.unwrap().len(), 1);
+}
