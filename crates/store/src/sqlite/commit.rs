@@ -104,19 +104,19 @@ pub(super) fn apply(tx: &Connection, ops: &[Owned]) -> Result<Committed, StoreEr
     Ok(committed)
 }
 
-/// Inserts `bodies` as the messages of `thread` from index `first` on.
+/// Inserts `bodies` as the messages of the thread numbered `seq` from index `first` on.
 pub(super) fn insert_messages(
     tx: &Connection,
-    thread: &str,
+    seq: i64,
     first: u64,
     bodies: &[String],
 ) -> Result<(), StoreError> {
     let mut insert = tx
-        .prepare_cached("INSERT INTO messages (thread_id, idx, body) VALUES (?1, ?2, ?3)")
+        .prepare_cached("INSERT INTO messages (thread_seq, idx, body) VALUES (?1, ?2, ?3)")
         .map_err(backend)?;
     for (i, body) in bodies.iter().enumerate() {
         insert
-            .execute(params![thread, first as i64 + i as i64, body])
+            .execute(params![seq, first as i64 + i as i64, body])
             .map_err(backend)?;
     }
     Ok(())
@@ -152,32 +152,38 @@ impl Start {
     /// [`StoreError::Exists`] when the id is taken.
     pub(super) fn write(&self, tx: &Connection) -> Result<(), StoreError> {
         let (thread, holder) = (&self.thread, &self.holder);
-        let inserted = tx
+        let seq: Option<i64> = tx
             .prepare_cached(
                 "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
                  pending, created_at, updated_at, run_id, holder_host, holder_pid, \
-                 holder_started) \
-                 VALUES (?1, ?2, ?3, 2, ?4, 'running', '[]', ?5, ?5, ?6, ?7, ?8, ?9) \
-                 ON CONFLICT(id) DO NOTHING",
+                 holder_started, seq) \
+                 VALUES (?1, ?2, ?3, 2, ?4, 'running', '[]', ?5, ?5, ?6, ?7, ?8, ?9, \
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM threads)) \
+                 ON CONFLICT(id) DO NOTHING RETURNING seq",
             )
             .and_then(|mut insert| {
-                insert.execute(params![
-                    thread.id,
-                    thread.parent_id,
-                    self.tags,
-                    self.bodies.len() as i64,
-                    now_millis() as i64,
-                    self.run_id,
-                    holder.host,
-                    i64::from(holder.pid),
-                    holder.started as i64
-                ])
+                insert
+                    .query_row(
+                        params![
+                            thread.id,
+                            thread.parent_id,
+                            self.tags,
+                            self.bodies.len() as i64,
+                            now_millis() as i64,
+                            self.run_id,
+                            holder.host,
+                            i64::from(holder.pid),
+                            holder.started as i64
+                        ],
+                        |r| r.get(0),
+                    )
+                    .optional()
             })
             .map_err(backend)?;
-        if inserted == 0 {
+        let Some(seq) = seq else {
             return Err(StoreError::Exists(thread.id.clone()));
-        }
-        insert_messages(tx, &thread.id, 0, &self.bodies)
+        };
+        insert_messages(tx, seq, 0, &self.bodies)
     }
 }
 
@@ -286,11 +292,11 @@ impl Tail {
         let (expected, keep) = (*expected, *keep);
         // Every statement here is prepared once per connection: parsing them anew cost
         // more than running them.
-        let (version, count): (i64, i64) = tx
-            .prepare_cached("SELECT version, message_count FROM threads WHERE id = ?1")
+        let (version, count, seq): (i64, i64, i64) = tx
+            .prepare_cached("SELECT version, message_count, seq FROM threads WHERE id = ?1")
             .and_then(|mut select| {
                 select
-                    .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_row([thread], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                     .optional()
             })
             .map_err(backend)?
@@ -311,11 +317,11 @@ impl Tail {
         // temporary table, opened and zeroed even when no row matches (measured: some 25 k
         // instructions, 3 % of a service run, for the usual save that keeps every message).
         if keep < count as u64 {
-            tx.prepare_cached("DELETE FROM messages WHERE thread_id = ?1 AND idx >= ?2")
-                .and_then(|mut delete| delete.execute(params![thread, keep as i64]))
+            tx.prepare_cached("DELETE FROM messages WHERE thread_seq = ?1 AND idx >= ?2")
+                .and_then(|mut delete| delete.execute(params![seq, keep as i64]))
                 .map_err(backend)?;
         }
-        insert_messages(tx, thread, keep, bodies)?;
+        insert_messages(tx, seq, keep, bodies)?;
         let next = version + 1;
         // A thread that stops running is held by no process.
         tx.prepare_cached(

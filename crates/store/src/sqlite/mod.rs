@@ -303,7 +303,9 @@ impl Store for SqliteStore {
             let inserted = conn
                 .prepare_cached(
                     "INSERT INTO threads (id, parent_id, tags, version, message_count, status, \
-                     pending, created_at, updated_at) VALUES (?1, ?2, ?3, 0, 0, 'idle', '[]', ?4, ?4) \
+                     pending, created_at, updated_at, seq) \
+                     VALUES (?1, ?2, ?3, 0, 0, 'idle', '[]', ?4, ?4, \
+                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM threads)) \
                      ON CONFLICT(id) DO NOTHING",
                 )
                 .and_then(|mut insert| insert.execute(params![new.id, new.parent_id, tags, now]))
@@ -374,7 +376,10 @@ impl Store for SqliteStore {
                 return Err(StoreError::NotFound(thread));
             }
             let mut stmt = conn
-                .prepare_cached("SELECT body FROM messages WHERE thread_id = ?1 ORDER BY idx")
+                .prepare_cached(
+                    "SELECT body FROM messages \
+                     WHERE thread_seq = (SELECT seq FROM threads WHERE id = ?1) ORDER BY idx",
+                )
                 .map_err(backend)?;
             let rows = stmt
                 .query_map([&thread], |r| r.get::<_, String>(0))

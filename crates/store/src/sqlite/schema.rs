@@ -237,6 +237,28 @@ const MIGRATIONS: &[(u32, &str)] = &[
         "CREATE INDEX events_processing ON events(thread_id, created_at, event_id)
         WHERE status = 'processing';",
     ),
+    // Messages clustered on their thread's number (`seq`, given in creation order) rather than
+    // its id: a new thread's messages go at the end of the table, next to the last thread's,
+    // instead of a random page of it (ids are hashes, chat ids, UUIDs). A service's runs write
+    // the few last pages, which stay cached and, under group commit, are written once for
+    // several runs; with random ids each run split and wrote pages of its own, read from disk
+    // once the table outgrew the cache.
+    (
+        10,
+        "ALTER TABLE threads ADD COLUMN seq INTEGER;
+    UPDATE threads SET seq = rowid;
+    CREATE UNIQUE INDEX threads_seq ON threads(seq);
+    CREATE TABLE messages_v10 (
+        thread_seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (thread_seq, idx)
+    ) WITHOUT ROWID;
+    INSERT INTO messages_v10 (thread_seq, idx, body)
+        SELECT t.seq, m.idx, m.body FROM messages m JOIN threads t ON t.id = m.thread_id;
+    DROP TABLE messages;
+    ALTER TABLE messages_v10 RENAME TO messages;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -14,8 +14,24 @@ use toolsmith_store::{
 use crate::common::{payment, service};
 
 /// What the versions from 7 on added, undone: the holder of a running thread (7), the
-/// harness service's tables (8) and the index of a thread's processing events (9).
+/// harness service's tables (8), the index of a thread's processing events (9) and the
+/// messages clustered on their thread's number (10).
 const UNDO: &[(u32, &str)] = &[
+    (
+        10,
+        "CREATE TABLE messages_v9 (
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (thread_id, idx)
+         ) WITHOUT ROWID;
+         INSERT INTO messages_v9 (thread_id, idx, body)
+             SELECT t.id, m.idx, m.body FROM messages m JOIN threads t ON t.seq = m.thread_seq;
+         DROP TABLE messages;
+         ALTER TABLE messages_v9 RENAME TO messages;
+         DROP INDEX threads_seq;
+         ALTER TABLE threads DROP COLUMN seq;",
+    ),
     (9, "DROP INDEX events_processing;"),
     (
         8,
@@ -30,8 +46,8 @@ const UNDO: &[(u32, &str)] = &[
     ),
 ];
 
-/// Takes the database at `path` back to schema `version` (at least 3): runs `sql`, then undoes
-/// what the versions after it added (those from 7 on, [`UNDO`]) and forgets them.
+/// Takes the database at `path` back to schema `version` (at least 3): undoes what the
+/// versions after it added (those from 7 on, [`UNDO`]), runs `sql`, and forgets them.
 fn take_back(path: &Path, sql: &str, version: u32) {
     let undo: Vec<&str> = UNDO
         .iter()
@@ -41,7 +57,7 @@ fn take_back(path: &Path, sql: &str, version: u32) {
     rusqlite::Connection::open(path)
         .unwrap()
         .execute_batch(&format!(
-            "{sql} {} DELETE FROM schema_migrations WHERE version > {version};",
+            "{} {sql} DELETE FROM schema_migrations WHERE version > {version};",
             undo.join(" ")
         ))
         .unwrap();
@@ -73,7 +89,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
     assert_eq!(thread.holder, Some(Holder::current()));
-    assert_eq!(SqliteStore::schema_version(), 9);
+    assert_eq!(SqliteStore::schema_version(), 10);
 }
 
 #[tokio::test]
@@ -132,7 +148,8 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
     }
     // Version 5: the journal clustered on its thread, and no index rewritten at every save
-    // beyond the tables' own keys.
+    // beyond the tables' own keys (version 10's index of the threads' numbers is written when
+    // a thread is made, never by a save).
     let indexes: Vec<String> = conn
         .prepare(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL \
@@ -143,7 +160,7 @@ async fn a_version_3_database_keeps_its_messages_journal_and_ledger_when_cluster
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(indexes, ["threads_parent"]);
+    assert_eq!(indexes, ["threads_parent", "threads_seq"]);
 }
 
 #[tokio::test]
@@ -199,8 +216,8 @@ async fn a_version_7_database_gains_the_service_tables_and_keeps_its_threads() {
             .prepare(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') \
                  AND sql IS NOT NULL AND name NOT IN \
-                 ('threads', 'threads_parent', 'messages', 'journal', 'ledger', 'variables', \
-                 'credentials', 'schema_migrations') ORDER BY name",
+                 ('threads', 'threads_parent', 'threads_seq', 'messages', 'journal', 'ledger', \
+                 'variables', 'credentials', 'schema_migrations') ORDER BY name",
             )
             .unwrap()
             .query_map([], |r| r.get(0))
@@ -338,4 +355,64 @@ async fn a_new_database_has_small_pages_and_an_old_one_keeps_its_own() {
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
     drop(store);
     assert_eq!(page_size(&old), 4096);
+}
+
+/// Version 9 kept messages by thread id; version 10 by the thread's number, given to the
+/// threads there are in their order: every thread keeps its messages, and a thread made after
+/// the migration is numbered after them.
+#[tokio::test]
+async fn a_version_9_database_keeps_its_messages_numbered_by_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        for (id, text) in [("b-second", "two"), ("a-first", "one")] {
+            store.create_thread(NewThread::new(id)).await.unwrap();
+            let said = [Message::user(text), Message::assistant(format!("{text}!"))];
+            let write = ThreadWrite::new(id, 0, 0, &said, ThreadStatus::Idle);
+            store.commit(Batch::new().write(write)).await.unwrap();
+        }
+    }
+    take_back(&path, "", 9);
+    let columns: Vec<String> = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut info = conn.prepare("PRAGMA table_info(messages)").unwrap();
+        info.query_map([], |r| r.get(1))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(
+        columns,
+        ["thread_id", "idx", "body"],
+        "taken back to version 9"
+    );
+    let store = SqliteStore::open(&path).await.unwrap();
+    for (id, text) in [("b-second", "two"), ("a-first", "one")] {
+        let messages = store.messages(id).await.unwrap();
+        let texts: Vec<String> = messages.iter().map(Message::text).collect();
+        assert_eq!(texts, [text.to_string(), format!("{text}!")], "{id}");
+    }
+    // A thread made now, and written again: its own messages only.
+    store
+        .create_thread(NewThread::new("c-third"))
+        .await
+        .unwrap();
+    let said = [Message::user("three")];
+    let write = ThreadWrite::new("c-third", 0, 0, &said, ThreadStatus::Idle);
+    store.commit(Batch::new().write(write)).await.unwrap();
+    assert_eq!(store.messages("c-third").await.unwrap(), said);
+    assert_eq!(store.messages("a-first").await.unwrap().len(), 2);
+    let numbers: Vec<i64> = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut select = conn
+            .prepare("SELECT seq FROM threads ORDER BY seq")
+            .unwrap();
+        select
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(numbers, [1, 2, 3]);
 }
