@@ -73,13 +73,7 @@ async fn the_ai_sdk_chat_client_runs_a_tool_and_answers_an_approval() {
 #[tokio::test]
 async fn a_first_message_sent_again_goes_on_with_the_stored_chat() {
     let dir = tempfile::tempdir().unwrap();
-    let sqlite = toolsmith_store::SqliteStore::open(dir.path().join("chat.db"))
-        .await
-        .unwrap();
-    for store in [
-        std::sync::Arc::new(sqlite) as std::sync::Arc<dyn toolsmith_store::ServiceStore>,
-        std::sync::Arc::new(toolsmith_store::MemoryStore::new()),
-    ] {
+    for store in common::stores(dir.path()).await {
         let service = common::start_on(store, ServiceOptions::default()).await;
         let secret = service.account("acme").await;
         let base = mock_model(|body| {

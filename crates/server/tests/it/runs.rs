@@ -380,13 +380,7 @@ async fn a_stored_config_cannot_name_a_file_of_the_server() {
 #[tokio::test]
 async fn the_status_is_final_when_the_stream_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let sqlite = toolsmith_store::SqliteStore::open(dir.path().join("service.db"))
-        .await
-        .unwrap();
-    for store in [
-        std::sync::Arc::new(sqlite) as std::sync::Arc<dyn toolsmith_store::ServiceStore>,
-        std::sync::Arc::new(toolsmith_store::MemoryStore::new()),
-    ] {
+    for store in common::stores(dir.path()).await {
         let service = common::start_on(store, ServiceOptions::default()).await;
         let secret = service.account("acme").await;
         let base = calculating_model();

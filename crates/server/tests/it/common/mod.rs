@@ -173,6 +173,14 @@ pub async fn start(options: ServiceOptions) -> Running {
     start_on(Arc::new(MemoryStore::new()), options).await
 }
 
+/// The stores a test runs on in turn: SQLite (a file in `dir`), then memory.
+pub async fn stores(dir: &std::path::Path) -> Vec<Arc<dyn ServiceStore>> {
+    let sqlite = toolsmith_store::SqliteStore::open(dir.join("service.db"))
+        .await
+        .unwrap();
+    vec![Arc::new(sqlite), Arc::new(MemoryStore::new())]
+}
+
 /// Starts another replica of `like`'s service on `store` (the same secret key and options).
 pub async fn start_like(like: &Running, store: Arc<dyn ServiceStore>) -> Running {
     start_with_key(store, like.service.options().clone(), like.key.clone()).await
