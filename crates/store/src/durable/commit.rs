@@ -236,7 +236,6 @@ impl StoredRun {
     }
 }
 
-/// The thread's status, and what it waits for, where the run stands.
 /// Whether a save in `state` ends the run.
 fn ends(state: RunState<'_>) -> bool {
     matches!(
@@ -245,6 +244,7 @@ fn ends(state: RunState<'_>) -> bool {
     )
 }
 
+/// The thread's status, and what it waits for, where the run stands.
 fn thread_state<'a>(state: RunState<'a>) -> (ThreadStatus, &'a [Pause]) {
     match state {
         RunState::Running | RunState::HandedBack => (ThreadStatus::Running, &[]),
