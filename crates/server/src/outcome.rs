@@ -81,11 +81,13 @@ pub(crate) fn event_ending(
         if dispatched.load(Ordering::SeqCst) {
             return None;
         }
-        let said = tail.iter().rev().find(|m| m.role == Role::Assistant)?;
-        let text = said.text();
+        let said = || tail.iter().rev().find(|m| m.role == Role::Assistant);
         let (status, detail) = match state {
-            RunState::Finished => (EventStatus::Completed, completed(&text)),
-            RunState::Paused(pending) => (EventStatus::AwaitingApproval, awaiting(pending, &text)),
+            RunState::Finished => (EventStatus::Completed, completed(&said()?.text())),
+            RunState::Paused(pending) => (
+                EventStatus::AwaitingApproval,
+                awaiting(pending, &said()?.text()),
+            ),
             _ => return None,
         };
         let end = EventEnd {

@@ -558,17 +558,14 @@ pub(crate) async fn drive(
     }
     // A run that handed nothing out has no group: no read of the store to find out. (A run
     // resumed after a crash cannot know what its first life handed out: it looks.)
-    let dispatched = deps
-        .as_ref()
-        .and_then(|deps| deps.get::<RunContext>())
-        .is_none_or(|run| run.dispatched.load(std::sync::atomic::Ordering::SeqCst));
+    let context = deps.as_ref().and_then(|deps| deps.get::<RunContext>());
+    let dispatched =
+        context.is_none_or(|run| run.dispatched.load(std::sync::atomic::Ordering::SeqCst));
     let external_waits = dispatched && continuation::seal(&service, &key).await;
     let (status, detail) = outcome(&result, external_waits);
     // Written with the run's last save already, unless the outcome turned out otherwise (the
     // save failed, or the run did after it).
-    let written = deps
-        .as_ref()
-        .and_then(|deps| deps.get::<RunContext>())
+    let written = context
         .and_then(|run| lock(&run.event_end).take())
         .is_some_and(|end| end.status == status && end.detail == detail);
     if !written

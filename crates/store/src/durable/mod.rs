@@ -178,38 +178,10 @@ impl StoredRun {
         Self::claim(store, found, run_id).await
     }
 
-    /// [`start`](Self::start) on a thread that does not exist yet: creates `new` (its tags and
-    /// parent as given), stores `prompt` and claims it, with nothing to read back (the thread
-    /// holds the prompt alone and no journal).
-    ///
-    /// # Errors
-    ///
-    /// [`DurableError::Busy`] when the thread exists (another process created it first);
-    /// store errors.
-    pub async fn start_new(
-        store: Arc<dyn Store>,
-        new: NewThread,
-        prompt: Vec<Message>,
-    ) -> Result<(StoredRun, Vec<Message>), DurableError> {
-        let thread = new.id.clone();
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let started = store
-            .start_thread(new, &prompt, &run_id, &Holder::current())
-            .await;
-        let version = match started {
-            Ok(version) => version,
-            Err(StoreError::Exists(thread) | StoreError::Conflict { thread, .. }) => {
-                return Err(DurableError::Busy(thread));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        Ok(StoredRun::started(store, thread, run_id, version, prompt))
-    }
-
     /// The run `run_id` of a thread its caller has just started for it, at `version`, holding
-    /// `prompt` alone: [`Store::start_thread`] as [`start_new`](Self::start_new) calls it, or a
-    /// call that does the same and more in its transaction (the harness service records the
-    /// request's event with it: `ServiceStore::start_event`).
+    /// `prompt` alone: with [`Store::start_thread`], or a call that does the same and more in
+    /// its transaction (the harness service records the request's event with it:
+    /// `ServiceStore::start_event`).
     pub fn started(
         store: Arc<dyn Store>,
         thread: String,
@@ -423,8 +395,9 @@ impl StoredRun {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves the data itself intact.
+/// `mutex`'s guard, poisoned or not: a panic while holding the lock leaves the data itself
+/// intact.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 

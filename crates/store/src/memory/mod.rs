@@ -379,7 +379,8 @@ impl Store for MemoryStore {
         }
         let committed = self.state().commit(&batch)?;
         for end in ends {
-            service.settle_event(end);
+            let event = [&*end.account, &*end.agent_id, &*end.event_id];
+            service.settle_event(event, end.status, &end.detail);
         }
         Ok(committed)
     }

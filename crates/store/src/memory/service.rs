@@ -32,14 +32,20 @@ impl ServiceState {
         self.events.contains_key(&key)
     }
 
-    /// Sets the event's status, detail and `updated_at`; `false` when there is no such event.
-    pub(super) fn settle_event(&mut self, end: &EventEnd) -> bool {
-        let key = event_key(&end.account, &end.agent_id, &end.event_id);
-        let Some(event) = self.events.get_mut(&key) else {
+    /// Sets the event's status, detail and `updated_at`: `update_event`, and
+    /// [`Op::SettleEvent`](crate::Op::SettleEvent) in a batch. `false` when there is no such
+    /// event.
+    pub(super) fn settle_event(
+        &mut self,
+        [account, agent_id, event_id]: [&str; 3],
+        status: EventStatus,
+        detail: &Value,
+    ) -> bool {
+        let Some(event) = self.events.get_mut(&event_key(account, agent_id, event_id)) else {
             return false;
         };
-        event.status = end.status;
-        event.detail = end.detail.clone();
+        event.status = status;
+        event.detail = detail.clone();
         event.updated_at = now_millis();
         true
     }
@@ -165,16 +171,10 @@ impl ServiceStore for MemoryStore {
         status: EventStatus,
         detail: &Value,
     ) -> Result<(), StoreError> {
-        let end = EventEnd {
-            account: account.to_string(),
-            agent_id: agent_id.to_string(),
-            event_id: event_id.to_string(),
-            status,
-            detail: detail.clone(),
-        };
-        match self.service().settle_event(&end) {
+        let event = [account, agent_id, event_id];
+        match self.service().settle_event(event, status, detail) {
             true => Ok(()),
-            false => Err(StoreError::NotFound(end.event_id)),
+            false => Err(StoreError::NotFound(event_id.to_string())),
         }
     }
 

@@ -14,14 +14,13 @@
 //! itself (SQLite rolls back on a full disk or an I/O error), every write of the group gets
 //! the error.
 
-use std::sync::Mutex;
-
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::commit::immediate;
 use super::{SqliteStore, backend};
 use crate::StoreError;
+use crate::durable::lock;
 
 /// The writes waiting for a commit, and whether a caller is leading.
 #[derive(Default)]
@@ -178,29 +177,31 @@ fn commit_group(conn: &mut Connection, mut jobs: Vec<Box<dyn Job>>) {
         return finish_all(jobs, Ok(()));
     }
     for job in &mut jobs {
-        if let Err(e) = savepoint(&tx, "SAVEPOINT w") {
-            drop(tx);
-            return finish_all(jobs, Err(e));
-        }
-        let made = job.run(&tx);
-        let closed = match made {
-            Ok(()) => savepoint(&tx, "RELEASE w"),
-            Err(_) => savepoint(&tx, "ROLLBACK TO w").and_then(|()| savepoint(&tx, "RELEASE w")),
-        };
-        // An error that ended the transaction itself (a full disk, an I/O error) took the
-        // writes before this one with it.
-        if let Err(e) = closed.and_then(|()| match tx.is_autocommit() {
-            true => Err(StoreError::Backend(
-                "the transaction was rolled back by an error".into(),
-            )),
-            false => Ok(()),
-        }) {
+        if let Err(e) = in_savepoint(&tx, job.as_mut()) {
             drop(tx);
             return finish_all(jobs, Err(e));
         }
     }
     let committed = tx.commit();
     finish_all(jobs, committed);
+}
+
+/// Runs `job` in a savepoint of `tx`, undone alone if it fails: an error only when the
+/// transaction itself cannot go on.
+fn in_savepoint(tx: &Connection, job: &mut dyn Job) -> Result<(), StoreError> {
+    savepoint(tx, "SAVEPOINT w")?;
+    if job.run(tx).is_err() {
+        savepoint(tx, "ROLLBACK TO w")?;
+    }
+    savepoint(tx, "RELEASE w")?;
+    // An error that ended the transaction itself (a full disk, an I/O error) took the writes
+    // before this one with it.
+    match tx.is_autocommit() {
+        true => Err(StoreError::Backend(
+            "the transaction was rolled back by an error".into(),
+        )),
+        false => Ok(()),
+    }
 }
 
 fn finish_all(jobs: Vec<Box<dyn Job>>, committed: Result<(), StoreError>) {
@@ -215,8 +216,4 @@ fn savepoint(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .and_then(|mut statement| statement.execute([]))
         .map(|_| ())
         .map_err(backend)
-}
-
-fn lock(queue: &Mutex<Queue>) -> std::sync::MutexGuard<'_, Queue> {
-    queue.lock().unwrap_or_else(|p| p.into_inner())
 }

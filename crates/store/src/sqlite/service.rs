@@ -68,7 +68,6 @@ fn agent_of(r: &Row<'_>) -> rusqlite::Result<Result<AgentRecord, StoreError>> {
     }))
 }
 
-/// Records `event` (its detail already JSON) unless its id is taken: whether it did.
 /// Sets the event's status and detail (JSON) and `updated_at`: `update_event`, and
 /// [`Op::SettleEvent`](crate::Op::SettleEvent) in a batch.
 pub(super) fn settle_event(
@@ -99,6 +98,7 @@ pub(super) fn settle_event(
     }
 }
 
+/// Records `event` (its detail already JSON) unless its id is taken: whether it did.
 fn insert_event(conn: &Connection, event: &EventRecord, detail: &str) -> Result<bool, StoreError> {
     let inserted = conn
         .prepare_cached(INSERT_EVENT)
