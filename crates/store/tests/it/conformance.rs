@@ -209,10 +209,15 @@ async fn a_leader_dropped_while_it_waits_hands_the_lead_on() {
     use std::task::Poll;
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(dir.path().join("runs.db")).await.unwrap());
+    let path = dir.path().join("runs.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
     for id in ["t1", "t2"] {
         store.create_thread(NewThread::new(id)).await.unwrap();
     }
+    // Another connection holds the write lock, so the first group waits on the blocking pool
+    // (for the lock) rather than finishing before its leader is polled again.
+    let blocker = rusqlite::Connection::open(&path).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
     let said = [Message::user("Hi")];
     let write = ThreadWrite::new("t1", 0, 0, &said, ThreadStatus::Idle);
     let mut first = Box::pin(store.commit(Batch::new().write(write)));
@@ -232,6 +237,7 @@ async fn a_leader_dropped_while_it_waits_hands_the_lead_on() {
         tokio::task::yield_now().await;
     }
     drop(first);
+    blocker.execute_batch("COMMIT").unwrap();
     let committed = tokio::time::timeout(std::time::Duration::from_secs(10), second)
         .await
         .expect("the queued write was committed, not left waiting")
