@@ -9,7 +9,9 @@ use toolsmith_agent::{
 };
 use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
-use super::{AgentConfig, ApprovalConfig, ConfigError, ModelConfig, WebhookPolicy, error};
+use super::{
+    AgentConfig, ApprovalConfig, ConfigError, McpTools, ModelConfig, WebhookPolicy, error,
+};
 
 /// The most steps a run takes when the config does not say (`maxSteps`).
 pub const DEFAULT_MAX_STEPS: u32 = 10;
@@ -32,6 +34,9 @@ pub struct BuildContext<'a> {
     /// Rewrites the tools of each sub-agent's and prompt's config before their composite tools
     /// join them (the service wraps the config's async tools); `None` keeps them as they are.
     pub wrap: Option<WrapTools<'a>>,
+    /// The MCP servers the caller connected, which `mcp:` entries and `mcpServers` of
+    /// sub-agents' and prompts' configs resolve against.
+    pub mcp: Option<&'a dyn McpTools>,
 }
 
 /// See [`BuildContext::wrap`]: a config's own tools in, the tools its agent gets out.
@@ -224,7 +229,7 @@ fn child_agent(
         provider,
         approval: config.approval.clone().or_else(|| parent.approval.clone()),
     };
-    let tools = config.toolset_with(cx.builtins, &me.provider, cx.webhooks)?;
+    let tools = config.toolset_with(cx.builtins, &me.provider, cx.webhooks, cx.mcp)?;
     let tools = match cx.wrap {
         Some(wrap) => wrap(tools, config),
         None => tools,

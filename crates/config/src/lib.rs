@@ -55,9 +55,11 @@
 //! Sub-agents and prompts: `docs/subagents.md`. The user's reference of the file, every key with
 //! its default and errors: `docs/config.md`.
 
+mod blocks;
 mod build;
 mod composite;
 mod http_call;
+mod mcp;
 mod tavily;
 mod webhook;
 
@@ -66,6 +68,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use toolsmith_agent::{ApprovalPolicy, ExecutionPolicy, TimeoutAction};
+
+use blocks::{approval_block, client_tools, execution, model_object};
 use toolsmith_core::{Approval, AsyncMode, ClientTool, ToolSpec, Toolset};
 use toolsmith_providers::provider_tools::{
     ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
@@ -73,6 +77,10 @@ use toolsmith_providers::provider_tools::{
 
 pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel, WrapTools};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
+pub use mcp::{
+    DEFAULT_MCP_TIMEOUT, MAX_MCP_TIMEOUT, McpSandbox, McpSelection, McpServerEntry, McpServers,
+    McpTools, McpTransport, ToolNames,
+};
 pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
 
 pub use tavily::{TAVILY_API_KEY_VAR, TAVILY_BASE_URL_VAR, TAVILY_TOOLS, TavilyTool};
@@ -156,6 +164,13 @@ pub(crate) enum Defined {
     Webhook(WebhookEntry),
     /// `tavilySearch`, `tavilyExtract`.
     Tavily(TavilyEntry),
+    /// `mcp:<server>` (`tool: None`) or `mcp:<server>/<tool>`.
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// The tool's name on the server.
+        tool: Option<String>,
+    },
 }
 
 /// A parsed agent config.
@@ -181,6 +196,8 @@ pub struct AgentConfig {
     pub prompts: Vec<PromptEntry>,
     /// Declared variables, in config order.
     pub variables: Vec<VariableEntry>,
+    /// The MCP servers the config declares (`mcpServers`), in config order.
+    pub mcp_servers: McpServers,
 }
 
 /// One `clientTools` entry.
@@ -224,106 +241,6 @@ impl Default for ApprovalConfig {
             timeout_action: TimeoutAction::Deny,
         }
     }
-}
-
-/// Parses `clientTools`: `[{name, description?, inputSchema?}]`, names unique.
-fn client_tools(entries: Vec<Value>) -> Result<Vec<ClientToolConfig>, ConfigError> {
-    let mut tools: Vec<ClientToolConfig> = Vec::new();
-    for (i, entry) in entries.into_iter().enumerate() {
-        let at = format!("config.clientTools[{i}]");
-        let Value::Object(mut entry) = entry else {
-            return Err(error(format!("{at} must be an object")));
-        };
-        let name = match entry.remove("name") {
-            Some(Value::String(name)) if !name.trim().is_empty() => name,
-            _ => return Err(error(format!("{at}.name must be a non-empty string"))),
-        };
-        if tools.iter().any(|t| t.name == name) {
-            return Err(error(format!(
-                "{at}: the client tool \"{name}\" is declared twice"
-            )));
-        }
-        let input_schema = match entry.remove("inputSchema") {
-            None | Some(Value::Null) => serde_json::json!({"type": "object"}),
-            Some(schema @ Value::Object(_)) => schema,
-            Some(_) => {
-                return Err(error(format!(
-                    "{at}.inputSchema must be a JSON Schema object"
-                )));
-            }
-        };
-        let description = match entry.remove("description") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(text)) => Some(text),
-            Some(_) => return Err(error(format!("{at}.description must be a string"))),
-        };
-        if let Some(key) = entry.keys().next() {
-            return Err(error(format!("{at}.{key} is not a supported setting")));
-        }
-        tools.push(ClientToolConfig {
-            name,
-            description,
-            input_schema,
-        });
-    }
-    Ok(tools)
-}
-
-/// Parses the `approval` block.
-fn approval_block(mut block: Map<String, Value>) -> Result<ApprovalConfig, ConfigError> {
-    let mut config = ApprovalConfig::default();
-    match block.remove("policy") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(p)) if p == "none" => config.policy = ApprovalPolicy::None,
-        Some(Value::String(p)) if p == "all" => config.policy = ApprovalPolicy::All,
-        Some(Value::Array(names)) => {
-            let names: Option<Vec<String>> = names
-                .iter()
-                .map(|n| n.as_str().map(str::to_string))
-                .collect();
-            let names = names
-                .ok_or_else(|| error("config.approval.policy must list tool names as strings"))?;
-            config.policy = ApprovalPolicy::Tools(names);
-        }
-        Some(_) => {
-            return Err(error(
-                "config.approval.policy must be \"none\", \"all\" or a list of tool names",
-            ));
-        }
-    }
-    match block.remove("timeout") {
-        None | Some(Value::Null) => {}
-        Some(value) => match value.as_u64() {
-            Some(ms) => config.timeout = Duration::from_millis(ms),
-            None => {
-                return Err(error(
-                    "config.approval.timeout must be a number of milliseconds",
-                ));
-            }
-        },
-    }
-    match block.remove("timeoutAction") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(action)) => {
-            config.timeout_action = match action.as_str() {
-                "deny" => TimeoutAction::Deny,
-                "approve" => TimeoutAction::Approve,
-                "error" | "throw" => TimeoutAction::Error,
-                other => {
-                    return Err(error(format!(
-                        "config.approval.timeoutAction must be \"deny\", \"approve\" or \"error\", got \"{other}\""
-                    )));
-                }
-            }
-        }
-        Some(_) => return Err(error("config.approval.timeoutAction must be a string")),
-    }
-    if let Some(key) = block.keys().next() {
-        return Err(error(format!(
-            "config.approval.{key} is not a supported setting"
-        )));
-    }
-    Ok(config)
 }
 
 /// The built-in tools a config may enable.
@@ -468,6 +385,9 @@ impl AgentConfig {
         config.subagents = composite::subagents(list(&mut root, "subagents")?, base, depth)?;
         config.prompts = composite::prompts(list(&mut root, "prompts")?, base, depth)?;
         config.variables = composite::variables(list(&mut root, "variables")?, "config.variables")?;
+        if let Some(servers) = root.remove("mcpServers") {
+            config.mcp_servers = McpServers::parse(servers, "config.mcpServers", base)?;
+        }
         if let Some(key) = root.keys().next() {
             return Err(error(format!("config.{key} is not a supported setting")));
         }
@@ -528,6 +448,25 @@ impl AgentConfig {
             || self.prompts.iter().any(|p| p.agent.declares_secret(name))
     }
 
+    /// What the config picks of each MCP server, in order of first mention: every declared
+    /// server, whole, when the config has no `tools` key; else what its `mcp:` entries pick
+    /// (servers they name may be declared elsewhere: an `--mcp-config` file).
+    ///
+    /// ```
+    /// use toolsmith_config::{AgentConfig, ToolNames};
+    ///
+    /// let config = AgentConfig::from_json(
+    ///     r#"{"tools": {"mcp:git/git_status": {}, "mcp:git/git_commit": {"needsApproval": true}}}"#,
+    /// ).unwrap();
+    /// let picked = config.mcp_selections();
+    /// assert_eq!(picked[0].server, "git");
+    /// assert_eq!(picked[0].only.as_deref(), Some(&["git_status".to_string(), "git_commit".to_string()][..]));
+    /// assert_eq!(picked[0].needs_approval, ToolNames::Some(vec!["git_commit".into()]));
+    /// ```
+    pub fn mcp_selections(&self) -> Vec<McpSelection> {
+        mcp::selections(self)
+    }
+
     /// The config's tools for a run on a `provider` model: built-ins taken from `builtins`,
     /// provider tools built by their factories, approval applied, then the client tools.
     ///
@@ -535,24 +474,37 @@ impl AgentConfig {
     ///
     /// A provider tool whose provider is not `provider`:
     /// `config.tools.googleSearch requires config.model.provider to be google`; a built-in
-    /// missing from `builtins`; a client tool named like another tool.
+    /// missing from `builtins`; a client tool named like another tool; MCP servers (which
+    /// need [`toolset_with`](Self::toolset_with) and a caller that connects them).
     pub fn toolset(&self, builtins: &Toolset, provider: &str) -> Result<Toolset, ConfigError> {
-        self.toolset_with(builtins, provider, WebhookPolicy::public_only())
+        self.toolset_with(builtins, provider, WebhookPolicy::public_only(), None)
     }
 
     /// [`toolset`](Self::toolset), with webhook tools allowed to reach what `webhooks` says
-    /// (`toolset` allows public addresses only).
+    /// (`toolset` allows public addresses only) and the MCP servers `mcp` connected: every
+    /// tool of every declared server when the config has no `tools` key, else those its
+    /// `mcp:` entries pick.
     ///
     /// # Errors
     ///
-    /// As [`toolset`](Self::toolset).
+    /// As [`toolset`](Self::toolset); a declared or named server `mcp` has not connected:
+    /// `config.mcpServers.fs: the server is not connected`.
     pub fn toolset_with(
         &self,
         builtins: &Toolset,
         provider: &str,
         webhooks: WebhookPolicy,
+        mcp: Option<&dyn McpTools>,
     ) -> Result<Toolset, ConfigError> {
         let mut tools = self.server_tools(builtins, provider, webhooks)?;
+        for tool in mcp::config_tools(self, mcp)? {
+            let name = tool.spec().name().to_string();
+            if tools.add(tool).is_some() {
+                return Err(error(format!(
+                    "config: \"{name}\" is already the name of a tool"
+                )));
+            }
+        }
         for client in &self.client_tools {
             if tools.get(&client.name).is_some() {
                 return Err(error(format!(
@@ -581,6 +533,8 @@ impl AgentConfig {
                 match defined {
                     Defined::Webhook(webhook) => tools.add(webhook.tool(&entry.name, webhooks)?),
                     Defined::Tavily(tavily) => tools.add(tavily.tool(&entry.name)?),
+                    // Added with the other MCP tools (`mcp::config_tools`), one per server.
+                    Defined::Mcp { .. } => continue,
                 };
                 entry.name.clone()
             } else if let Some(tool) = provider_tool(entry, provider)? {
@@ -622,65 +576,6 @@ impl AgentConfig {
     }
 }
 
-/// Parses `execution`: `"sequential"`, `"parallel"` (at most 5 at once), or
-/// `{"mode": "sequential" | "parallel", "max"?: N}`.
-fn execution(value: Value) -> Result<ExecutionPolicy, ConfigError> {
-    let wrong = || {
-        error(
-            "config.execution must be \"sequential\", \"parallel\" or {\"mode\": \"parallel\", \"max\": N}",
-        )
-    };
-    let (mode, max) = match &value {
-        Value::String(mode) => (mode.as_str(), None),
-        Value::Object(block) => {
-            if let Some(key) = block.keys().find(|k| *k != "mode" && *k != "max") {
-                return Err(error(format!(
-                    "config.execution.{key} is not a supported setting"
-                )));
-            }
-            let mode = block
-                .get("mode")
-                .and_then(Value::as_str)
-                .ok_or_else(wrong)?;
-            let max = match block.get("max") {
-                None | Some(Value::Null) => None,
-                Some(n) => match n.as_u64() {
-                    Some(n) if n > 0 => Some(n as usize),
-                    _ => return Err(error("config.execution.max must be a positive integer")),
-                },
-            };
-            (mode, max)
-        }
-        _ => return Err(wrong()),
-    };
-    match mode {
-        "sequential" if max.is_none() => Ok(ExecutionPolicy::Sequential),
-        "parallel" => Ok(ExecutionPolicy::Parallel {
-            max: max.unwrap_or(5),
-        }),
-        _ => Err(wrong()),
-    }
-}
-
-fn model_object(model: &Map<String, Value>) -> Result<ModelConfig, ConfigError> {
-    let text = |key: &str| match model.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-        Some(_) => Err(error(format!(
-            "config.model.{key} must be a non-empty string"
-        ))),
-    };
-    let provider = text("provider")?.ok_or_else(|| error("config.model.provider is required"))?;
-    let name = text("name")?
-        .or(text("id")?)
-        .ok_or_else(|| error("config.model.name is required"))?;
-    Ok(ModelConfig {
-        provider,
-        name,
-        base_url: text("baseUrl")?,
-    })
-}
-
 /// Checks every entry (by the agent harness's rules) and keeps the enabled ones, their control keys
 /// removed.
 fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigError> {
@@ -700,7 +595,10 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
             }
             None => None,
         };
+        let mcp_ref = mcp::reference(&name)
+            .map(|(server, tool)| (server.to_string(), tool.map(str::to_string)));
         let known = webhook.is_some()
+            || mcp_ref.is_some()
             || TAVILY_TOOLS.contains(&name.as_str())
             || BUILTIN_TOOLS.contains(&name.as_str())
             || PROVIDER_TOOLS.iter().any(|(n, _)| *n == name);
@@ -744,6 +642,17 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 )));
             }
         };
+        if let Some((server, tool)) = &mcp_ref {
+            mcp::check_reference(&name, server, tool.as_deref())?;
+            let extra = (!env.is_empty() || !variables.is_empty() || is_async)
+                .then_some("env, variables or async")
+                .or(options.keys().next().map(String::as_str));
+            if let Some(key) = extra {
+                return Err(error(format!(
+                    "config.tools.{name}: {key} is not a supported option of an MCP entry (enabled and needsApproval are)"
+                )));
+            }
+        }
         if BUILTIN_TOOLS.contains(&name.as_str())
             && let Some(key) = options.keys().next()
         {
@@ -753,6 +662,10 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         }
         let defined = match webhook {
             Some(webhook) => Some(Defined::Webhook(webhook)),
+            None if mcp_ref.is_some() => {
+                let (server, tool) = mcp_ref.expect("checked");
+                Some(Defined::Mcp { server, tool })
+            }
             None if TAVILY_TOOLS.contains(&name.as_str()) => {
                 let entry = TavilyEntry::parse(&name, std::mem::take(&mut options))?;
                 Some(Defined::Tavily(entry))

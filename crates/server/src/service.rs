@@ -353,6 +353,7 @@ impl Service {
                 &builtins,
                 &model_config.provider,
                 self.inner.options.webhooks,
+                None,
             )
             .map_err(|e| e.to_string())?;
         // Declared variables take their values from the config, or from the thread at run time:
@@ -372,6 +373,7 @@ impl Service {
             resolve: &resolve,
             lookup: &lookup,
             webhooks: self.inner.options.webhooks,
+            mcp: None,
         };
         let parent = ParentAgent {
             model,

@@ -2,6 +2,7 @@
 
 mod approve;
 mod doctor;
+mod mcp;
 mod print;
 mod run;
 mod secrets;

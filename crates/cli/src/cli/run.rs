@@ -23,6 +23,7 @@ use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, Webh
 use toolsmith_store::{DurableError, StoredRun, keep_variables, thread_variables};
 
 use super::approve::{ApproveMode, answer, ask_by_default};
+use super::mcp;
 use super::print::{Human, JsonLines, Printer};
 use super::secrets;
 use super::spinner::Spinner;
@@ -34,6 +35,11 @@ pub(crate) struct RunArgs {
     /// clientTools, subagents, prompts and variables (every key: docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// MCP servers whose tools the agent gets, in the `{"mcpServers": {…}}` file editors and
+    /// desktop apps keep (repeatable; every key: docs/mcp.md). A config with a `tools` key
+    /// picks from a file's servers with `mcp:` entries; otherwise all their tools are offered.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    mcp_configs: Vec<PathBuf>,
     /// A value for a variable the config declares (repeatable). Without one (nor a --var-file),
     /// the environment variable of the same name is used. Visible to other processes: give a
     /// secret's value with --var-file or the environment instead (a warning says so).
@@ -193,6 +199,13 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
     };
     let builtins = ask_by_default(toolsmith_builtins::all(&workspace), args.approve);
+    let (mcp, file_servers) = match mcp::connect(&args.mcp_configs, &config, args.approve).await {
+        Ok(connected) => connected,
+        Err(message) => return usage_error(message),
+    };
+    if !args.json {
+        mcp::report(&mcp);
+    }
     let tools = match (&args.tools, &config.tools) {
         (Some(_), Some(_)) => {
             return usage_error("pass either --tools or a config with \"tools\", not both");
@@ -200,13 +213,14 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         (Some(names), None) => select_tools(builtins.clone(), Some(names)),
         // The config is the user's own: its webhooks may reach any address.
         (None, _) => config
-            .toolset_with(&builtins, provider, WebhookPolicy::any())
+            .toolset_with(&builtins, provider, WebhookPolicy::any(), Some(&mcp))
             .map_err(|e| e.to_string()),
     };
-    let tools = match tools {
-        Ok(tools) => tools,
-        Err(message) => return usage_error(message),
-    };
+    let tools =
+        match tools.and_then(|tools| mcp::with_file_servers(tools, &mcp, &file_servers, &config)) {
+            Ok(tools) => tools,
+            Err(message) => return usage_error(message),
+        };
     let api_key = match secrets::api_key(args.api_key.as_deref(), args.api_key_file.as_deref()) {
         Ok(key) => key,
         Err(message) => return usage_error(message),
@@ -247,6 +261,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         resolve: &resolve,
         lookup: &lookup,
         webhooks: WebhookPolicy::any(),
+        mcp: Some(&mcp),
     };
     let parent = ParentAgent {
         model: Arc::clone(&model),

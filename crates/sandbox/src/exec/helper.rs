@@ -132,7 +132,8 @@ fn run() -> ! {
     if plan.argv.is_empty() {
         fail("plan", "empty argv");
     }
-    let channel = setup::stdin_to_channel().unwrap_or_else(|e| fail("stdio", &e));
+    let channel =
+        setup::stdin_to_channel(plan.stdin_from_stdout).unwrap_or_else(|e| fail("stdio", &e));
     CHANNEL.store(channel, Ordering::Relaxed);
     let parent = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     if parent() != plan.parent_pid {

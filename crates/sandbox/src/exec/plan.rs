@@ -31,6 +31,12 @@ pub struct Plan {
     pub landlock: Option<LandlockPlan>,
     /// The seccomp filter, when seccomp is used.
     pub seccomp: Option<SeccompPlan>,
+    /// Whether the target's stdin is its stdout's socket (a [`Launcher::spawn`]ed stdio
+    /// server reads its requests there) rather than `/dev/null`.
+    ///
+    /// [`Launcher::spawn`]: super::Launcher::spawn
+    #[serde(default)]
+    pub stdin_from_stdout: bool,
 }
 
 /// Resource limits (`None`: unchanged).
@@ -297,6 +303,7 @@ impl Plan {
                 deny_inet,
                 deny_unix,
             }),
+            stdin_from_stdout: false,
         };
         Ok((plan, warnings))
     }

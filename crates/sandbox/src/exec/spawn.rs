@@ -42,6 +42,9 @@ pub struct SpawnRequest {
     /// Whether the program may write where the policy allows (the root, the extra writable
     /// directories and the usual devices). `false` grants no write access at all.
     pub writable: bool,
+    /// Whether the program reads the channel on its stdin too (a stdio server: an MCP server,
+    /// say); otherwise its stdin is `/dev/null`.
+    pub stdin: bool,
 }
 
 impl SpawnRequest {
@@ -50,7 +53,14 @@ impl SpawnRequest {
         SpawnRequest {
             exec,
             writable: true,
+            stdin: false,
         }
+    }
+
+    /// The same request with the channel as the program's stdin as well as its stdout.
+    pub fn with_stdin(mut self) -> Self {
+        self.stdin = true;
+        self
     }
 
     /// The same request without any write access.
@@ -282,6 +292,7 @@ impl Launcher {
                 landlock.write.clear();
             }
         }
+        prepared.plan.stdin_from_stdout = request.stdin;
         let rule_fds = self.attach_rules(&mut prepared.plan);
         let json =
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;

@@ -164,13 +164,22 @@ fn loopback_up() -> std::io::Result<()> {
 
 /// Turns the plan socket on fd 0 into the error channel ([`close_stray_fds`] ran before the plan
 /// came): moves the socket to the lowest free fd above 2 with `FD_CLOEXEC` (so `execve` closes it: EOF without data tells the launcher the
-/// target runs), and reopens fd 0 on `/dev/null`. Returns the channel's fd.
+/// target runs), and reopens fd 0 on `/dev/null` — or, with `from_stdout`, on fd 1 (a spawned
+/// program's socket to the launcher, which a stdio server reads its requests from). Returns
+/// the channel's fd.
 #[allow(unsafe_code)]
-pub(super) fn stdin_to_channel() -> Result<i32, String> {
+pub(super) fn stdin_to_channel(from_stdout: bool) -> Result<i32, String> {
     // SAFETY: fcntl on fd 0, which this process owns; the new fd is ours.
     let channel = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
     if channel < 0 {
         return Err(format!("dup: {}", std::io::Error::last_os_error()));
+    }
+    if from_stdout {
+        // SAFETY: dup2 of fd 1 onto fd 0, both this process's own.
+        if unsafe { libc::dup2(1, 0) } < 0 {
+            return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+        }
+        return Ok(channel);
     }
     let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
     // SAFETY: dup2 onto fd 0, which this process owns; `null` stays valid for the call.

@@ -1,0 +1,9 @@
+//! toolsmith and the Model Context Protocol, both ways, on `rmcp` (the official Rust SDK).
+//!
+//! - [`client`]: any MCP server's tools as toolsmith tools — the `mcpServers` entries of an
+//!   agent config or of a file of their own, over stdio (optionally inside toolsmith's
+//!   sandbox) or streamable HTTP.
+//!
+//! The user's guide is `docs/mcp.md`.
+
+pub mod client;

@@ -1,0 +1,5 @@
+//! toolsmith-mcp against MCP servers and clients nobody here wrote (installed from the
+//! lockfiles in `tests/peers` by `scripts/mcp-peers.sh`).
+
+mod client;
+mod common;
