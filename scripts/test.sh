@@ -12,6 +12,8 @@ if [ ! -x crates/server/tests/ai-client/node_modules/.bin/node ]; then
   echo "== npm ci (the AI SDK client for the service's tests)"
   npm ci --prefix crates/server/tests/ai-client --no-audit --no-fund --loglevel=error
 fi
+# MCP servers and clients from npm and PyPI, which toolsmith-mcp's interop tests drive.
+./scripts/mcp-peers.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

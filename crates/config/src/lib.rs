@@ -78,8 +78,8 @@ use toolsmith_providers::provider_tools::{
 pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel, WrapTools};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 pub use mcp::{
-    DEFAULT_MCP_TIMEOUT, MAX_MCP_TIMEOUT, McpSandbox, McpSelection, McpServerEntry, McpServers,
-    McpTools, McpTransport, ToolNames,
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MAX_MCP_TIMEOUT, McpSandbox, McpSelection,
+    McpServerEntry, McpServers, McpTools, McpTransport, ToolNames,
 };
 pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
 

@@ -17,7 +17,8 @@
 //! is refused with a clear error). toolsmith's own keys, all optional: `allow` / `deny` (lists
 //! of the server's tool names), `readOnly` (`true` or a list: tools trusted to have no side
 //! effects — the server's annotations are never trusted), `needsApproval` (`true`, `false` or
-//! a list), `timeoutMs` (per call, default 60 000, at most 3 600 000), `prefix` (what tool
+//! a list), `timeoutMs` (per call, default 60 000, at most 3 600 000), `startupTimeoutMs`
+//! (starting the server, the handshake and the first listing, default 30 000), `prefix` (what tool
 //! names start with, default the server's name; `""` for none), `sandbox` (stdio only: start the
 //! server inside toolsmith's sandbox, confined to `root`, with `network` off unless `true`) and
 //! `disabled`. Server names are 1 to 32 of `A-Z a-z 0-9 _ -`.
@@ -36,6 +37,10 @@ use crate::{AgentConfig, ConfigError, Defined, error};
 /// How long an MCP tool call may take by default.
 pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long starting a server, its handshake and the first listing of its tools may take by
+/// default.
+pub const DEFAULT_MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The longest per-call timeout an entry may set (one hour, as the sandbox's).
 pub const MAX_MCP_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -53,6 +58,7 @@ const KEYS: &[&str] = &[
     "readOnly",
     "needsApproval",
     "timeoutMs",
+    "startupTimeoutMs",
     "prefix",
     "sandbox",
     "disabled",
@@ -75,6 +81,8 @@ pub struct McpServerEntry {
     pub needs_approval: ToolNames,
     /// Per-call time limit.
     pub timeout: Duration,
+    /// How long starting the server, its handshake and its first listing may take.
+    pub startup_timeout: Duration,
     /// What the tools' names start with: `<prefix>__<tool>` (the server's name by default;
     /// empty: the tool's own name).
     pub prefix: String,
@@ -155,6 +163,7 @@ impl fmt::Debug for McpServerEntry {
             .field("read_only", &self.read_only)
             .field("needs_approval", &self.needs_approval)
             .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
             .field("prefix", &self.prefix)
             .finish()
     }
@@ -286,6 +295,17 @@ impl McpServers {
     /// Whether there is no server.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// These servers and `entry` (built in code rather than read), as [`merge`](Self::merge)
+    /// adds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`merge`](Self::merge).
+    pub fn with(mut self, entry: McpServerEntry) -> Result<Self, ConfigError> {
+        self.merge(&McpServers(vec![entry]))?;
+        Ok(self)
     }
 
     /// Adds the servers of `other` not already here; a server of the same name must be the
@@ -519,20 +539,21 @@ fn parse_entry(
     };
     let read_only = names(&mut entry, "readOnly")?;
     let needs_approval = names(&mut entry, "needsApproval")?;
-    let timeout = match entry.remove("timeoutMs") {
-        None | Some(Value::Null) => DEFAULT_MCP_TIMEOUT,
-        Some(value) => match value.as_u64() {
-            Some(ms) if ms >= 1 && Duration::from_millis(ms) <= MAX_MCP_TIMEOUT => {
-                Duration::from_millis(ms)
-            }
-            _ => {
-                return Err(error(format!(
-                    "{at}.timeoutMs must be an integer from 1 to {}",
+    let millis =
+        |entry: &mut Map<String, Value>, key: &str, default: Duration| match entry.remove(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(value) => match value.as_u64() {
+                Some(ms) if ms >= 1 && Duration::from_millis(ms) <= MAX_MCP_TIMEOUT => {
+                    Ok(Duration::from_millis(ms))
+                }
+                _ => Err(error(format!(
+                    "{at}.{key} must be an integer from 1 to {}",
                     MAX_MCP_TIMEOUT.as_millis()
-                )));
-            }
-        },
-    };
+                ))),
+            },
+        };
+    let timeout = millis(&mut entry, "timeoutMs", DEFAULT_MCP_TIMEOUT)?;
+    let startup_timeout = millis(&mut entry, "startupTimeoutMs", DEFAULT_MCP_STARTUP_TIMEOUT)?;
     let prefix = match string(&mut entry, "prefix")? {
         None => name.to_string(),
         Some(prefix)
@@ -560,6 +581,7 @@ fn parse_entry(
         read_only,
         needs_approval,
         timeout,
+        startup_timeout,
         prefix,
     }))
 }

@@ -158,8 +158,8 @@ impl ClientHandler for Handler {
 }
 
 impl McpClient {
-    /// Starts or reaches the server, performs the handshake and lists its tools (each step
-    /// within the entry's `timeoutMs`).
+    /// Starts or reaches the server, performs the handshake and lists its tools (all within
+    /// the entry's `startupTimeoutMs`).
     ///
     /// # Errors
     ///
@@ -191,42 +191,43 @@ impl McpClient {
             entry: Arc::new(entry.clone()),
             tools: Arc::clone(&tools),
         };
+        let deadline = tokio::time::Instant::now() + entry.startup_timeout;
         let within = |what: &'static str| {
             move |_| {
                 fail(format!(
-                    "{what} took longer than {} ms (timeoutMs)",
-                    entry.timeout.as_millis()
+                    "{what} took longer than {} ms (startupTimeoutMs)",
+                    entry.startup_timeout.as_millis()
                 ))
             }
         };
         let (service, process) = match &entry.transport {
             McpTransport::Stdio { .. } => {
                 let started = process::start(entry)?;
-                let served = tokio::time::timeout(
-                    entry.timeout,
-                    handler.serve((started.read, started.write)),
-                )
-                .await
-                .map_err(within("the handshake"))?;
+                let served =
+                    tokio::time::timeout_at(deadline, handler.serve((started.read, started.write)))
+                        .await
+                        .map_err(within("the handshake"))?;
                 match served {
                     Ok(service) => (service, Some(started.process)),
                     Err(e) => {
-                        let why = started.process.ended().await;
-                        return Err(fail(match why {
-                            Some(ended) => {
-                                format!("the handshake failed ({e}): the server {ended}")
-                            }
-                            None => format!("the handshake failed: {e}"),
+                        return Err(fail(match started.process.ended().await {
+                            Some(ended) => format!("before the handshake, the server {ended}"),
+                            None => format!("the handshake failed: {}", handshake_error(&e)),
                         }));
                     }
                 }
             }
             McpTransport::Http { url, headers } => {
                 let transport = http_transport(url, headers, http).map_err(fail)?;
-                let service = tokio::time::timeout(entry.timeout, handler.serve(transport))
+                let service = tokio::time::timeout_at(deadline, handler.serve(transport))
                     .await
                     .map_err(within("the handshake"))?
-                    .map_err(|e| fail(format!("the handshake with {url} failed: {e}")))?;
+                    .map_err(|e| {
+                        fail(format!(
+                            "the handshake with {url} failed: {}",
+                            handshake_error(&e)
+                        ))
+                    })?;
                 (service, None)
             }
         };
@@ -240,7 +241,7 @@ impl McpClient {
                 "the server speaks MCP {version}; toolsmith needs {MIN_PROTOCOL} or newer"
             )));
         }
-        let listed = tokio::time::timeout(entry.timeout, list(&peer, entry))
+        let listed = tokio::time::timeout_at(deadline, list(&peer, entry))
             .await
             .map_err(within("tools/list"))?
             .map_err(fail)?;
@@ -279,6 +280,22 @@ impl McpClient {
             selection.clone(),
             false,
         ))
+    }
+}
+
+/// A handshake error as a person reads it: rmcp's texts name its transport's Rust types.
+fn handshake_error(error: &rmcp::service::ClientInitializeError) -> String {
+    use std::error::Error;
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text = format!("{text}: {inner}");
+        cause = inner.source();
+    }
+    // "Transport [rmcp::transport::…] error: Broken pipe" → "Broken pipe".
+    match text.rfind("] error: ") {
+        Some(at) => text[at + "] error: ".len()..].to_string(),
+        None => text,
     }
 }
 

@@ -45,6 +45,8 @@ pub(crate) enum ServerProcess {
     Plain {
         child: Mutex<tokio::process::Child>,
         stderr: Arc<Mutex<VecDeque<u8>>>,
+        /// The task reading stderr, done at its end.
+        reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
     },
     Sandboxed(Mutex<Option<SandboxedChild>>),
 }
@@ -59,11 +61,15 @@ impl std::fmt::Debug for ServerProcess {
 }
 
 impl ServerProcess {
-    /// Why the server is gone, after its connection failed: how it ended and the end of its
-    /// stderr; `None` when it still runs (the failure was the connection's own).
+    /// Why the server is gone, after its connection failed — `ended with exit status: 3; its
+    /// stderr ends: …` —; `None` when it still runs (the failure was the connection's own).
     pub(crate) async fn ended(&self) -> Option<String> {
         match self {
-            ServerProcess::Plain { child, stderr } => {
+            ServerProcess::Plain {
+                child,
+                stderr,
+                reader,
+            } => {
                 // It may be a moment behind its closed stdout.
                 let mut status = None;
                 for _ in 0..10 {
@@ -79,6 +85,12 @@ impl ServerProcess {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
                 let status = status?;
+                // Its last words: the reader ends at the pipe's end.
+                let reading = reader.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(reading) = reading {
+                    let _ =
+                        tokio::time::timeout(std::time::Duration::from_millis(200), reading).await;
+                }
                 let tail: Vec<u8> = stderr
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -109,9 +121,9 @@ impl ServerProcess {
 fn describe(status: &str, stderr: &str) -> String {
     let stderr = stderr.trim();
     if stderr.is_empty() {
-        status.to_string()
+        format!("ended with {status}")
     } else {
-        format!("{status}; its stderr ends: {stderr}")
+        format!("ended with {status}; its stderr ends: {stderr}")
     }
 }
 
@@ -163,7 +175,7 @@ fn start_plain(
     let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
-    if let Some(mut stderr) = child.stderr.take() {
+    let reader = child.stderr.take().map(|mut stderr| {
         let tail = Arc::clone(&tail);
         let server = entry.name.clone();
         tokio::spawn(async move {
@@ -178,14 +190,15 @@ fn start_plain(
                 let excess = kept.len().saturating_sub(STDERR_KEPT);
                 kept.drain(..excess);
             }
-        });
-    }
+        })
+    });
     Ok(Started {
         read: Box::new(stdout),
         write: Box::new(stdin),
         process: ServerProcess::Plain {
             child: Mutex::new(child),
             stderr: tail,
+            reader: Mutex::new(reader),
         },
     })
 }
