@@ -20,7 +20,8 @@
 //! a list), `timeoutMs` (per call, default 60 000, at most 3 600 000), `startupTimeoutMs`
 //! (starting the server, the handshake and the first listing, default 30 000), `prefix` (what tool
 //! names start with, default the server's name; `""` for none), `sandbox` (stdio only: start the
-//! server inside toolsmith's sandbox, confined to `root`, with `network` off unless `true`) and
+//! server inside toolsmith's sandbox, confined to `root`, with `network` off unless `true`,
+//! reading only the system's paths, its root and the paths of its `read` list) and
 //! `disabled`. Server names are 1 to 32 of `A-Z a-z 0-9 _ -`.
 //!
 //! Secrets: header and environment values are never printed — `Debug` shows their names only.
@@ -151,6 +152,9 @@ pub struct McpSandbox {
     pub root: PathBuf,
     /// Whether it may reach the network (default `false`).
     pub network: bool,
+    /// What it may read besides the system's paths and its root: where its program and
+    /// packages are (a `node_modules`, a virtual environment), for example.
+    pub read: Vec<PathBuf>,
 }
 
 impl fmt::Debug for McpServerEntry {
@@ -586,7 +590,7 @@ fn parse_entry(
     }))
 }
 
-/// Parses `sandbox`: `{"root": DIR, "network"?: bool}`.
+/// Parses `sandbox`: `{"root": DIR, "network"?: bool, "read"?: [PATH…]}`.
 fn sandbox_block(
     mut block: Map<String, Value>,
     at: &str,
@@ -605,12 +609,33 @@ fn sandbox_block(
         Some(Value::Bool(b)) => b,
         Some(_) => return Err(error(format!("{at}.sandbox.network must be a boolean"))),
     };
+    let read = match block.remove("read") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(paths)) => paths
+            .into_iter()
+            .map(|p| match p {
+                Value::String(p) if !p.is_empty() => Ok(relative(p)),
+                _ => Err(error(format!(
+                    "{at}.sandbox.read must be an array of paths"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(error(format!(
+                "{at}.sandbox.read must be an array of paths"
+            )));
+        }
+    };
     if let Some(key) = block.keys().next() {
         return Err(error(format!(
             "{at}.sandbox.{key} is not a supported setting"
         )));
     }
-    Ok(McpSandbox { root, network })
+    Ok(McpSandbox {
+        root,
+        network,
+        read,
+    })
 }
 
 /// Parses an object of strings (`env`, `headers`).

@@ -7,6 +7,7 @@ mod cli;
 mod cli_approvals;
 mod cli_crash;
 mod cli_files;
+mod cli_mcp;
 mod cli_secrets;
 mod cli_serve;
 mod cli_subagents;

@@ -7,7 +7,8 @@
 //!
 //! **Sandboxed** (`"sandbox": {"root", "network"}`): through the sandbox launcher, as `bash`
 //! runs: namespaces, Landlock (write only beneath `root`), seccomp, rlimits and a control group
-//! for the whole tree (2 GiB, 1 024 tasks), network off unless the entry turns it on, the
+//! for the whole tree (2 GiB, 1 024 tasks), reads limited to the system's paths, the root and
+//! the entry's `read` list, network off unless the entry turns it on, the
 //! sandbox's environment policy plus the entry's `env`. The launcher's socket to the program is
 //! both its stdin and its stdout. `RLIMIT_DATA` is lifted (a JavaScript engine reserves more
 //! address space than it uses); the control group bounds memory instead.
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use toolsmith_config::{McpSandbox, McpServerEntry};
 use toolsmith_sandbox::exec::{ExecRequest, HelperCommand, Launcher, SandboxedChild, SpawnRequest};
-use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
+use toolsmith_sandbox::{NetworkPolicy, ReadPolicy, SandboxPolicy};
 
 use super::McpError;
 
@@ -223,6 +224,9 @@ fn start_sandboxed(
         NetworkPolicy::Off
     };
     policy.limits.data_bytes = None;
+    if let ReadPolicy::Allowlist(paths) = &mut policy.read {
+        paths.extend(sandbox.read.iter().cloned());
+    }
     policy.env.allow.push("HOME".into());
     policy.env.set.extend(env.iter().cloned());
     policy

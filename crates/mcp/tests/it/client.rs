@@ -304,3 +304,50 @@ async fn a_server_that_cannot_start_or_speak_says_so() {
     let err = McpClient::connect(&nowhere).await.unwrap_err();
     assert!(err.message.contains("handshake"), "{err}");
 }
+
+#[tokio::test]
+async fn a_sandboxed_server_writes_only_beneath_its_root() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let inside_file = root.path().join("in.txt");
+    let outside_file = outside.path().join("out.txt");
+    // Unconfined, the server writes where it likes.
+    let free = McpClient::connect(&awkward(json!({}))).await.unwrap();
+    let tools = client_tools(&free);
+    call(
+        &tools,
+        "awkward__write",
+        json!({"path": outside_file, "text": "x"}),
+    )
+    .await
+    .unwrap();
+    std::fs::remove_file(&outside_file).unwrap();
+    // In the sandbox, only beneath its root.
+    let confined = awkward(json!({"sandbox": {"root": root.path(), "read": [peers()]}}));
+    let client = McpClient::connect(&confined).await.unwrap();
+    let tools = client_tools(&client);
+    call(
+        &tools,
+        "awkward__write",
+        json!({"path": inside_file, "text": "in"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&inside_file).unwrap(), "in");
+    let refused = call(
+        &tools,
+        "awkward__write",
+        json!({"path": outside_file, "text": "x"}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code(), "MCP_TOOL_ERROR");
+    assert!(
+        ["EACCES", "EROFS", "EPERM", "ENOENT"]
+            .iter()
+            .any(|e| refused.message().contains(e)),
+        "{}",
+        refused.message()
+    );
+    assert!(!outside_file.exists());
+}

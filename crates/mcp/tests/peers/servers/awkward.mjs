@@ -5,7 +5,7 @@
 // schema no provider accepts as they are.
 //
 // Environment: CANCEL_LOG, a file each cancelled `sleep` call appends a line to.
-import { appendFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
@@ -24,6 +24,7 @@ const tools = [
   { name: "grow", description: "Adds the tool `grown`.", inputSchema: object() },
   { name: "odd.name/x", description: "A name with dots and slashes.", inputSchema: object() },
   { name: "bad_schema", description: "A schema that does not compile.", inputSchema: { type: "object", properties: { a: { type: "nonsense" } } } },
+  { name: "write", description: "Writes text to a file anywhere.", inputSchema: object({ path: { type: "string" }, text: { type: "string" } }, ["path", "text"]) },
   { name: "structured", description: "Structured content.", inputSchema: object({ n: { type: "integer" } }, ["n"]),
     outputSchema: object({ double: { type: "integer" } }, ["double"]) },
 ];
@@ -66,6 +67,13 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       return { content: [{ type: "text", text: "odd" }] };
     case "structured":
       return { content: [{ type: "text", text: JSON.stringify({ double: args.n * 2 }) }], structuredContent: { double: args.n * 2 } };
+    case "write":
+      try {
+        writeFileSync(args.path, args.text);
+        return { content: [{ type: "text", text: `wrote ${args.path}` }] };
+      } catch (e) {
+        return { content: [{ type: "text", text: String(e.message) }], isError: true };
+      }
     case "grown":
       return { content: [{ type: "text", text: "I am new" }] };
     default:
