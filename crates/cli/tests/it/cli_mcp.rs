@@ -235,3 +235,32 @@ fn a_server_that_cannot_start_is_a_usage_error_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("has no \"mcpServers\" object"), "{stderr}");
 }
+
+#[test]
+fn the_conformance_suite_s_client_scenarios_pass() {
+    let work = tempfile::tempdir().unwrap();
+    let client = format!(
+        "{} {}",
+        program("conformance/client.sh"),
+        env!("CARGO_BIN_EXE_toolsmith")
+    );
+    for scenario in ["initialize", "tools_call", "sse-retry"] {
+        let out = Command::new(program("node_modules/.bin/conformance"))
+            .args(["client", "--command", &client, "--scenario", scenario])
+            .current_dir(work.path())
+            .env("PATH", node_path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && report.contains("OVERALL: PASSED"),
+            "{scenario} ({:?}):\n{report}",
+            out.status,
+        );
+    }
+}

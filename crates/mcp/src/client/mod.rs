@@ -2,7 +2,8 @@
 //!
 //! [`McpClient::connect`] starts or reaches one server of an `mcpServers` entry (stdio — plain
 //! or sandboxed, see `process.rs` — or streamable HTTP), performs the handshake (protocol
-//! 2025-11-25, servers answering 2025-06-18 or newer accepted) and lists its tools, every page.
+//! 2025-11-25 asked for; a server answering an older version it knows — back to 2024-11-05 —
+//! is spoken to in that version, as the specification asks) and lists its tools, every page.
 //! [`McpClients`] holds the connected servers of a run or a service by name and answers the
 //! `mcp:` entries of agent configs ([`McpTools`]).
 //!
@@ -43,9 +44,6 @@ pub use result::{MCP_TOOL_ERROR, tool_result};
 pub use tool::McpTool;
 
 use process::ServerProcess;
-
-/// The oldest protocol version toolsmith's client accepts from a server.
-pub const MIN_PROTOCOL: &str = "2025-06-18";
 
 /// A server that could not be started, reached or listed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,8 +162,7 @@ impl McpClient {
     /// # Errors
     ///
     /// The program cannot be started (or the sandbox cannot confine it), the URL cannot be
-    /// reached, the handshake fails or times out, the server speaks a protocol older than
-    /// 2025-06-18, or listing its tools fails.
+    /// reached, the handshake fails or times out, or listing its tools fails.
     pub async fn connect(entry: &McpServerEntry) -> Result<McpClient, McpError> {
         Self::connect_with(entry, reqwest::Client::new()).await
     }
@@ -232,15 +229,6 @@ impl McpClient {
             }
         };
         let peer = service.peer().clone();
-        let version = peer
-            .peer_info()
-            .map(|info| info.protocol_version.to_string())
-            .unwrap_or_default();
-        if version.as_str() < MIN_PROTOCOL {
-            return Err(fail(format!(
-                "the server speaks MCP {version}; toolsmith needs {MIN_PROTOCOL} or newer"
-            )));
-        }
         let listed = tokio::time::timeout_at(deadline, list(&peer, entry))
             .await
             .map_err(within("tools/list"))?
