@@ -351,3 +351,82 @@ async fn a_sandboxed_server_writes_only_beneath_its_root() {
     );
     assert!(!outside_file.exists());
 }
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_is_called_over_http() {
+    let port = free_port();
+    let mut server = tokio::process::Command::new(program("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PATH", node_path())
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Ready when it says it listens.
+    let mut stderr = tokio::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening") {
+        line.clear();
+        use tokio::io::AsyncBufReadExt;
+        assert!(
+            stderr.read_line(&mut line).await.unwrap() > 0,
+            "the server ended"
+        );
+    }
+    let remote = entry(
+        "remote",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"X-Trace": "t1"}}),
+    );
+    let client = McpClient::connect(&remote).await.unwrap();
+    let tools = client_tools(&client);
+    let echo = call(&tools, "remote__echo", json!({"message": "over http"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.value, json!("Echo: over http"));
+}
+
+#[tokio::test]
+async fn headers_are_sent_and_a_refusal_is_reported() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 8192];
+        let n = socket.read(&mut request).await.unwrap();
+        socket
+            .write_all(
+                b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        String::from_utf8_lossy(&request[..n]).to_lowercase()
+    });
+    let remote = entry(
+        "remote",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp"),
+               "headers": {"Authorization": "Bearer secret-token", "X-Team": "tools"},
+               "startupTimeoutMs": 5000}),
+    );
+    let err = McpClient::connect(&remote).await.unwrap_err();
+    let request = seen.await.unwrap();
+    assert!(
+        request.contains("authorization: bearer secret-token"),
+        "{request}"
+    );
+    assert!(request.contains("x-team: tools"), "{request}");
+    assert!(err.message.contains("HTTP 401 Unauthorized"), "{err}");
+    // The token is the server's business: it never appears in the error.
+    assert!(!err.to_string().contains("secret-token"), "{err}");
+}
