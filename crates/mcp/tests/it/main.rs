@@ -3,3 +3,4 @@
 
 mod client;
 mod common;
+mod server;
