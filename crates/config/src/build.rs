@@ -182,11 +182,20 @@ impl AgentConfig {
         else {
             return Ok(());
         };
+        // The names a run sees: an MCP server's entry gives way to its tools as the run starts.
+        let mut prepared = tools.clone();
+        for tool in tools.iter() {
+            if let Some(hook) = tool.prepare_tools() {
+                prepared = hook.prepare(tool, prepared);
+            }
+        }
         let unknown: Vec<&str> = names
             .iter()
             .map(String::as_str)
             .filter(|name| {
-                !tools.contains(name) && ![SUBAGENT_CREATE, SUBAGENT_MESSAGE].contains(name)
+                !tools.contains(name)
+                    && !prepared.contains(name)
+                    && ![SUBAGENT_CREATE, SUBAGENT_MESSAGE].contains(name)
             })
             .collect();
         if unknown.is_empty() {

@@ -710,4 +710,6 @@ fn provider_tool(
 }
 
 #[cfg(test)]
+mod mcp_tests;
+#[cfg(test)]
 mod tests;

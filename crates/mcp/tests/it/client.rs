@@ -430,3 +430,65 @@ async fn headers_are_sent_and_a_refusal_is_reported() {
     // The token is the server's business: it never appears in the error.
     assert!(!err.to_string().contains("secret-token"), "{err}");
 }
+
+#[tokio::test]
+async fn an_agent_built_from_a_config_runs_mcp_tools_and_its_policy_names_them() {
+    use std::sync::Arc;
+    use toolsmith_config::{AgentConfig, BuildContext, ParentAgent, WebhookPolicy};
+    use toolsmith_providers::scripted::{ScriptedCall, ScriptedModel, Turn};
+
+    let mut config = AgentConfig::from_value(json!({
+        "tools": {"mcp:awkward": {}},
+        "approval": {"policy": ["awkward__write"]},
+    }))
+    .unwrap();
+    config.mcp_servers = servers(awkward(json!({"readOnly": ["structured"]})));
+    let clients = McpClients::connect(&config.mcp_servers_used().unwrap())
+        .await
+        .unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        Turn::tool_calls([
+            ScriptedCall::new("awkward__structured", json!({"n": 4})),
+            ScriptedCall::new("awkward__structured", json!({"n": "four"})),
+            ScriptedCall::new("awkward__write", json!({"path": "/tmp/never", "text": "x"})),
+        ]),
+        Turn::text("done"),
+    ]));
+    let tools = config
+        .toolset_with(
+            &toolsmith_core::Toolset::new(),
+            "scripted",
+            WebhookPolicy::any(),
+            Some(&clients),
+        )
+        .unwrap();
+    let lookup = |_: &str| None;
+    let resolve = |_: &toolsmith_config::ModelConfig| -> Result<_, String> { unreachable!() };
+    let cx = BuildContext {
+        builtins: &toolsmith_core::Toolset::new(),
+        resolve: &resolve,
+        lookup: &lookup,
+        webhooks: WebhookPolicy::any(),
+        wrap: None,
+        mcp: Some(&clients),
+    };
+    let parent = ParentAgent {
+        model: model.clone(),
+        provider: "scripted".into(),
+        approval: config.approval.clone(),
+    };
+    // The policy names a tool the server's entry becomes as the run starts: accepted.
+    let agent = config.agent_builder(tools, &cx, &parent).unwrap().build();
+    let out = agent.run("go").await.unwrap();
+    // The valid call ran, the invalid one never reached the server, the write waits.
+    let results: Vec<String> = out.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| format!("{:?}", r.outcome))
+        .collect();
+    assert!(results[0].contains("8"), "{results:?}");
+    assert!(results[1].contains("Invalid arguments"), "{results:?}");
+    assert_eq!(out.pending.len(), 1);
+    assert_eq!(out.pending[0].tool_name, "awkward__write");
+    assert!(!std::path::Path::new("/tmp/never").exists());
+}
