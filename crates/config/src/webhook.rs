@@ -70,6 +70,34 @@ impl WebhookPolicy {
             allow_private: true,
         }
     }
+
+    /// An HTTP client builder that reaches what the policy allows: no redirects; without
+    /// private addresses, no proxy and a resolver that refuses a name resolving to one (an IP
+    /// literal is checked by [`allows`](Self::allows)). Webhooks and the service's MCP
+    /// servers are reached through it.
+    pub fn client_builder(self) -> reqwest::ClientBuilder {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if self.allow_private {
+            client
+        } else {
+            client.no_proxy().dns_resolver(Arc::new(PublicOnly))
+        }
+    }
+
+    /// Whether `url`'s host may be reached, as far as an IP literal tells (a name is checked
+    /// by the resolver of [`client_builder`](Self::client_builder) when it is looked up).
+    ///
+    /// ```
+    /// use toolsmith_config::WebhookPolicy;
+    ///
+    /// let url = |u: &str| reqwest::Url::parse(u).unwrap();
+    /// assert!(!WebhookPolicy::public_only().allows(&url("http://127.0.0.1:8080/mcp")));
+    /// assert!(WebhookPolicy::public_only().allows(&url("https://mcp.example.com/mcp")));
+    /// assert!(WebhookPolicy::any().allows(&url("http://10.0.0.1/")));
+    /// ```
+    pub fn allows(self, url: &reqwest::Url) -> bool {
+        self.allow_private || literal_ip(url).is_none_or(is_public)
+    }
 }
 
 /// A checked webhook entry.
@@ -170,13 +198,9 @@ impl WebhookEntry {
         name: &str,
         policy: WebhookPolicy,
     ) -> Result<WebhookTool, ConfigError> {
-        let mut client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout);
-        if !policy.allow_private {
-            client = client.no_proxy().dns_resolver(Arc::new(PublicOnly));
-        }
-        let client = client
+        let client = policy
+            .client_builder()
+            .timeout(self.timeout)
             .build()
             .map_err(|e| error(format!("config.tools.{name}: {e}")))?;
         let spec = ToolSpec::new(name, self.input_schema.clone())
@@ -225,10 +249,7 @@ impl Tool for WebhookTool {
 
     async fn call(&self, input: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let url = &self.entry.url;
-        if !self.policy.allow_private
-            && let Some(ip) = literal_ip(url)
-            && !is_public(ip)
-        {
+        if !self.policy.allows(url) {
             return Err(ToolError::new(
                 "WEBHOOK_FORBIDDEN",
                 format!(

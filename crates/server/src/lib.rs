@@ -44,6 +44,7 @@ pub mod chat;
 mod error;
 mod events;
 mod listen;
+mod mcp;
 mod outcome;
 mod routes;
 mod runs;

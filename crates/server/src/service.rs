@@ -348,12 +348,15 @@ impl Service {
         let workspace = Workspace::new(SandboxPolicy::new(&root))
             .map_err(|e| format!("the workspace {}: {e}", root.display()))?;
         let builtins = toolsmith_builtins::ask_before_changes(toolsmith_builtins::all(&workspace));
+        // Its MCP servers, connected for as long as the built agent lives (its tools hold the
+        // sessions).
+        let mcp = crate::mcp::connect(&config, self.inner.options.webhooks).await?;
         let tools = config
             .toolset_with(
                 &builtins,
                 &model_config.provider,
                 self.inner.options.webhooks,
-                None,
+                Some(&mcp),
             )
             .map_err(|e| e.to_string())?;
         // Declared variables take their values from the config, or from the thread at run time:
@@ -373,7 +376,7 @@ impl Service {
             resolve: &resolve,
             lookup: &lookup,
             webhooks: self.inner.options.webhooks,
-            mcp: None,
+            mcp: Some(&mcp),
         };
         let parent = ParentAgent {
             model,

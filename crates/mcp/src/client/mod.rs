@@ -73,10 +73,11 @@ pub(crate) struct Listed {
     pub(crate) spec: ToolSpec,
 }
 
-/// What a connection shares with its tools and its notification handler.
+/// A session with a server, shared by the client and every tool made from it: it ends — and
+/// a stdio server's process with it — when the last of them is dropped.
 pub(crate) struct Connection {
     pub(crate) entry: McpServerEntry,
-    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) service: RunningService<RoleClient, Handler>,
     pub(crate) process: Option<ServerProcess>,
     pub(crate) tools: Arc<ToolList>,
 }
@@ -107,10 +108,10 @@ impl ToolList {
 /// println!("{:?}", time.tool_names());
 /// # Ok(()) }
 /// ```
+///
+/// The session lasts as long as the client or any tool made from it.
 pub struct McpClient {
     connection: Arc<Connection>,
-    /// The running service: dropping it ends the session (and the process with it).
-    _service: RunningService<RoleClient, Handler>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -122,7 +123,7 @@ impl std::fmt::Debug for McpClient {
 }
 
 /// Receives the server's notifications.
-struct Handler {
+pub(crate) struct Handler {
     info: InitializeRequestParams,
     entry: Arc<McpServerEntry>,
     tools: Arc<ToolList>,
@@ -228,8 +229,7 @@ impl McpClient {
                 (service, None)
             }
         };
-        let peer = service.peer().clone();
-        let listed = tokio::time::timeout_at(deadline, list(&peer, entry))
+        let listed = tokio::time::timeout_at(deadline, list(service.peer(), entry))
             .await
             .map_err(within("tools/list"))?
             .map_err(fail)?;
@@ -237,11 +237,10 @@ impl McpClient {
         Ok(McpClient {
             connection: Arc::new(Connection {
                 entry: entry.clone(),
-                peer,
+                service,
                 process,
                 tools,
             }),
-            _service: service,
         })
     }
 

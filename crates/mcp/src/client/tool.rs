@@ -68,7 +68,8 @@ impl Tool for McpTool {
         // Dropping the request (the time limit below, or the run's own cancellation) sends
         // `notifications/cancelled`.
         let timeout = connection.entry.timeout;
-        let answer = tokio::time::timeout(timeout, connection.peer.call_tool(params)).await;
+        let answer =
+            tokio::time::timeout(timeout, connection.service.peer().call_tool(params)).await;
         let result = match answer {
             Err(_) => {
                 return Err(self.error(
