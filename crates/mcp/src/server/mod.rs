@@ -10,8 +10,11 @@
 //! [`McpServerBuilder::build`] takes out the `optional` tools whose flag variable is off, then
 //! applies the tools' [`PrepareTools`](toolsmith_core::PrepareTools) hooks once, in toolset
 //! order, as a run does as it starts (a resumable sub-agent becomes `subagent_create` and
-//! `subagent_message`). The result is the server's toolset for its whole life
-//! ([`McpServer::tools`]); the declarations clients list are made from it once.
+//! `subagent_message`), then takes out the tools that do not run here
+//! ([`ToolKind::executes_locally`](toolsmith_core::ToolKind::executes_locally): a provider's
+//! tools run at the model's provider, client tools at the caller of a run). The result is the
+//! server's toolset for its whole life ([`McpServer::tools`]); the declarations clients list
+//! are made from it once.
 //!
 //! # Sessions
 //!
@@ -237,8 +240,8 @@ impl McpServerBuilder {
         self
     }
 
-    /// The server: `optional` tools whose flag is off taken out, then the tools' prepare hooks
-    /// applied once, in toolset order.
+    /// The server: `optional` tools whose flag is off taken out, the tools' prepare hooks
+    /// applied once, in toolset order, then the tools that do not run here taken out.
     pub fn build(self) -> McpServer {
         let variables = &self.variables;
         let tools = self.tools.filter(|tool| {
@@ -247,7 +250,7 @@ impl McpServerBuilder {
                 .as_deref()
                 .is_none_or(|flag| variables.get(flag).is_some_and(flag_is_on))
         });
-        let tools = prepare(tools);
+        let tools = prepare(tools).filter(|tool| tool.kind().executes_locally());
         let listed = tools.iter().map(|tool| listing::declare(&**tool)).collect();
         McpServer {
             inner: Arc::new(Inner {
@@ -338,6 +341,14 @@ mod tests {
             ["first", "s_a", "s_b"]
         );
         assert_eq!(server.inner.listed.len(), 3);
+    }
+
+    #[test]
+    fn tools_that_run_elsewhere_are_not_served() {
+        let client =
+            toolsmith_core::ClientTool::new(ToolSpec::new("ask_user", json!({"type": "object"})));
+        let server = McpServer::new(Toolset::new().with(noop("here")).with(client));
+        assert_eq!(server.tools().names().collect::<Vec<_>>(), ["here"]);
     }
 
     #[test]
