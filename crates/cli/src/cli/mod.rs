@@ -3,6 +3,7 @@
 mod approve;
 mod doctor;
 mod mcp;
+mod mcp_serve;
 mod print;
 mod run;
 mod secrets;
@@ -57,6 +58,11 @@ enum Command {
         #[command(subcommand)]
         command: serve::AgentsCommand,
     },
+    /// Serve toolsmith's tools to MCP clients.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_serve::McpCommand,
+    },
 }
 
 /// Exit code of a failed run (usage errors exit 2, through clap).
@@ -76,6 +82,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(*args).await,
         Command::Accounts { command } => serve::accounts(command).await,
         Command::Agents { command } => serve::agents(command).await,
+        Command::Mcp { command } => mcp_serve::mcp(command).await,
     }
 }
 
