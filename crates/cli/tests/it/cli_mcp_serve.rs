@@ -2,16 +2,19 @@
 //! (`tests/it/mcp/py_client.py`, on the SDK `scripts/mcp-peers.sh` installs): over stdio and
 //! over streamable HTTP, it lists the built-ins with their schemas, reads and globs files in
 //! the root, is refused a path outside it, writes a file once it approves the call when asked
-//! (elicitation), and is refused a write as a client that cannot be asked. Plus the command's
-//! usage errors.
+//! (elicitation), and is refused a write as a client that cannot be asked. An agent config's
+//! tools, approvals and sub-agents (on a loopback Chat Completions server), driven by plain
+//! JSON-RPC lines. Plus the command's usage errors.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 use toolsmith_builtins::Workspace;
 use toolsmith_sandbox::SandboxPolicy;
+
+use crate::common::{serve, sse};
 
 /// The Python the peers' virtual environment runs, with the MCP SDK installed.
 fn python() -> PathBuf {
@@ -215,15 +218,189 @@ fn usage_errors_exit_2_with_a_precise_message() {
     );
 
     let config = root.join("agent.json");
-    std::fs::write(
-        &config,
-        r#"{"subagents": [{"name": "helper", "description": "Helps.", "config": {"instructions": "Help."}}]}"#,
-    )
-    .unwrap();
+    let helper = json!({"name": "helper", "description": "Helps.", "config": {"tools": {}}});
+    std::fs::write(&config, json!({"subagents": [helper]}).to_string()).unwrap();
     let (code, message) = serve(&["--config", config.to_str().unwrap()]);
     assert_eq!(code, Some(2));
     assert!(
         message.contains("its sub-agents and prompts need a model: pass --model PROVIDER:MODEL"),
         "{message}"
     );
+}
+
+/// `toolsmith mcp serve` on stdio, spoken to one JSON-RPC line at a time.
+struct Lines {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Lines {
+    fn start(command: &mut Command) -> Lines {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Lines {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+    }
+
+    /// Sends request `id` and returns its answer (skipping notifications).
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "stdout closed"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        let answer = self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        answer["result"].clone()
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Chat Completions stream that answers `text`.
+fn answer(text: &str) -> String {
+    sse(
+        &[
+            json!({"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ],
+        false,
+        true,
+    )
+}
+
+#[test]
+fn a_config_s_tools_approvals_and_sub_agents_are_served() {
+    let (dir, root) = workspace();
+    let (base, received) = serve(vec![
+        answer("42"),
+        answer("noted: blue"),
+        answer("it was blue"),
+    ]);
+    let config = dir.path().join("agent.json");
+    let agent = json!({
+        "model": {"provider": "openai", "name": "gpt-x", "baseUrl": base},
+        "instructions": "Tools for the notes.",
+        "tools": {"read": {}, "glob": {}, "write": {}},
+        "approval": {"policy": ["read"]},
+        "subagents": [
+            {"name": "helper", "description": "Answers.", "initUserMessageProperty": "task",
+             "config": {"instructions": "Answer.", "tools": {}}},
+            {"name": "memo", "description": "Keeps notes.",
+             "resumable": {"receives_messages": "side_a"},
+             "config": {"instructions": "Keep notes.", "tools": {}}}
+        ]
+    });
+    std::fs::write(&config, agent.to_string()).unwrap();
+    let mut server = Lines::start(
+        Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+            .args(["mcp", "serve", "--root"])
+            .arg(&root)
+            .arg("--config")
+            .arg(&config)
+            .env("OPENAI_API_KEY", "sk-test-key")
+            .env_remove("TOOLSMITH_MODEL"),
+    );
+    let hello = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "lines", "version": "1"}}),
+    );
+    assert_eq!(hello["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(hello["result"]["instructions"], "Tools for the notes.");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    let listed = server.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read",
+            "glob",
+            "write",
+            "helper",
+            "subagent_create",
+            "subagent_message"
+        ]
+    );
+
+    // The config's policy names `read`; `write` asks as a built-in; nobody can be asked here.
+    let read = server.call(3, "read", json!({"path": "notes/a.txt"}));
+    assert!(
+        read["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("APPROVAL_REQUIRED: the tool \"read\""),
+        "{read}"
+    );
+    let write = server.call(4, "write", json!({"path": "x.txt", "content": "x"}));
+    assert_eq!(write["structuredContent"]["code"], "APPROVAL_REQUIRED");
+    let glob = server.call(5, "glob", json!({"pattern": "**/*.txt"}));
+    assert_eq!(glob["isError"], false, "{glob}");
+
+    // A sub-agent runs on the config's model.
+    let helper = server.call(6, "helper", json!({"task": "What is 6 * 7?"}));
+    assert_eq!(helper["isError"], false, "{helper}");
+    assert!(helper.to_string().contains("42"), "{helper}");
+    // A resumable one keeps its instance from one call to the next of the session.
+    let created = server.call(
+        7,
+        "subagent_create",
+        json!({"name": "m1", "message": "remember blue"}),
+    );
+    assert!(created.to_string().contains("noted: blue"), "{created}");
+    let asked = server.call(
+        8,
+        "subagent_message",
+        json!({"name": "m1", "message": "which colour?"}),
+    );
+    assert!(asked.to_string().contains("it was blue"), "{asked}");
+
+    let requests = received.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].body["messages"][1]["content"], "What is 6 * 7?");
+    let memory = requests[2].body["messages"].to_string();
+    assert!(
+        memory.contains("remember blue") && memory.contains("noted: blue"),
+        "{memory}"
+    );
+    assert!(!root.join("x.txt").exists());
 }
