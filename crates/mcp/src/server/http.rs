@@ -3,18 +3,7 @@
 //! [`http_service`] is a tower service to mount in an axum router at any path; [`serve_http`]
 //! mounts it at [`MCP_PATH`] and serves it on a listener. Each client gets a session of its
 //! own (the `Mcp-Session-Id` header, rmcp's stateful mode), ended by the client's `DELETE`, or
-//! by [`HttpConfig::shutdown`].
-//!
-//! Every request is checked, in this order:
-//!
-//! 1. With a bearer token ([`HttpConfig::bearer_token`]), the request needs `Authorization:
-//!    Bearer <token>`, compared in constant time: else `401` with `WWW-Authenticate: Bearer`.
-//! 2. The `Host` header must name a loopback host (`localhost`, `127.0.0.1`, `::1`, any port)
-//!    unless [`HttpConfig::any_host`]: else `403`. This and the next check are the MCP
-//!    specification's protection against DNS rebinding.
-//! 3. A request with an `Origin` header must come from a loopback origin (`http` or `https`,
-//!    `localhost`, `127.0.0.1` or `[::1]`, any port): else `403`. Clients that are not
-//!    browsers send none.
+//! by [`HttpConfig::shutdown`]. The checks every request passes are on [`HttpConfig`].
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -47,6 +36,18 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 ];
 
 /// How the HTTP endpoint guards itself and when it stops.
+///
+/// Every request is checked, in this order:
+///
+/// 1. With a bearer token ([`bearer_token`](Self::bearer_token)), the request needs
+///    `Authorization: Bearer <token>`, compared in constant time: else `401` with
+///    `WWW-Authenticate: Bearer`.
+/// 2. The `Host` header must name a loopback host (`localhost`, `127.0.0.1`, `::1`, any port)
+///    unless [`any_host`](Self::any_host): else `403`. This and the next check are the MCP
+///    specification's protection against DNS rebinding.
+/// 3. A request with an `Origin` header must come from a loopback origin (`http` or `https`,
+///    `localhost`, `127.0.0.1` or `[::1]`, any port): else `403`. Clients that are not
+///    browsers send none.
 ///
 /// ```
 /// use toolsmith_mcp::server::HttpConfig;
@@ -132,8 +133,8 @@ impl std::fmt::Debug for McpHttpService {
     }
 }
 
-/// The streamable HTTP endpoint of `server`, guarded as `config` says (see the
-/// [module docs](self)).
+/// The streamable HTTP endpoint of `server`, guarded as `config` says (see [`HttpConfig`]);
+/// each client gets a session of its own (the `Mcp-Session-Id` header).
 ///
 /// ```
 /// use toolsmith_core::Toolset;

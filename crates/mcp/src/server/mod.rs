@@ -14,14 +14,18 @@
 //! ([`ToolKind::executes_locally`](toolsmith_core::ToolKind::executes_locally): a provider's
 //! tools run at the model's provider, client tools at the caller of a run). The result is the
 //! server's toolset for its whole life ([`McpServer::tools`]); the declarations clients list
-//! are made from it once.
+//! are made from it once. The calls a tool asks a run to make as it starts
+//! ([`StartCalls`](toolsmith_core::StartCalls), an `immediate` sub-agent's) are not made:
+//! a session is no run, and only its client calls tools.
 //!
 //! # Sessions
 //!
-//! A session is one client connection. Its calls share one [`RunScope`](toolsmith_core::RunScope)
-//! (a run id of the form `mcp-<uuid>`, session state, the server's variables): what one call
-//! leaves in the session state (a sub-agent instance, the files `read` stamped) the next one of
-//! the same session finds; another session starts empty.
+//! A session is one client connection. Its calls share one
+//! [`RunScope`](toolsmith_core::RunScope) (a run id of the form `mcp-<uuid>`, session state,
+//! the server's variables): what one call leaves in the session state (a sub-agent instance,
+//! the files `read` stamped) the next one of the same session finds; another session starts
+//! empty. Nothing drains the scope's inbox: the results of non-blocking sub-agents, which a run
+//! would hand its model later, are not delivered over MCP.
 //!
 //! # The protocol
 //!
@@ -48,7 +52,7 @@
 //!    [`INVALID_INPUT`] and the tool never runs.
 //! 3. Approval: a call needs it when the tool's own setting says so
 //!    ([`Approval::required`](toolsmith_core::Approval::required)) or, for a tool that leaves
-//!    it to the policy, when the server's [`ApprovalPolicy`](toolsmith_agent::ApprovalPolicy)
+//!    it to the policy, when the server's [`ApprovalPolicy`]
 //!    names it. The client is asked with `elicitation/create` (`approval.rs`); the call runs
 //!    only on an explicit approval, else it is [`DENIED`]. A client without the elicitation
 //!    capability cannot be asked: [`APPROVAL_REQUIRED`]. A call is never run unapproved.
@@ -56,7 +60,8 @@
 //!    alone in its session, others side by side) through the tracing and secrets layers, the
 //!    server's secret variables masked in what it returns (`call.rs`). A panic is
 //!    [`TOOL_PANICKED`]; a call past its time limit (the tool's `timeout`, else the server's,
-//!    [`DEFAULT_TIMEOUT`]) is [`TIMEOUT`]. When the client cancels the request
+//!    [`DEFAULT_TIMEOUT`]; counted once approved, the wait for an exclusive turn included) is
+//!    [`TIMEOUT`]. When the client cancels the request
 //!    (`notifications/cancelled`), or the time runs out, the call's cancellation token is
 //!    cancelled, the tool has [`CANCEL_GRACE`] to end on its own, then its future is dropped
 //!    (a sandboxed command is killed with it). A cancelled request gets no answer.
@@ -67,8 +72,9 @@
 //!    (a tool that declares an output schema must return one: else
 //!    [`TOOL_OUTPUT_INVALID`]).
 //!
-//! Nothing of a call's arguments or results is logged (the tracing layer logs names, ids,
-//! durations and error codes).
+//! toolsmith logs nothing of a call's arguments or results: the tracing layer logs names, ids,
+//! durations and errors (codes and messages, secrets masked). rmcp's own `debug` logs (target
+//! `rmcp`) show whole messages: keep them off where arguments or results are sensitive.
 
 mod approval;
 mod call;

@@ -211,8 +211,16 @@ mod tests {
                 {"type": "text", "text": "look"},
                 {"type": "image", "data": "iVBO", "mimeType": "image/png"},
                 {"type": "audio", "data": "UklG", "mimeType": "audio/wav"},
-                {"type": "resource", "resource": {"uri": "toolsmith:file/my%20report.pdf", "mimeType": "application/pdf", "blob": "JVBE"}},
-                {"type": "resource", "resource": {"uri": "toolsmith:file/file-5", "mimeType": "application/octet-stream", "blob": "AA=="}},
+                {"type": "resource", "resource": {
+                    "uri": "toolsmith:file/my%20report.pdf",
+                    "mimeType": "application/pdf",
+                    "blob": "JVBE"
+                }},
+                {"type": "resource", "resource": {
+                    "uri": "toolsmith:file/file-5",
+                    "mimeType": "application/octet-stream",
+                    "blob": "AA=="
+                }},
             ])
         );
     }
@@ -229,7 +237,11 @@ mod tests {
         );
         assert_eq!(
             result["structuredContent"],
-            json!({"code": "TOOL_PATH_ESCAPE", "message": "Path escapes the root", "details": {"path": "../x"}})
+            json!({
+                "code": "TOOL_PATH_ESCAPE",
+                "message": "Path escapes the root",
+                "details": {"path": "../x"}
+            })
         );
         let typed = wire(call_result(&typed(), Err(error)));
         assert!(typed.get("structuredContent").is_none());
