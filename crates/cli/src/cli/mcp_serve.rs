@@ -219,23 +219,24 @@ async fn from_config(
         .and_then(|m| m.split_once(':'))
         .map_or("", |(p, _)| p)
         .to_string();
-    let model: Arc<dyn LanguageModel> = match &model_name {
-        Some(name) => {
+    // Resolved only when a sub-agent or prompt runs on it (a model needs its API key).
+    let model: Arc<dyn LanguageModel> = match (&model_name, inherits_model(&config)) {
+        (Some(name), true) => {
             let options = ProviderOptions {
                 base_url: config.model.as_ref().and_then(|m| m.base_url.clone()),
                 api_key: None,
             };
             toolsmith_providers::resolve(name, &options).map_err(|e| e.to_string())?
         }
-        None if inherits_model(&config) => {
+        (None, true) => {
             return Err(format!(
                 "--config {}: its sub-agents and prompts need a model: pass --model \
                  PROVIDER:MODEL or give the config a \"model\"",
                 path.display()
             ));
         }
-        // Never called: no composite tool inherits it.
-        None => Arc::new(ScriptedModel::new([])),
+        // Never called: no composite tool runs on it.
+        (_, false) => Arc::new(ScriptedModel::new([])),
     };
     let servers = config.mcp_servers_used().map_err(|e| fail(&e))?;
     let mut clients = McpClients::connect(&servers).await.map_err(|e| fail(&e))?;
