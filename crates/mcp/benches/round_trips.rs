@@ -1,0 +1,321 @@
+//! `tools/call` round trips against three MCP servers, one client for all, in the same run:
+//! toolsmith's server, the official TypeScript SDK's (`@modelcontextprotocol/server-everything`,
+//! its `echo`) and FastMCP's (Python), over stdio and streamable HTTP; then toolsmith's client
+//! against a bare `rmcp` client on the same server.
+//!
+//!     scripts/mcp-peers.sh
+//!     cargo bench -p toolsmith-mcp --bench round_trips [-- CALLS]
+//!
+//! Every server answers `echo {"message"}` with the text `Echo: <message>`. The client is
+//! `rmcp`'s, with nothing around it; each call waits for its answer (one client, sequential
+//! calls: round trips per second, p50 and p99 of each call). Each server is measured three
+//! times, in turns, and the median of the three is printed. The client overhead is toolsmith's
+//! `McpTool::call` (validation, the mapping of results) against `Peer::call_tool`, in
+//! alternating blocks on toolsmith's stdio server.
+//!
+//! toolsmith's server is this binary itself, run again with `--serve-echo stdio|http PORT`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+use serde_json::{Map, Value, json};
+use toolsmith_core::{ToolContext, ToolError, Toolset, from_fn};
+
+const ROUNDS: usize = 3;
+
+fn peers() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers"))
+}
+
+fn node_path() -> String {
+    format!(
+        "{}:{}",
+        peers().join("node_modules/.bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The echo tool, as toolsmith serves it.
+fn echo_tools() -> Toolset {
+    Toolset::new().with(from_fn(
+        "echo",
+        "Echoes back the input string.",
+        |input: Map<String, Value>, _cx| async move {
+            let message = input.get("message").and_then(Value::as_str).unwrap_or("");
+            Ok::<_, ToolError>(format!("Echo: {message}"))
+        },
+    ))
+}
+
+async fn serve_echo(mode: &str, port: Option<u16>) {
+    let server = toolsmith_mcp::server::McpServer::new(echo_tools());
+    match (mode, port) {
+        ("http", Some(port)) => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .unwrap();
+            let config = toolsmith_mcp::server::HttpConfig::new();
+            toolsmith_mcp::server::serve_http(listener, &server, config)
+                .await
+                .unwrap();
+        }
+        _ => toolsmith_mcp::server::serve_stdio(&server).await.unwrap(),
+    }
+}
+
+/// How to start one server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Server {
+    Toolsmith,
+    TypeScript,
+    FastMcp,
+}
+
+impl Server {
+    fn name(self) -> &'static str {
+        match self {
+            Server::Toolsmith => "toolsmith",
+            Server::TypeScript => "TypeScript SDK (server-everything)",
+            Server::FastMcp => "FastMCP (Python)",
+        }
+    }
+
+    fn command(self, http_port: Option<u16>) -> tokio::process::Command {
+        let mut command = match self {
+            Server::Toolsmith => {
+                let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
+                c.arg("--serve-echo");
+                c.arg(if http_port.is_some() { "http" } else { "stdio" });
+                c
+            }
+            Server::TypeScript => {
+                let mut c = tokio::process::Command::new(
+                    peers().join("node_modules/.bin/mcp-server-everything"),
+                );
+                c.env("PATH", node_path());
+                if http_port.is_some() {
+                    c.arg("streamableHttp");
+                }
+                c
+            }
+            Server::FastMcp => {
+                let mut c = tokio::process::Command::new(peers().join(".venv/bin/python"));
+                c.arg(peers().join("servers/fastmcp_echo.py"));
+                c.arg(if http_port.is_some() { "http" } else { "stdio" });
+                c
+            }
+        };
+        if let Some(port) = http_port {
+            command.arg(port.to_string()).env("PORT", port.to_string());
+        }
+        command.kill_on_drop(true).stderr(Stdio::null());
+        command
+    }
+}
+
+/// A connected bare client, and the server process it keeps alive.
+struct Connected {
+    client: RunningService<RoleClient, ()>,
+    _process: tokio::process::Child,
+}
+
+async fn connect(server: Server, http: bool) -> Connected {
+    if http {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let process = server
+            .command(Some(port))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            match ().serve(transport).await {
+                Ok(client) => {
+                    return Connected {
+                        client,
+                        _process: process,
+                    };
+                }
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("{} over HTTP: {e}", server.name()),
+            }
+        }
+    }
+    let mut process = server
+        .command(None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let transport = (process.stdout.take().unwrap(), process.stdin.take().unwrap());
+    let client = ().serve(transport).await.unwrap();
+    Connected {
+        client,
+        _process: process,
+    }
+}
+
+fn echo_params() -> CallToolRequestParams {
+    let Value::Object(arguments) = json!({"message": "hello"}) else {
+        unreachable!()
+    };
+    CallToolRequestParams::new("echo").with_arguments(arguments)
+}
+
+/// Each call's duration.
+async fn calls(connected: &Connected, n: usize) -> Vec<Duration> {
+    let peer = connected.client.peer();
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let result = peer.call_tool(echo_params()).await.unwrap();
+        times.push(started.elapsed());
+        assert!(!result.is_error.unwrap_or(false));
+    }
+    times
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn figures(mut times: Vec<Duration>) -> Figures {
+    let total: Duration = times.iter().sum();
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    Figures {
+        per_second: times.len() as f64 / total.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn median(mut runs: Vec<Figures>) -> Figures {
+    runs.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
+    runs[runs.len() / 2]
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+async fn client_overhead(n: usize) -> (Duration, Duration) {
+    use toolsmith_config::{McpSelection, McpServers, ToolNames};
+    let exe = std::env::current_exe().unwrap();
+    let servers = McpServers::from_json(
+        &json!({"mcpServers": {"echo": {"command": exe, "args": ["--serve-echo", "stdio"],
+                                        "readOnly": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let toolsmith = toolsmith_mcp::client::McpClient::connect(&servers.entries()[0])
+        .await
+        .unwrap();
+    let entry = toolsmith.tools(&McpSelection {
+        server: "echo".into(),
+        only: None,
+        needs_approval: ToolNames::None,
+    });
+    let tools = entry
+        .prepare_tools()
+        .unwrap()
+        .prepare(&entry, Toolset::new().with(entry.clone()));
+    let tool = tools.get("echo__echo").unwrap().clone();
+    let bare = connect(Server::Toolsmith, false).await;
+    let cx = ToolContext::for_test("echo__echo");
+    let input = json!({"message": "hello"});
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let block = 200;
+    for _ in 0..(n / block).max(5) {
+        let started = Instant::now();
+        for _ in 0..block {
+            // What the loop does for a call: validate, then call.
+            tool.spec().validate(&input).unwrap();
+            tool.call(input.clone(), &cx).await.unwrap();
+        }
+        ours.push(started.elapsed() / block as u32);
+        let started = Instant::now();
+        for _ in 0..block {
+            bare.client.peer().call_tool(echo_params()).await.unwrap();
+        }
+        theirs.push(started.elapsed() / block as u32);
+    }
+    ours.sort();
+    theirs.sort();
+    (ours[ours.len() / 2], theirs[theirs.len() / 2])
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Some(at) = args.iter().position(|a| a == "--serve-echo") {
+        let mode = args.get(at + 1).map_or("stdio", String::as_str);
+        let port = args.get(at + 2).and_then(|p| p.parse().ok());
+        runtime.block_on(serve_echo(mode, port));
+        return;
+    }
+    // `cargo bench` passes `--bench`; a number is the calls per measurement.
+    let n: usize = args
+        .iter()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(2000);
+    if !peers().join("node_modules/.bin/mcp-server-everything").exists() {
+        eprintln!("the MCP peers are not installed: run scripts/mcp-peers.sh");
+        std::process::exit(1);
+    }
+    runtime.block_on(async {
+        println!("tools/call round trips, one rmcp client, {n} sequential calls, median of {ROUNDS} runs\n");
+        println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
+        println!("|---|---|---|---|---|---|");
+        for http in [false, true] {
+            let servers = [Server::Toolsmith, Server::TypeScript, Server::FastMcp];
+            let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
+            for _ in 0..ROUNDS {
+                for (i, server) in servers.iter().enumerate() {
+                    let connected = connect(*server, http).await;
+                    calls(&connected, n / 10).await; // warm up
+                    runs[i].push(figures(calls(&connected, n).await));
+                }
+            }
+            let results: Vec<Figures> = runs.into_iter().map(median).collect();
+            for (server, result) in servers.iter().zip(&results) {
+                println!(
+                    "| {} | {} | {:.0} | {} | {} | {:.1}× |",
+                    if http { "streamable HTTP" } else { "stdio" },
+                    server.name(),
+                    result.per_second,
+                    micros(result.p50),
+                    micros(result.p99),
+                    results[0].per_second / result.per_second,
+                );
+            }
+        }
+        let (ours, bare) = client_overhead(n).await;
+        println!(
+            "\nclient per call on toolsmith's stdio server: toolsmith {} , bare rmcp {}: {:.2}×",
+            micros(ours),
+            micros(bare),
+            ours.as_secs_f64() / bare.as_secs_f64()
+        );
+    });
+}
