@@ -13,7 +13,9 @@
 //! `McpTool::call` (validation, the mapping of results) against `Peer::call_tool`, in
 //! alternating blocks on toolsmith's stdio server.
 //!
-//! toolsmith's server is this binary itself, run again with `--serve-echo stdio|http PORT`.
+//! toolsmith's server is this binary itself, run again with `--serve-echo stdio|http PORT`;
+//! so is the stdio floor, `--serve-canned`: a canned answer to every line, written at once,
+//! which shows how many round trips the client itself allows.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -73,6 +75,9 @@ enum Server {
     Toolsmith,
     TypeScript,
     FastMcp,
+    /// A canned answer to every line, synchronously, with no MCP library: what the client
+    /// itself allows (stdio only).
+    Canned,
 }
 
 impl Server {
@@ -81,11 +86,17 @@ impl Server {
             Server::Toolsmith => "toolsmith",
             Server::TypeScript => "TypeScript SDK (server-everything)",
             Server::FastMcp => "FastMCP (Python)",
+            Server::Canned => "canned answers (the client's ceiling)",
         }
     }
 
     fn command(self, http_port: Option<u16>) -> tokio::process::Command {
         let mut command = match self {
+            Server::Canned => {
+                let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
+                c.arg("--serve-canned");
+                c
+            }
             Server::Toolsmith => {
                 let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
                 c.arg("--serve-echo");
@@ -159,7 +170,10 @@ async fn connect(server: Server, http: bool) -> Connected {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let transport = (process.stdout.take().unwrap(), process.stdin.take().unwrap());
+    let transport = (
+        process.stdout.take().unwrap(),
+        process.stdin.take().unwrap(),
+    );
     let client = ().serve(transport).await.unwrap();
     Connected {
         client,
@@ -187,6 +201,28 @@ async fn calls(connected: &Connected, n: usize) -> Vec<Duration> {
     times
 }
 
+/// `n` calls, `parallel` in flight at once: each call's duration, and the whole time.
+async fn concurrent_calls(
+    connected: &Connected,
+    n: usize,
+    parallel: usize,
+) -> (Vec<Duration>, Duration) {
+    use futures::StreamExt;
+    let peer = connected.client.peer();
+    let started = Instant::now();
+    let times: Vec<Duration> = futures::stream::iter(0..n)
+        .map(|_| async move {
+            let started = Instant::now();
+            let result = peer.call_tool(echo_params()).await.unwrap();
+            assert!(!result.is_error.unwrap_or(false));
+            started.elapsed()
+        })
+        .buffer_unordered(parallel)
+        .collect()
+        .await;
+    (times, started.elapsed())
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Figures {
     per_second: f64,
@@ -194,8 +230,13 @@ struct Figures {
     p99: Duration,
 }
 
-fn figures(mut times: Vec<Duration>) -> Figures {
+fn figures(times: Vec<Duration>) -> Figures {
     let total: Duration = times.iter().sum();
+    figures_over(times, total)
+}
+
+/// The figures of calls that took `total` in all.
+fn figures_over(mut times: Vec<Duration>, total: Duration) -> Figures {
     times.sort();
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
     Figures {
@@ -241,7 +282,7 @@ async fn client_overhead(n: usize) -> (Duration, Duration) {
     let input = json!({"message": "hello"});
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let block = 200;
-    for _ in 0..(n / block).max(5) {
+    for _ in 0..(n / block).max(20) {
         let started = Instant::now();
         for _ in 0..block {
             // What the loop does for a call: validate, then call.
@@ -267,6 +308,33 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if args.iter().any(|a| a == "--serve-canned") {
+        use std::io::{BufRead, Write};
+        let stdin = std::io::stdin();
+        let mut out = std::io::stdout().lock();
+        for line in stdin.lock().lines() {
+            let Ok(message) = serde_json::from_str::<Value>(&line.unwrap()) else {
+                continue;
+            };
+            let Some(id) = message.get("id") else {
+                continue;
+            };
+            let result = match message["method"].as_str() {
+                Some("initialize") => {
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "canned", "version": "1"}})
+                }
+                _ => json!({"content": [{"type": "text", "text": "Echo: hello"}]}),
+            };
+            writeln!(
+                out,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
+            )
+            .unwrap();
+            out.flush().unwrap();
+        }
+        return;
+    }
     if let Some(at) = args.iter().position(|a| a == "--serve-echo") {
         let mode = args.get(at + 1).map_or("stdio", String::as_str);
         let port = args.get(at + 2).and_then(|p| p.parse().ok());
@@ -279,7 +347,10 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(2000);
-    if !peers().join("node_modules/.bin/mcp-server-everything").exists() {
+    if !peers()
+        .join("node_modules/.bin/mcp-server-everything")
+        .exists()
+    {
         eprintln!("the MCP peers are not installed: run scripts/mcp-peers.sh");
         std::process::exit(1);
     }
@@ -288,13 +359,47 @@ fn main() {
         println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
         println!("|---|---|---|---|---|---|");
         for http in [false, true] {
-            let servers = [Server::Toolsmith, Server::TypeScript, Server::FastMcp];
+            let mut servers = vec![Server::Toolsmith, Server::TypeScript, Server::FastMcp];
+            if !http {
+                servers.push(Server::Canned);
+            }
             let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
             for _ in 0..ROUNDS {
                 for (i, server) in servers.iter().enumerate() {
                     let connected = connect(*server, http).await;
                     calls(&connected, n / 10).await; // warm up
                     runs[i].push(figures(calls(&connected, n).await));
+                }
+            }
+            let results: Vec<Figures> = runs.into_iter().map(median).collect();
+            for (server, result) in servers.iter().zip(&results) {
+                println!(
+                    "| {} | {} | {:.0} | {} | {} | {:.1}× |",
+                    if http { "streamable HTTP" } else { "stdio" },
+                    server.name(),
+                    result.per_second,
+                    micros(result.p50),
+                    micros(result.p99),
+                    results[0].per_second / result.per_second,
+                );
+            }
+        }
+        let parallel = 16;
+        println!("\nthe same, {parallel} calls in flight at once (throughput; p50 and p99 under load)\n");
+        println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
+        println!("|---|---|---|---|---|---|");
+        for http in [false, true] {
+            let mut servers = vec![Server::Toolsmith, Server::TypeScript, Server::FastMcp];
+            if !http {
+                servers.push(Server::Canned);
+            }
+            let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
+            for _ in 0..ROUNDS {
+                for (i, server) in servers.iter().enumerate() {
+                    let connected = connect(*server, http).await;
+                    concurrent_calls(&connected, n / 10, parallel).await; // warm up
+                    let (times, total) = concurrent_calls(&connected, n, parallel).await;
+                    runs[i].push(figures_over(times, total));
                 }
             }
             let results: Vec<Figures> = runs.into_iter().map(median).collect();
