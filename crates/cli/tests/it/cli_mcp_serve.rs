@@ -126,12 +126,11 @@ fn the_python_sdk_client_uses_the_builtins_over_stdio() {
     check(&seen, &root);
 }
 
-#[test]
-fn the_python_sdk_client_uses_the_builtins_over_http() {
-    let (_dir, root) = workspace();
+/// `toolsmith mcp serve --http 127.0.0.1:0 --root <root>`, and the URL it listens on.
+pub(crate) fn serve_http(root: &Path) -> (Child, String) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
         .args(["mcp", "serve", "--http", "127.0.0.1:0", "--root"])
-        .arg(&root)
+        .arg(root)
         .env_remove("TOOLSMITH_MCP_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -153,6 +152,13 @@ fn the_python_sdk_client_uses_the_builtins_over_http() {
     };
     // Keep reading its stderr so that it never blocks on a full pipe.
     std::thread::spawn(move || for _ in stderr.lines() {});
+    (server, url)
+}
+
+#[test]
+fn the_python_sdk_client_uses_the_builtins_over_http() {
+    let (_dir, root) = workspace();
+    let (mut server, url) = serve_http(&root);
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"

@@ -8,6 +8,7 @@ mod cli_approvals;
 mod cli_crash;
 mod cli_files;
 mod cli_mcp;
+mod cli_mcp_interop;
 mod cli_mcp_serve;
 mod cli_secrets;
 mod cli_serve;

@@ -3,4 +3,5 @@
 
 mod client;
 mod common;
+mod conformance;
 mod server;
