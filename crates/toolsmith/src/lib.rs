@@ -6,7 +6,7 @@
 //! the loop ([`agent`]), model providers ([`providers`]; the embedded local model with the
 //! `local` feature), built-in tools ([`builtins`], with [`revert`] of what their file tools
 //! changed), durable storage ([`store`], and [`durable`] runs over it), agent configs
-//! ([`config`]) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
+//! ([`config`]), MCP both ways ([`mcp`]) and the [`tool`] attribute macro. [`prelude`] holds what most programs need.
 //! The `toolsmith` command is the `toolsmith-cli` crate.
 
 pub use toolsmith_core::*;
@@ -49,6 +49,12 @@ pub mod store {
 /// Built-in tools.
 pub mod builtins {
     pub use toolsmith_builtins::*;
+}
+
+/// The Model Context Protocol both ways: any MCP server's tools as toolsmith tools
+/// ([`mcp::client`]), toolsmith's tools served to any MCP client ([`mcp::server`]).
+pub mod mcp {
+    pub use toolsmith_mcp::*;
 }
 
 /// The harness service (`toolsmith serve`): agents per account over HTTP, async and external
