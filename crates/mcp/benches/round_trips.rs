@@ -7,9 +7,10 @@
 //!     cargo bench -p toolsmith-mcp --bench round_trips [-- CALLS]
 //!
 //! Every server answers `echo {"message"}` with the text `Echo: <message>`. The client is
-//! `rmcp`'s, with nothing around it; each call waits for its answer (one client, sequential
-//! calls: round trips per second, p50 and p99 of each call). Each server is measured three
-//! times, in turns, and the median of the three is printed. The client overhead is toolsmith's
+//! `rmcp`'s, with nothing around it, on one connection: first each call waits for the one
+//! before (latency), then 16 are in flight at once (throughput); round trips per second, p50
+//! and p99 of the calls. Each server is measured three times, in turns, and the median of the
+//! three is printed. The client overhead is toolsmith's
 //! `McpTool::call` (validation, the mapping of results) against `Peer::call_tool`, in
 //! alternating blocks on toolsmith's stdio server.
 //!
@@ -188,25 +189,8 @@ fn echo_params() -> CallToolRequestParams {
     CallToolRequestParams::new("echo").with_arguments(arguments)
 }
 
-/// Each call's duration.
-async fn calls(connected: &Connected, n: usize) -> Vec<Duration> {
-    let peer = connected.client.peer();
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        let started = Instant::now();
-        let result = peer.call_tool(echo_params()).await.unwrap();
-        times.push(started.elapsed());
-        assert!(!result.is_error.unwrap_or(false));
-    }
-    times
-}
-
 /// `n` calls, `parallel` in flight at once: each call's duration, and the whole time.
-async fn concurrent_calls(
-    connected: &Connected,
-    n: usize,
-    parallel: usize,
-) -> (Vec<Duration>, Duration) {
+async fn calls(connected: &Connected, n: usize, parallel: usize) -> (Vec<Duration>, Duration) {
     use futures::StreamExt;
     let peer = connected.client.peer();
     let started = Instant::now();
@@ -230,13 +214,8 @@ struct Figures {
     p99: Duration,
 }
 
-fn figures(times: Vec<Duration>) -> Figures {
-    let total: Duration = times.iter().sum();
-    figures_over(times, total)
-}
-
 /// The figures of calls that took `total` in all.
-fn figures_over(mut times: Vec<Duration>, total: Duration) -> Figures {
+fn figures(mut times: Vec<Duration>, total: Duration) -> Figures {
     times.sort();
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
     Figures {
@@ -301,6 +280,39 @@ async fn client_overhead(n: usize) -> (Duration, Duration) {
     (ours[ours.len() / 2], theirs[theirs.len() / 2])
 }
 
+/// Prints the figures of every server over both transports, `parallel` calls in flight.
+async fn table(n: usize, parallel: usize) {
+    println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
+    println!("|---|---|---|---|---|---|");
+    for http in [false, true] {
+        let mut servers = vec![Server::Toolsmith, Server::TypeScript, Server::FastMcp];
+        if !http {
+            servers.push(Server::Canned);
+        }
+        let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
+        for _ in 0..ROUNDS {
+            for (i, server) in servers.iter().enumerate() {
+                let connected = connect(*server, http).await;
+                calls(&connected, n / 10, parallel).await; // warm up
+                let (times, total) = calls(&connected, n, parallel).await;
+                runs[i].push(figures(times, total));
+            }
+        }
+        let results: Vec<Figures> = runs.into_iter().map(median).collect();
+        for (server, result) in servers.iter().zip(&results) {
+            println!(
+                "| {} | {} | {:.0} | {} | {} | {:.1}× |",
+                if http { "streamable HTTP" } else { "stdio" },
+                server.name(),
+                result.per_second,
+                micros(result.p50),
+                micros(result.p99),
+                results[0].per_second / result.per_second,
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -355,66 +367,16 @@ fn main() {
         std::process::exit(1);
     }
     runtime.block_on(async {
-        println!("tools/call round trips, one rmcp client, {n} sequential calls, median of {ROUNDS} runs\n");
-        println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
-        println!("|---|---|---|---|---|---|");
-        for http in [false, true] {
-            let mut servers = vec![Server::Toolsmith, Server::TypeScript, Server::FastMcp];
-            if !http {
-                servers.push(Server::Canned);
-            }
-            let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
-            for _ in 0..ROUNDS {
-                for (i, server) in servers.iter().enumerate() {
-                    let connected = connect(*server, http).await;
-                    calls(&connected, n / 10).await; // warm up
-                    runs[i].push(figures(calls(&connected, n).await));
-                }
-            }
-            let results: Vec<Figures> = runs.into_iter().map(median).collect();
-            for (server, result) in servers.iter().zip(&results) {
-                println!(
-                    "| {} | {} | {:.0} | {} | {} | {:.1}× |",
-                    if http { "streamable HTTP" } else { "stdio" },
-                    server.name(),
-                    result.per_second,
-                    micros(result.p50),
-                    micros(result.p99),
-                    results[0].per_second / result.per_second,
-                );
-            }
-        }
+        println!(
+            "tools/call round trips, one rmcp client, {n} calls one after another, median of \
+             {ROUNDS} runs\n"
+        );
+        table(n, 1).await;
         let parallel = 16;
-        println!("\nthe same, {parallel} calls in flight at once (throughput; p50 and p99 under load)\n");
-        println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
-        println!("|---|---|---|---|---|---|");
-        for http in [false, true] {
-            let mut servers = vec![Server::Toolsmith, Server::TypeScript, Server::FastMcp];
-            if !http {
-                servers.push(Server::Canned);
-            }
-            let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
-            for _ in 0..ROUNDS {
-                for (i, server) in servers.iter().enumerate() {
-                    let connected = connect(*server, http).await;
-                    concurrent_calls(&connected, n / 10, parallel).await; // warm up
-                    let (times, total) = concurrent_calls(&connected, n, parallel).await;
-                    runs[i].push(figures_over(times, total));
-                }
-            }
-            let results: Vec<Figures> = runs.into_iter().map(median).collect();
-            for (server, result) in servers.iter().zip(&results) {
-                println!(
-                    "| {} | {} | {:.0} | {} | {} | {:.1}× |",
-                    if http { "streamable HTTP" } else { "stdio" },
-                    server.name(),
-                    result.per_second,
-                    micros(result.p50),
-                    micros(result.p99),
-                    results[0].per_second / result.per_second,
-                );
-            }
-        }
+        println!(
+            "\nthe same, {parallel} calls in flight at once (throughput; p50 and p99 under load)\n"
+        );
+        table(n, parallel).await;
         let (ours, bare) = client_overhead(n).await;
         println!(
             "\nclient per call on toolsmith's stdio server: toolsmith {} , bare rmcp {}: {:.2}×",

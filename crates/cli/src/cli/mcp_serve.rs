@@ -37,6 +37,7 @@ use toolsmith_mcp::server::{HttpConfig, MCP_PATH, McpServer, serve_http, serve_s
 use toolsmith_providers::{ProviderOptions, ScriptedModel};
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
+use super::run::select_tools;
 use super::{EXIT_FAILURE, usage_error};
 
 /// The environment variable holding the bearer token of `--http`.
@@ -174,27 +175,6 @@ fn http_address(text: &str) -> Result<SocketAddr, String> {
     text.parse().map_err(|_| {
         format!("--http {text}: expected IP:PORT, such as 127.0.0.1:8931 (port 0 picks one)")
     })
-}
-
-/// The built-ins named by `--tools`, or all of them.
-fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
-    let Some(names) = names else { return Ok(all) };
-    let mut selected = Toolset::new();
-    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        match all.get(name) {
-            Some(tool) => {
-                selected.add(tool.clone());
-            }
-            None => {
-                let known: Vec<&str> = all.names().collect();
-                return Err(format!(
-                    "unknown tool \"{name}\" in --tools; available: {}",
-                    known.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(selected)
 }
 
 /// The server of the config at `path`: its tools picked from `builtins`, its MCP servers

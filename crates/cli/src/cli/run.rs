@@ -143,8 +143,8 @@ fn variables(args: &RunArgs, config: &AgentConfig) -> Result<Vec<(String, String
     Ok(vars)
 }
 
-/// The tools named by `--tools`, or all built-ins.
-fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
+/// The tools named by `--tools`, or all built-ins (`run` and `mcp serve`).
+pub(crate) fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
     let Some(names) = names else { return Ok(all) };
     let mut selected = Toolset::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {

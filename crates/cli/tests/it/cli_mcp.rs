@@ -236,6 +236,24 @@ fn a_server_that_cannot_start_is_a_usage_error_naming_it() {
     assert!(stderr.contains("has no \"mcpServers\" object"), "{stderr}");
 }
 
+/// Runs the official conformance suite with `args` in `dir`: how it ended, and its report
+/// (stdout and stderr).
+pub(crate) fn conformance(dir: &Path, args: &[&str]) -> (Output, String) {
+    let out = Command::new(program("node_modules/.bin/conformance"))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", node_path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, report)
+}
+
 #[test]
 fn the_conformance_suite_s_client_scenarios_pass() {
     let work = tempfile::tempdir().unwrap();
@@ -245,17 +263,9 @@ fn the_conformance_suite_s_client_scenarios_pass() {
         env!("CARGO_BIN_EXE_toolsmith")
     );
     for scenario in ["initialize", "tools_call", "sse-retry"] {
-        let out = Command::new(program("node_modules/.bin/conformance"))
-            .args(["client", "--command", &client, "--scenario", scenario])
-            .current_dir(work.path())
-            .env("PATH", node_path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let report = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (out, report) = conformance(
+            work.path(),
+            &["client", "--command", &client, "--scenario", scenario],
         );
         assert!(
             out.status.success() && report.contains("OVERALL: PASSED"),

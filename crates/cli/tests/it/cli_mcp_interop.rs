@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+use crate::cli_mcp::conformance;
 use crate::cli_mcp_serve::serve_http;
 
 fn peers() -> PathBuf {
@@ -148,17 +149,9 @@ fn the_conformance_suite_s_server_scenarios_for_tool_servers_pass() {
         "server-sse-multiple-streams",
         "dns-rebinding-protection",
     ] {
-        let out = Command::new(program("conformance"))
-            .args(["server", "--url", &url, "--scenario", scenario])
-            .current_dir(dir.path())
-            .env("PATH", node_path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let report = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (out, report) = conformance(
+            dir.path(),
+            &["server", "--url", &url, "--scenario", scenario],
         );
         let passed = report
             .lines()

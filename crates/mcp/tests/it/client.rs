@@ -492,3 +492,12 @@ async fn an_agent_built_from_a_config_runs_mcp_tools_and_its_policy_names_them()
     assert_eq!(out.pending[0].tool_name, "awkward__write");
     assert!(!std::path::Path::new("/tmp/never").exists());
 }
+
+#[tokio::test]
+async fn the_tools_keep_the_session_after_the_client_is_dropped() {
+    let client = McpClient::connect(&awkward(json!({}))).await.unwrap();
+    let tools = client_tools(&client);
+    drop(client);
+    let odd = call(&tools, "awkward__odd_name_x", json!({})).await.unwrap();
+    assert_eq!(odd.value, json!("odd"));
+}
