@@ -12,6 +12,7 @@
 //! | `POST /async-tools/{resultId}/complete` | an external worker settles an async call |
 //! | `GET`/`POST /threads/{threadId}/variables/{requestId}` | provide a deferred sub-agent's variables; it boots at once |
 //! | `POST /agents/{agentId}/chat` | the AI SDK's chat protocol (`useChat`), a UI message stream |
+//! | `GET`/`POST`/`DELETE /agents/{agentId}/mcp` | the agent's tools over MCP (streamable HTTP), behind the account's bearer secret |
 //! | `PUT /agents/{agentId}`, `GET /agents`, `DELETE /agents/{agentId}` | the caller's agents |
 //! | `/admin/…` | accounts, agents and credentials, with `TOOLSMITH_ADMIN_SECRET` |
 //! | any other `GET` | health |
@@ -45,6 +46,7 @@ mod error;
 mod events;
 mod listen;
 mod mcp;
+mod mcp_route;
 mod outcome;
 mod routes;
 mod runs;
@@ -58,7 +60,7 @@ use std::future::Future;
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{get, post, put};
+use axum::routing::{any, get, post, put};
 use tower_http::cors::CorsLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -86,6 +88,7 @@ pub fn router(service: Service) -> Router {
         )
         .route("/agents", get(admin::own_agents))
         .route("/agents/{agent_id}/chat", post(chat::chat))
+        .route("/agents/{agent_id}/mcp", any(mcp_route::mcp))
         .route(
             "/agents/{agent_id}",
             put(admin::own_put_agent).delete(admin::own_delete_agent),
@@ -129,7 +132,8 @@ pub fn router(service: Service) -> Router {
 }
 
 /// The CORS layer for `origins` (none: no CORS headers at all). Browsers may send the bearer
-/// header and JSON bodies, and read the UI message stream's header.
+/// header, JSON bodies and the MCP route's headers, and read the UI message stream's header and
+/// the MCP session's id.
 fn cors(origins: &[String]) -> Option<CorsLayer> {
     let origins: Vec<HeaderValue> = origins
         .iter()
@@ -142,8 +146,17 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
         CorsLayer::new()
             .allow_origin(origins)
             .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
-            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
-            .expose_headers([HeaderName::from_static("x-vercel-ai-ui-message-stream")])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static("mcp-session-id"),
+                HeaderName::from_static("mcp-protocol-version"),
+                HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([
+                HeaderName::from_static("x-vercel-ai-ui-message-stream"),
+                HeaderName::from_static("mcp-session-id"),
+            ])
             .max_age(std::time::Duration::from_secs(3600)),
     )
 }

@@ -134,6 +134,9 @@ pub(crate) struct BuiltAgent {
     pub(crate) agent: Agent,
     /// The config's tools that run asynchronously, and how.
     pub(crate) async_tools: Vec<(String, AsyncMode)>,
+    /// Its tools over MCP (`/agents/{agentId}/mcp`): its sessions end when this build is
+    /// dropped.
+    pub(crate) mcp_endpoint: crate::mcp_route::McpEndpoint,
 }
 
 impl BuiltAgent {
@@ -392,7 +395,13 @@ impl Service {
             // Runs pause in one request and resume in another, maybe on another replica.
             .approval_key(ApprovalKey::new(self.inner.key.derive("approvals")))
             .build();
-        Ok(BuiltAgent { agent, async_tools })
+        let mcp_endpoint =
+            crate::mcp_route::McpEndpoint::new(&config, self.inner.handback.child_token());
+        Ok(BuiltAgent {
+            agent,
+            async_tools,
+            mcp_endpoint,
+        })
     }
 
     /// The model a config names, under the service's rules: no model read from the server's

@@ -4,6 +4,7 @@
 mod async_tools;
 mod chat;
 mod common;
+mod mcp;
 mod replicas;
 mod runs;
 mod shutdown;
