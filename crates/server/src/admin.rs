@@ -162,6 +162,8 @@ pub(crate) async fn own_delete_agent(
         .delete_agent(&account.name, &agent_id)
         .await?
     {
+        // Not served a moment longer by this replica (others notice within their recheck).
+        service.forget_agent(&account.name, &agent_id);
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::agent_not_found())
