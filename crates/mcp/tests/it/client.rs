@@ -498,6 +498,8 @@ async fn the_tools_keep_the_session_after_the_client_is_dropped() {
     let client = McpClient::connect(&awkward(json!({}))).await.unwrap();
     let tools = client_tools(&client);
     drop(client);
-    let odd = call(&tools, "awkward__odd_name_x", json!({})).await.unwrap();
+    let odd = call(&tools, "awkward__odd_name_x", json!({}))
+        .await
+        .unwrap();
     assert_eq!(odd.value, json!("odd"));
 }
