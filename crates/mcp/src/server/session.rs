@@ -149,7 +149,10 @@ impl ServerHandler for McpSession {
             context.meta.set_progress_token(token);
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let result = call::call(self, tool, input, &context).await;
+        // Boxed: rmcp moves the request's future (this one inside it) into a task of its own
+        // and through its stages; inline, the call's state made that copy 14 % of a call's
+        // instructions (callgrind, 2 000 calls over a pipe: 97 k → 83 k a call).
+        let result = Box::pin(call::call(self, tool, input, &context)).await;
         Ok(CallToolResponse::Complete(result))
     }
 }
