@@ -1,6 +1,6 @@
-//! `toolsmith run` with MCP servers nobody here wrote — the official filesystem and memory
-//! servers (npm) and the time server (PyPI), installed by `scripts/mcp-peers.sh` — in a real
-//! agent run on a scripted model.
+//! `toolsmith run` with MCP servers nobody here wrote — the official filesystem, memory and
+//! everything servers (npm) and the time server (PyPI), installed by `scripts/mcp-peers.sh` —
+//! in a real agent run on a scripted model; and the conformance suite's client scenarios.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -89,6 +89,11 @@ fn servers(dir: &Path) -> PathBuf {
             "env": {"PATH": node_path(), "MEMORY_FILE_PATH": dir.join("memory.jsonl")},
         },
         "time": {"command": program(".venv/bin/mcp-server-time"), "readOnly": true},
+        "everything": {
+            "command": program("node_modules/.bin/mcp-server-everything"),
+            "env": {"PATH": node_path()},
+            "readOnly": ["get-sum"],
+        },
     }});
     std::fs::write(&file, config.to_string()).unwrap();
     file
@@ -104,6 +109,7 @@ fn an_agent_uses_the_reference_servers_tools() {
         {"tool_calls": [
             call("read", "fs__read_text_file", json!({"path": dir.join("note.txt")})),
             call("time", "time__get_current_time", json!({"timezone": "UTC"})),
+            call("sum", "everything__get-sum", json!({"a": 40, "b": 2})),
             call("remember", "memory__create_entities", json!({"entities": [
                 {"name": "answer", "entityType": "fact", "observations": ["42"]}
             ]})),
@@ -130,6 +136,8 @@ fn an_agent_uses_the_reference_servers_tools() {
     );
     let time = result(&results, "time");
     assert!(time["output"].to_string().contains("UTC"), "{time}");
+    let sum = result(&results, "sum");
+    assert!(sum["output"].to_string().contains("42"), "{sum}");
     let graph = result(&results, "graph");
     assert!(graph["output"].to_string().contains("answer"), "{graph}");
     // The memory server really wrote its file.
