@@ -2,7 +2,7 @@
 //! error result here and never reach a layer or a tool.
 
 use serde_json::{Map, Value};
-use toolsmith_core::schema::strip_strict_nulls;
+use toolsmith_core::schema::{json_type, strip_strict_nulls};
 use toolsmith_core::{ModelToolCall, Pause, PauseKind, SharedTool, ToolError, ToolKind, Toolset};
 
 /// What the loop does with a prepared call.
@@ -45,17 +45,6 @@ fn parse_input(text: &str) -> Result<Value, ToolError> {
         Err(e) => Err(ToolError::invalid_input(format!(
             "Invalid arguments: the input is not valid JSON ({e})"
         ))),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

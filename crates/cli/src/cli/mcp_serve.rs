@@ -29,15 +29,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use toolsmith_builtins::Workspace;
 use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
 use toolsmith_core::{CancellationToken, LanguageModel, Toolset, Variables};
 use toolsmith_mcp::client::McpClients;
 use toolsmith_mcp::server::{HttpConfig, MCP_PATH, McpServer, serve_http, serve_stdio};
 use toolsmith_providers::{ProviderOptions, ScriptedModel};
-use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
-use super::run::select_tools;
+use super::run::{select_tools, workspace};
 use super::{EXIT_FAILURE, usage_error};
 
 /// The environment variable holding the bearer token of `--http`.
@@ -106,13 +104,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
              every request must carry, or listen on 127.0.0.1"
         ));
     }
-    let mut policy = SandboxPolicy::new(&args.root);
-    if args.allow_network {
-        policy.network = NetworkPolicy::Full;
-    }
-    let workspace = match Workspace::new(policy) {
+    let workspace = match workspace(&args.root, args.allow_network) {
         Ok(workspace) => workspace,
-        Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
+        Err(message) => return usage_error(message),
     };
     let mut builtins = toolsmith_builtins::all(&workspace);
     if !args.no_approval {

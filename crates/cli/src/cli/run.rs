@@ -1,7 +1,7 @@
 //! `toolsmith run`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -143,6 +143,16 @@ fn variables(args: &RunArgs, config: &AgentConfig) -> Result<Vec<(String, String
     Ok(vars)
 }
 
+/// The workspace `--root` names, its commands given the host's network with
+/// `--allow-network` (`run` and `mcp serve`).
+pub(crate) fn workspace(root: &Path, allow_network: bool) -> Result<Arc<Workspace>, String> {
+    let mut policy = SandboxPolicy::new(root);
+    if allow_network {
+        policy.network = NetworkPolicy::Full;
+    }
+    Workspace::new(policy).map_err(|e| format!("--root {}: {e}", root.display()))
+}
+
 /// The tools named by `--tools`, or all built-ins (`run` and `mcp serve`).
 pub(crate) fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
     let Some(names) = names else { return Ok(all) };
@@ -190,13 +200,9 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         }
     };
     let provider = model_name.split_once(':').map_or("", |(p, _)| p);
-    let mut policy = SandboxPolicy::new(&args.root);
-    if args.allow_network {
-        policy.network = NetworkPolicy::Full;
-    }
-    let workspace = match Workspace::new(policy) {
+    let workspace = match workspace(&args.root, args.allow_network) {
         Ok(workspace) => workspace,
-        Err(e) => return usage_error(format!("--root {}: {e}", args.root.display())),
+        Err(message) => return usage_error(message),
     };
     let builtins = ask_by_default(toolsmith_builtins::all(&workspace), args.approve);
     let (mcp, file_servers) = match mcp::connect(&args.mcp_configs, &config, args.approve).await {

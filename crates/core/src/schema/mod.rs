@@ -23,3 +23,26 @@ pub use validator::SchemaValidator;
 pub use walk::{
     ARRAY_SUBSCHEMAS, DEFINITIONS, MAP_SUBSCHEMAS, SINGLE_SUBSCHEMA, for_each_subschema_mut,
 };
+
+use serde_json::Value;
+
+/// A JSON value's type as an error message names it: `null`, `a boolean`, `a number`,
+/// `a string`, `an array`, `an object`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolsmith_core::schema::json_type;
+///
+/// assert_eq!(json_type(&json!([1])), "an array");
+/// assert_eq!(json_type(&json!(null)), "null");
+/// ```
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

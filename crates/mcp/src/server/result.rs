@@ -14,6 +14,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
+use toolsmith_core::schema::json_type;
 use toolsmith_core::{ContentPart, ModelOutput, ToolError, ToolOutput, ToolSpec};
 
 use super::TOOL_OUTPUT_INVALID;
@@ -58,14 +59,7 @@ fn success(spec: &ToolSpec, output: ToolOutput) -> CallToolResult {
         return result;
     }
     if spec.output_schema().is_some() && !output.value.is_object() {
-        let kind = match output.value {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-            Value::Object(_) => "an object",
-        };
+        let kind = json_type(&output.value);
         return failure(
             spec,
             &ToolError::new(
