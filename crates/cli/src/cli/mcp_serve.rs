@@ -22,7 +22,6 @@
 //! - **Exit.** 0 when the client closes stdin or on Ctrl-C / SIGTERM; 2 on a usage error
 //!   (unknown tool, bad config, address); 1 when serving fails.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +29,7 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
-use toolsmith_core::{CancellationToken, LanguageModel, Toolset, Variables};
+use toolsmith_core::{CancellationToken, LanguageModel, Toolset};
 use toolsmith_mcp::client::McpClients;
 use toolsmith_mcp::server::{HttpConfig, MCP_PATH, McpServer, serve_http, serve_stdio};
 use toolsmith_providers::{ProviderOptions, ScriptedModel};
@@ -245,16 +244,11 @@ async fn from_config(
     let tools = config
         .with_composite_tools(tools, &build, &parent)
         .map_err(|e| fail(&e))?;
-    let mut server = McpServer::builder(tools).variables(variables(&config));
-    if let Some(approval) = &config.approval {
-        server = server
-            .approval_policy(approval.policy.clone())
-            .approval_timeout(approval.timeout);
-    }
-    if let Some(instructions) = &config.instructions {
-        server = server.instructions(instructions.clone());
-    }
-    Ok((server.build(), clients))
+    // The config's variables take their values from it, else from the environment.
+    let server = McpServer::builder(tools)
+        .config(&config, &|name| std::env::var(name).ok())
+        .build();
+    Ok((server, clients))
 }
 
 /// Whether one of the config's sub-agents or prompts runs on the config's own model.
@@ -262,20 +256,6 @@ fn inherits_model(config: &AgentConfig) -> bool {
     let subagents = config.subagents.iter().map(|s| &s.agent);
     let prompts = config.prompts.iter().map(|p| &p.agent);
     subagents.chain(prompts).any(|agent| agent.model.is_none())
-}
-
-/// The config's declared variables: their values in the config, else in the environment.
-fn variables(config: &AgentConfig) -> Variables {
-    let values: HashMap<String, String> = config
-        .variables
-        .iter()
-        .filter_map(|entry| {
-            let name = &entry.decl.name;
-            let value = entry.value.clone().or_else(|| std::env::var(name).ok())?;
-            Some((name.clone(), value))
-        })
-        .collect();
-    Variables::resolve([&values], config.variables.iter().map(|entry| &entry.decl))
 }
 
 /// Says on standard error which tools are served.

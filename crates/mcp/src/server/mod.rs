@@ -84,10 +84,12 @@ mod result;
 mod session;
 mod stdio;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_agent::ApprovalPolicy;
+use toolsmith_config::AgentConfig;
 use toolsmith_core::{SharedTool, Toolset, Variables};
 
 pub use http::{HttpConfig, MCP_PATH, McpHttpService, http_service, serve_http};
@@ -243,6 +245,44 @@ impl McpServerBuilder {
     /// [`ToolContext::variable`]: toolsmith_core::ToolContext::variable
     pub fn variables(mut self, variables: Variables) -> Self {
         self.variables = variables;
+        self
+    }
+
+    /// What an agent config says of its tools' serving: its declared variables (their values in
+    /// the config, else `lookup`'s), its approval policy and timeout, its instructions
+    /// (`toolsmith mcp serve --config` and the service's MCP route).
+    ///
+    /// ```
+    /// use toolsmith_config::AgentConfig;
+    /// use toolsmith_core::Toolset;
+    /// use toolsmith_mcp::server::McpServer;
+    ///
+    /// let config = AgentConfig::from_json(r#"{"instructions": "Be brief."}"#).unwrap();
+    /// let server = McpServer::builder(Toolset::new()).config(&config, &|_| None).build();
+    /// assert!(server.tools().is_empty());
+    /// ```
+    pub fn config(mut self, config: &AgentConfig, lookup: &dyn Fn(&str) -> Option<String>) -> Self {
+        let values: HashMap<String, String> = config
+            .variables
+            .iter()
+            .filter_map(|entry| {
+                let name = &entry.decl.name;
+                let value = entry.value.clone().or_else(|| lookup(name))?;
+                Some((name.clone(), value))
+            })
+            .collect();
+        self = self.variables(Variables::resolve(
+            [&values],
+            config.variables.iter().map(|entry| &entry.decl),
+        ));
+        if let Some(approval) = &config.approval {
+            self = self
+                .approval_policy(approval.policy.clone())
+                .approval_timeout(approval.timeout);
+        }
+        if let Some(instructions) = &config.instructions {
+            self = self.instructions(instructions.clone());
+        }
         self
     }
 
