@@ -1,22 +1,29 @@
-//! `tools/call` round trips against three MCP servers, one client for all, in the same run:
-//! toolsmith's server, the official TypeScript SDK's (`@modelcontextprotocol/server-everything`,
-//! its `echo`) and FastMCP's (Python), over stdio and streamable HTTP; then toolsmith's client
-//! against a bare `rmcp` client on the same server.
+//! `tools/call` round trips against three MCP servers, in the same run: toolsmith's server,
+//! the official TypeScript SDK's (`@modelcontextprotocol/server-everything`, its `echo`) and
+//! FastMCP's (Python); then toolsmith's client against a bare `rmcp` client on the same server.
 //!
 //!     scripts/mcp-peers.sh
 //!     cargo bench -p toolsmith-mcp --bench round_trips [-- CALLS]
 //!
-//! Every server answers `echo {"message"}` with the text `Echo: <message>`. The client is
-//! `rmcp`'s, with nothing around it, on one connection: first each call waits for the one
-//! before (latency), then 16 are in flight at once (throughput); round trips per second, p50
-//! and p99 of the calls. Each server is measured three times, in turns, and the median of the
-//! three is printed. The client overhead is toolsmith's
+//! Every server answers `echo {"message"}` with the text `Echo: <message>`. Two clients, each
+//! one for all servers:
+//! - `rmcp`'s, with nothing around it, on one connection, over stdio and streamable HTTP:
+//!   first each call waits for the one before (latency), then 16 are in flight at once
+//!   (throughput); CALLS calls (2 000) after a tenth as many to warm up;
+//! - over stdio, a load generator with no MCP library (requests written beforehand, answers
+//!   read by one thread), so that the figures are the servers' and not the client's: `rmcp`'s
+//!   client tops out near 10 000 round trips a second here, and hides the difference between
+//!   servers faster than that. Ten times CALLS calls (FastMCP: CALLS), after CALLS to warm up
+//!   (the TypeScript server's JIT needs them: it is 2–3× faster warm than cold).
+//!
+//! Round trips per second, p50 and p99 of the calls; each server measured three times, in
+//! turns, and the median of the three printed. The client overhead is toolsmith's
 //! `McpTool::call` (validation, the mapping of results) against `Peer::call_tool`, in
 //! alternating blocks on toolsmith's stdio server.
 //!
 //! toolsmith's server is this binary itself, run again with `--serve-echo stdio|http PORT`;
-//! so is the stdio floor, `--serve-canned`: a canned answer to every line, written at once,
-//! which shows how many round trips the client itself allows.
+//! so is the floor, `--serve-canned`: a canned answer to every line, with no MCP library and
+//! writes gathered as toolsmith's server gathers them — what the client and the pipes allow.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -87,25 +94,31 @@ impl Server {
             Server::Toolsmith => "toolsmith",
             Server::TypeScript => "TypeScript SDK (server-everything)",
             Server::FastMcp => "FastMCP (Python)",
-            Server::Canned => "canned answers (the client's ceiling)",
+            Server::Canned => "canned answers, no MCP library (the floor)",
         }
     }
 
     fn command(self, http_port: Option<u16>) -> tokio::process::Command {
+        let mut command = tokio::process::Command::from(self.std_command(http_port));
+        command.kill_on_drop(true);
+        command
+    }
+
+    fn std_command(self, http_port: Option<u16>) -> std::process::Command {
         let mut command = match self {
             Server::Canned => {
-                let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
+                let mut c = std::process::Command::new(std::env::current_exe().unwrap());
                 c.arg("--serve-canned");
                 c
             }
             Server::Toolsmith => {
-                let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
+                let mut c = std::process::Command::new(std::env::current_exe().unwrap());
                 c.arg("--serve-echo");
                 c.arg(if http_port.is_some() { "http" } else { "stdio" });
                 c
             }
             Server::TypeScript => {
-                let mut c = tokio::process::Command::new(
+                let mut c = std::process::Command::new(
                     peers().join("node_modules/.bin/mcp-server-everything"),
                 );
                 c.env("PATH", node_path());
@@ -115,7 +128,7 @@ impl Server {
                 c
             }
             Server::FastMcp => {
-                let mut c = tokio::process::Command::new(peers().join(".venv/bin/python"));
+                let mut c = std::process::Command::new(peers().join(".venv/bin/python"));
                 c.arg(peers().join("servers/fastmcp_echo.py"));
                 c.arg(if http_port.is_some() { "http" } else { "stdio" });
                 c
@@ -124,7 +137,7 @@ impl Server {
         if let Some(port) = http_port {
             command.arg(port.to_string()).env("PORT", port.to_string());
         }
-        command.kill_on_drop(true).stderr(Stdio::null());
+        command.stderr(Stdio::null());
         command
     }
 }
@@ -280,6 +293,126 @@ async fn client_overhead(n: usize) -> (Duration, Duration) {
     (ours[ours.len() / 2], theirs[theirs.len() / 2])
 }
 
+/// A load generator for stdio with no MCP library: one thread writes pre-serialised request
+/// lines and reads the answers, `parallel` in flight, so that the figures are the server's
+/// and not the client's (`rmcp`'s client tops out near 10 000 round trips a second here).
+fn pipe_calls(server: Server, n: usize, parallel: usize) -> (Vec<Duration>, Duration) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut process = server
+        .std_command(None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = process.stdin.take().unwrap();
+    let mut output = BufReader::new(process.stdout.take().unwrap());
+    let mut line = String::new();
+    // The answer to request `id`, skipping notifications.
+    let answer = |output: &mut BufReader<_>, line: &mut String| loop {
+        line.clear();
+        assert!(
+            output.read_line(line).unwrap() > 0,
+            "{} closed stdout",
+            server.name()
+        );
+        let message: Value = serde_json::from_str(line).unwrap();
+        if message.get("id").is_some() {
+            return message;
+        }
+    };
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}})
+    )
+    .unwrap();
+    answer(&mut output, &mut line);
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let request = |id: usize| {
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"message": "hello"}}})
+        )
+    };
+    let mut measure = |n: usize, first: usize| {
+        let requests: Vec<String> = (first..first + n).map(request).collect();
+        let mut sent = vec![Instant::now(); n];
+        let mut times = Vec::with_capacity(n);
+        let started = Instant::now();
+        let mut next = 0;
+        while next < n.min(parallel) {
+            sent[next] = Instant::now();
+            input.write_all(requests[next].as_bytes()).unwrap();
+            next += 1;
+        }
+        for _ in 0..n {
+            let message = answer(&mut output, &mut line);
+            let id = message["id"].as_u64().unwrap() as usize - first;
+            times.push(sent[id].elapsed());
+            assert_eq!(
+                message["result"]["content"][0]["text"], "Echo: hello",
+                "{message}"
+            );
+            if next < n {
+                sent[next] = Instant::now();
+                input.write_all(requests[next].as_bytes()).unwrap();
+                next += 1;
+            }
+        }
+        (times, started.elapsed())
+    };
+    measure(n / 10, 1); // warm up
+    let result = measure(n, n + 1);
+    drop(input);
+    let _ = process.kill();
+    let _ = process.wait();
+    result
+}
+
+/// Prints the figures of every server over stdio with the load generator, `parallel` calls in
+/// flight: `n` calls each (FastMCP, at ~500 a second, `n / 10`).
+fn pipe_table(n: usize, parallel: usize) {
+    println!("| server | calls/s | p50 | p99 | toolsmith ÷ server |");
+    println!("|---|---|---|---|---|");
+    let servers = [
+        Server::Toolsmith,
+        Server::TypeScript,
+        Server::FastMcp,
+        Server::Canned,
+    ];
+    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
+    for _ in 0..ROUNDS {
+        for (i, server) in servers.iter().enumerate() {
+            let calls = if *server == Server::FastMcp {
+                n / 10
+            } else {
+                n
+            };
+            let (times, total) = pipe_calls(*server, calls, parallel);
+            runs[i].push(figures(times, total));
+        }
+    }
+    let results: Vec<Figures> = runs.into_iter().map(median).collect();
+    for (server, result) in servers.iter().zip(&results) {
+        println!(
+            "| {} | {:.0} | {} | {} | {:.2}× |",
+            server.name(),
+            result.per_second,
+            micros(result.p50),
+            micros(result.p99),
+            results[0].per_second / result.per_second,
+        );
+    }
+}
+
 /// Prints the figures of every server over both transports, `parallel` calls in flight.
 async fn table(n: usize, parallel: usize) {
     println!("| transport | server | calls/s | p50 | p99 | toolsmith ÷ server |");
@@ -313,6 +446,43 @@ async fn table(n: usize, parallel: usize) {
     }
 }
 
+/// A canned answer to every request line, written when no more input waits (so that one
+/// write carries every answer due, as toolsmith's server writes them): no MCP library, no tool.
+fn serve_canned() {
+    use std::io::{BufRead, Write};
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    let mut out = std::io::stdout().lock();
+    let mut answers = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line).unwrap() == 0 {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let Some(id) = message.get("id") {
+            let result = match message["method"].as_str() {
+                Some("initialize") => json!({"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "canned", "version": "1"}}),
+                _ => json!({"content": [{"type": "text", "text": "Echo: hello"}]}),
+            };
+            serde_json::to_writer(
+                &mut answers,
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            )
+            .unwrap();
+            answers.push(b'\n');
+        }
+        if input.buffer().is_empty() {
+            out.write_all(&answers).unwrap();
+            out.flush().unwrap();
+            answers.clear();
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -321,30 +491,7 @@ fn main() {
         .build()
         .unwrap();
     if args.iter().any(|a| a == "--serve-canned") {
-        use std::io::{BufRead, Write};
-        let stdin = std::io::stdin();
-        let mut out = std::io::stdout().lock();
-        for line in stdin.lock().lines() {
-            let Ok(message) = serde_json::from_str::<Value>(&line.unwrap()) else {
-                continue;
-            };
-            let Some(id) = message.get("id") else {
-                continue;
-            };
-            let result = match message["method"].as_str() {
-                Some("initialize") => {
-                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "canned", "version": "1"}})
-                }
-                _ => json!({"content": [{"type": "text", "text": "Echo: hello"}]}),
-            };
-            writeln!(
-                out,
-                "{}",
-                json!({"jsonrpc": "2.0", "id": id, "result": result})
-            )
-            .unwrap();
-            out.flush().unwrap();
-        }
+        serve_canned();
         return;
     }
     if let Some(at) = args.iter().position(|a| a == "--serve-echo") {
@@ -377,6 +524,16 @@ fn main() {
             "\nthe same, {parallel} calls in flight at once (throughput; p50 and p99 under load)\n"
         );
         table(n, parallel).await;
+        for parallel in [1, parallel] {
+            println!(
+                "\nthe servers over stdio, driven by a load generator with no MCP library \
+                 (pre-written requests, {parallel} in flight), {} calls after {} to warm up, \
+                 median of {ROUNDS} runs\n",
+                n * 10,
+                n
+            );
+            pipe_table(n * 10, parallel);
+        }
         let (ours, bare) = client_overhead(n).await;
         println!(
             "\nclient per call on toolsmith's stdio server: toolsmith {} , bare rmcp {}: {:.2}×",

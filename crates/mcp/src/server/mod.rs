@@ -2,7 +2,7 @@
 //!
 //! [`McpServer`] holds a toolset made ready once, as a run would see it; each connection gets
 //! an [`McpSession`] of its own (the rmcp [`ServerHandler`](rmcp::ServerHandler)), served over
-//! stdio ([`serve_stdio`]), any byte stream (`rmcp::ServiceExt::serve`) or streamable HTTP
+//! stdio ([`serve_stdio`]), any byte stream ([`serve_stream`]) or streamable HTTP
 //! ([`http_service`], [`serve_http`]).
 //!
 //! # Building
@@ -79,6 +79,7 @@
 mod approval;
 mod call;
 mod http;
+mod lines;
 mod listing;
 mod result;
 mod session;
@@ -94,7 +95,7 @@ use toolsmith_core::{SharedTool, Toolset, Variables};
 
 pub use http::{HttpConfig, MCP_PATH, McpHttpService, http_service, serve_http};
 pub use session::McpSession;
-pub use stdio::serve_stdio;
+pub use stdio::{serve_stdio, serve_stream};
 
 /// The most tools one `tools/list` page holds.
 pub const PAGE_SIZE: usize = 100;

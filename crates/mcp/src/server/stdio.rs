@@ -1,10 +1,13 @@
-//! Serving one session over the process's standard input and output.
+//! Serving one session over the process's standard input and output, or any byte stream.
 
 use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::McpServer;
+use super::lines::Lines;
 
-/// Serves one session of `server` on stdin and stdout until the client closes stdin (or the
+/// Serves one session of `server` on stdin and stdout (newline-delimited JSON-RPC, read and
+/// written by toolsmith's own transport: see `lines.rs`) until the client closes stdin (or the
 /// returned future is dropped, which ends the session and cancels its calls). Nothing but the
 /// protocol may be written to stdout meanwhile: log to stderr.
 ///
@@ -22,17 +25,43 @@ use super::McpServer;
 /// The handshake failed (the client closed stdin before it, or sent something else than
 /// `initialize`), or the session's task failed.
 pub async fn serve_stdio(server: &McpServer) -> std::io::Result<()> {
-    let session = server.session();
-    let served = match pipes() {
-        Some((read, write)) => session.serve((read, write)).await,
-        None => session.serve(rmcp::transport::stdio()).await,
-    };
-    let running = served
-        .map_err(|e| std::io::Error::other(format!("the MCP handshake on stdio failed: {e}")))?;
+    match pipes() {
+        Some((read, write)) => serve_stream(server, read, write).await,
+        None => serve_stream(server, tokio::io::stdin(), tokio::io::stdout()).await,
+    }
+}
+
+/// Serves one session of `server` on any byte stream, as on stdio: newline-delimited
+/// JSON-RPC read from `read` and written to `write` until `read` ends (or the returned future
+/// is dropped).
+///
+/// ```no_run
+/// # async fn demo(socket: tokio::net::UnixStream) -> std::io::Result<()> {
+/// use toolsmith_core::Toolset;
+/// use toolsmith_mcp::server::{McpServer, serve_stream};
+///
+/// let (read, write) = socket.into_split();
+/// serve_stream(&McpServer::new(Toolset::new()), read, write).await
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// As [`serve_stdio`].
+pub async fn serve_stream<R, W>(server: &McpServer, read: R, write: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let running = server
+        .session()
+        .serve(Lines::new(read, write))
+        .await
+        .map_err(|e| std::io::Error::other(format!("the MCP handshake failed: {e}")))?;
     running
         .waiting()
         .await
-        .map_err(|e| std::io::Error::other(format!("the MCP session on stdio failed: {e}")))?;
+        .map_err(|e| std::io::Error::other(format!("the MCP session failed: {e}")))?;
     Ok(())
 }
 

@@ -283,14 +283,14 @@ impl ClientHandler for TestClient {
 
 type Client = RunningService<RoleClient, TestClient>;
 
-/// `client` connected to a new session of `server` over an in-memory stream.
+/// `client` connected to a new session of `server` over an in-memory stream, through the
+/// server's own transport (as on stdio).
 async fn connect(server: &McpServer, client: TestClient) -> Client {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let session = server.session();
+    let server = server.clone();
     tokio::spawn(async move {
-        if let Ok(running) = session.serve(theirs).await {
-            let _ = running.waiting().await;
-        }
+        let (read, write) = tokio::io::split(theirs);
+        let _ = toolsmith_mcp::server::serve_stream(&server, read, write).await;
     });
     client.serve(ours).await.expect("the handshake")
 }
@@ -630,6 +630,63 @@ async fn the_policy_asks_for_tools_that_leave_it_to_the_policy() {
 // Streamable HTTP
 
 /// Serves `server` on a loopback port: its `/mcp` URL and the token that stops it.
+/// The framing of the stream transport, byte by byte: what is not JSON is ignored, JSON that
+/// is no message gets `Invalid request`, `\r\n` ends a line as `\n` does, a line may come in
+/// pieces, and a line over 16 MiB is dropped with the session going on.
+#[tokio::test]
+async fn the_stream_transport_frames_lines_and_survives_bad_ones() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (server, _events) = server();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(theirs);
+        toolsmith_mcp::server::serve_stream(&server, read, write).await
+    });
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = BufReader::new(read).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("the server still serving");
+        serde_json::from_str(&line).unwrap()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    write
+        .write_all(format!("{initialize}\r\n").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(next().await["result"]["serverInfo"]["name"], "toolsmith");
+    write
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    write.write_all(b"not json at all\n[1, 2]\n").await.unwrap();
+    let invalid = next().await;
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    assert_eq!(invalid["error"]["message"], "Invalid request");
+    // Over the longest line read: dropped, and the stream goes on after its end.
+    let long = vec![b' '; 16 * 1024 * 1024 + 10];
+    write.write_all(b"{\"pad\": \"").await.unwrap();
+    write.write_all(&long).await.unwrap();
+    write.write_all(b"\"}\n").await.unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"text": "in pieces"}}})
+    .to_string();
+    let (first, second) = call.split_at(20);
+    write.write_all(first.as_bytes()).await.unwrap();
+    write.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    write.write_all(second.as_bytes()).await.unwrap();
+    write.write_all(b"\n").await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "in pieces");
+}
+
 async fn serve(server: &McpServer, config: HttpConfig) -> (String, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
