@@ -81,8 +81,8 @@ pub use inbox::{Inbox, InboxTicket};
 pub use kind::{ProviderTool, ToolKind};
 pub use message::{Message, Part, ProviderMetadata, Role, Source, ToolCallPart, ToolResultPart};
 pub use meta::{
-    Approval, ApprovalPredicate, AsyncMode, Concurrency, Reconcile, ResultLimit, Revert, ToolMeta,
-    VariableDecl, VariableKind,
+    Approval, ApprovalPredicate, AsyncMode, Concurrency, Reconcile, ResultLimit,
+    ResultLimitStrategy, Revert, ToolMeta, VariableDecl, VariableKind,
 };
 pub use model::{CallSettings, LanguageModel, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::{ModelError, ModelErrorKind};

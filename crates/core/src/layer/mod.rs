@@ -22,32 +22,43 @@
 //!    get a hint or abort the run.
 //! 4. [`HookLayer`]s: caller hooks that may skip a call with a supplied result or rewrite what
 //!    the model sees.
-//! 5. the caller's own layers ([`AgentBuilder::layer`]), then [`TimeoutLayer`];
-//! 6. the agent crate's innermost layers: the durability snapshot hook (after a successful
+//! 5. [`ResultLimitLayer`]: each tool's result limit (or the agent's) applied to what the model
+//!    sees — truncated or summarised — so the hooks above see the limited text, as RadarOS's
+//!    `afterToolExec` does; the caller's value is never cut.
+//! 6. the caller's own layers ([`AgentBuilder::layer`]), then [`TimeoutLayer`];
+//! 7. the agent crate's innermost layers: the durability snapshot hook (after a successful
 //!    side-effecting call), the run's journal (the call's intent recorded before it executes,
-//!    its outcome after; only for a run with a log), and last a catch-panic layer (a panicking
-//!    tool becomes the error `TOOL_PANICKED`, which the journal records as its outcome).
+//!    its outcome after; only for a run with a log), [`CacheLayer`] (inside the journal, so a
+//!    resumed call gets the journal's recorded outcome, never a cached one, and a hit is
+//!    journaled like a call), and last a catch-panic layer (a panicking tool becomes the error
+//!    `TOOL_PANICKED`, which the journal records as its outcome).
 //!
 //! [`AgentBuilder::layer`]: https://docs.rs/toolsmith-agent/latest/toolsmith_agent/struct.AgentBuilder.html#method.layer
 //!
 //! [`ToolSpec::validate`]: crate::ToolSpec::validate
 
+mod cache;
 mod hooks;
 mod loop_detection;
+mod result_limit;
 mod secrets;
 mod timeout;
 mod tracing;
+mod truncate;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 pub use self::tracing::TracingLayer;
+pub use cache::{CacheLayer, CacheScope, MemoryCache, ResultCache, cacheable};
 pub use hooks::{HookLayer, ToolHook};
 pub use loop_detection::{LoopAction, LoopDetection, LoopDetectionLayer};
+pub use result_limit::{ResultLimitLayer, SUMMARIZE_INPUT_CHARS, SUMMARIZE_PROMPT};
 pub use secrets::SecretsLayer;
 pub(crate) use secrets::{mask_text, mask_value};
 pub use timeout::TimeoutLayer;
+pub use truncate::truncate;
 
 use crate::{SharedTool, ToolContext, ToolError, ToolOutput};
 
