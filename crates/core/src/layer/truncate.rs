@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 /// assert_eq!(truncate("short", 10), "short");
 /// assert_eq!(
 ///     truncate("[1,2,3,4,5,6,7,8,9,10]", 10),
-///     "[\n  1,\n  2,\n  3\n]\n\n[Showing 3 of 10 items — 7 more omitted]"
+///     "[\n  1,\n  2\n]\n\n[Showing 2 of 10 items — 8 more omitted]"
 /// );
 /// assert_eq!(truncate(&"x".repeat(1500), 100), format!("{}\n\n... [truncated — 1,400 more chars]", "x".repeat(100)));
 /// ```
