@@ -5,12 +5,12 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use toolsmith_core::layer::{
-    HookLayer, Layer, LayerStack, LoopDetection, LoopDetectionLayer, SecretsLayer, TimeoutLayer,
-    ToolHook, TracingLayer,
+    CacheLayer, CacheScope, HookLayer, Layer, LayerStack, LoopDetection, LoopDetectionLayer,
+    MemoryCache, ResultCache, ResultLimitLayer, SecretsLayer, TimeoutLayer, ToolHook, TracingLayer,
 };
 use toolsmith_core::{
-    CallSettings, EventSink, IntoTool, LanguageModel, SharedTool, ToolChoice, ToolMeta,
-    ToolResolver, Toolset, VariableDecl,
+    CallSettings, EventSink, IntoTool, LanguageModel, ResultLimit, SharedTool, ToolChoice,
+    ToolMeta, ToolResolver, Toolset, VariableDecl,
 };
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
@@ -18,6 +18,9 @@ use crate::run::Run;
 use crate::{
     DurabilitySnapshot, ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition,
 };
+
+/// How many results the default result cache keeps.
+const DEFAULT_CACHE_ENTRIES: usize = 10_000;
 
 /// An agent: a model, instructions, tools and the rules of its loop.
 ///
@@ -43,6 +46,9 @@ pub(crate) struct AgentInner {
     layers: Vec<Arc<dyn Layer>>,
     loop_detection: Option<LoopDetection>,
     tool_timeout: Option<Duration>,
+    result_limit: ResultLimitLayer,
+    /// The result cache (its layer goes inside the run's journal).
+    pub(crate) cache: CacheLayer,
     pub(crate) approval: ApprovalSettings,
     /// The agent's variable values (below the thread's in precedence).
     pub(crate) variables: HashMap<String, String>,
@@ -58,7 +64,7 @@ impl AgentInner {
     }
 
     /// The layers of one run, outermost first: tracing, secrets, loop detection (fresh counts per run),
-    /// hooks, the caller's layers, timeout.
+    /// hooks, result limits, the caller's layers, timeout.
     pub(crate) fn layer_stack(&self) -> LayerStack {
         let mut stack = LayerStack::new();
         stack.push(TracingLayer);
@@ -69,6 +75,7 @@ impl AgentInner {
         for hook in &self.hooks {
             stack.push(HookLayer(hook.clone()));
         }
+        stack.push(self.result_limit.clone());
         for layer in &self.layers {
             stack.push_shared(layer.clone());
         }
@@ -101,6 +108,11 @@ impl Agent {
                 layers: Vec::new(),
                 loop_detection: None,
                 tool_timeout: None,
+                result_limit: ResultLimitLayer::new(None),
+                cache: CacheLayer::new(
+                    Arc::new(MemoryCache::new(DEFAULT_CACHE_ENTRIES)),
+                    CacheScope::Thread,
+                ),
                 approval: ApprovalSettings::default(),
                 variables: HashMap::new(),
                 declared: Vec::new(),
@@ -321,6 +333,28 @@ impl AgentBuilder {
     /// The time limit of tool calls whose tools set none.
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.inner.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// The limit on what the model sees of a result, for tools that set none of their own
+    /// ([`ToolMeta::result_limit`]): RadarOS's `toolResultLimit` (20 000 characters, truncated,
+    /// is [`ResultLimit::default`]). Unset, only tools with a limit of their own are limited.
+    pub fn result_limit(mut self, limit: ResultLimit) -> Self {
+        self.inner.result_limit = self.inner.result_limit.clone().with_default(limit);
+        self
+    }
+
+    /// The model that summarises results for the `summarize` strategy of a result limit
+    /// (without one, such results are truncated).
+    pub fn summarize_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.inner.result_limit = self.inner.result_limit.clone().summarize_with(model);
+        self
+    }
+
+    /// Where results of tools with a [`ToolMeta::cache_ttl`] are cached, and who shares them
+    /// (default: in memory, at most 10 000 results, per thread).
+    pub fn result_cache(mut self, cache: Arc<dyn ResultCache>, scope: CacheScope) -> Self {
+        self.inner.cache = CacheLayer::new(cache, scope);
         self
     }
 

@@ -207,7 +207,8 @@ impl Run {
         request.messages.extend(messages);
 
         let journal = log.map(|log| Arc::new(Journal::new(log, agent.snapshot.is_some())));
-        // Innermost: the snapshot hook, then the journal, over the catch-panic layer.
+        // Innermost: the snapshot hook, the journal, the result cache, over the catch-panic
+        // layer.
         let mut stack = agent.layer_stack();
         if let Some(hook) = &agent.snapshot {
             stack.push(SnapshotLayer(hook.clone()));
@@ -215,6 +216,8 @@ impl Run {
         if let Some(journal) = &journal {
             stack.push(JournalLayer(journal.clone()));
         }
+        // Inside the journal: a resumed call gets its recorded outcome, never a cached one.
+        stack.push(agent.cache.clone());
         stack.push(CatchPanicLayer);
         Ok(Run {
             stack: Arc::new(stack),

@@ -10,6 +10,7 @@ mod approval_resume;
 mod approvals;
 mod attachments;
 mod calls;
+mod context_economy;
 mod execution;
 mod history;
 mod hostile_arguments;

@@ -51,6 +51,13 @@ impl ResultLimitLayer {
         }
     }
 
+    /// The same layer with `default` for tools with no limit of their own.
+    #[must_use]
+    pub fn with_default(mut self, default: ResultLimit) -> Self {
+        self.default = Some(default);
+        self
+    }
+
     /// The model that writes summaries for the `summarize` strategy (temperature 0, at most
     /// 4 096 tokens).
     #[must_use]
