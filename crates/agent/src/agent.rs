@@ -300,7 +300,11 @@ impl AgentBuilder {
         self
     }
 
-    /// Tells the provider whether the model may call several tools per step.
+    /// Tells the provider whether the model may call several tools per step. Unset, a request
+    /// that offers tools says `false` when the calls run one at a time
+    /// ([`ExecutionPolicy::Sequential`], the default; the Standard Agents spec's
+    /// `parallelToolCalls` defaults to false) and nothing (the provider's default) when they
+    /// run in parallel.
     pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
         self.inner.parallel_tool_calls = Some(allowed);
         self

@@ -97,8 +97,9 @@ impl AgentConfig {
 
     /// The agent this config describes, to build: `tools` (the config's own toolset, from
     /// [`toolset`](Self::toolset) or the caller's choice) with the composite tools added, on
-    /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`, the approval
-    /// settings and the declared variables (values from the config, else `cx.lookup`) set.
+    /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`,
+    /// `parallelToolCalls`, the approval settings and the declared variables (values from the
+    /// config, else `cx.lookup`) set.
     /// The caller may override any of them on the builder.
     ///
     /// # Errors
@@ -119,6 +120,9 @@ impl AgentConfig {
         }
         if let Some(policy) = self.execution {
             builder = builder.execution(policy);
+        }
+        if let Some(allowed) = self.parallel_tool_calls {
+            builder = builder.parallel_tool_calls(allowed);
         }
         if let Some(approval) = &self.approval {
             builder = builder
@@ -249,6 +253,9 @@ fn child_agent(
         .max_steps(config.max_steps.unwrap_or(10));
     if let Some(policy) = config.execution {
         builder = builder.execution(policy);
+    }
+    if let Some(allowed) = config.parallel_tool_calls {
+        builder = builder.parallel_tool_calls(allowed);
     }
     if let Some(instructions) = &config.instructions {
         builder = builder.instructions(instructions.clone());

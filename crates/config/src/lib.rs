@@ -17,6 +17,9 @@
 //! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
 //! - `execution`: `"sequential"` (the default: one call at a time, in order), `"parallel"` (at
 //!   most 5 at once) or `{"mode": "parallel", "max": N}`.
+//! - `parallelToolCalls` (the Standard Agents spec's): whether the model may call several
+//!   tools per step; by default `false` with sequential execution, the provider's default with
+//!   parallel execution.
 //! - `clientTools`: `[{"name", "description"?, "inputSchema"?}]`, tools the caller answers: a
 //!   call pauses the run until the caller appends its result (`docs/approvals.md`).
 //! - `approval` (as in RadarOS): `policy` `"none"` (default) | `"all"` | a list of the agent's tool
@@ -184,6 +187,9 @@ pub struct AgentConfig {
     pub max_steps: Option<u32>,
     /// How a step's tool calls run, when the config says.
     pub execution: Option<ExecutionPolicy>,
+    /// Whether the model may call several tools per step (`parallelToolCalls`), when the config
+    /// says; unset, the agent's default (off when the calls run one at a time).
+    pub parallel_tool_calls: Option<bool>,
     /// The enabled tools, in config order; `None` when the config has no `tools` key.
     pub tools: Option<Vec<ToolConfig>>,
     /// The approval settings, when the config has an `approval` key.
@@ -361,6 +367,11 @@ impl AgentConfig {
         match root.remove("execution") {
             None | Some(Value::Null) => {}
             Some(value) => config.execution = Some(execution(value)?),
+        }
+        match root.remove("parallelToolCalls") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(allowed)) => config.parallel_tool_calls = Some(allowed),
+            Some(_) => return Err(error("config.parallelToolCalls must be a boolean")),
         }
         match root.remove("tools") {
             None | Some(Value::Null) => {}

@@ -394,3 +394,47 @@ fn the_execution_policy() {
         assert!(error.starts_with(message), "{error}");
     }
 }
+
+#[tokio::test]
+async fn parallel_tool_calls_reaches_the_request() {
+    use std::sync::Arc;
+    use toolsmith_providers::{ScriptedModel, Turn};
+
+    // What the model is told, with the config's `parallelToolCalls` (and `execution`).
+    async fn sent(config: Value) -> Option<bool> {
+        let config = parse(config).unwrap();
+        let model = Arc::new(ScriptedModel::new([Turn::text("ok")]).recording());
+        let lookup = |_: &str| None;
+        let resolve = |_: &ModelConfig| -> Result<_, String> { unreachable!() };
+        let cx = BuildContext {
+            builtins: &Toolset::new(),
+            resolve: &resolve,
+            lookup: &lookup,
+            webhooks: WebhookPolicy::any(),
+            wrap: None,
+            mcp: None,
+        };
+        let parent = ParentAgent {
+            model: model.clone(),
+            provider: "scripted".into(),
+            approval: None,
+        };
+        let agent = config.agent_builder(builtins(), &cx, &parent).unwrap();
+        agent.build().run("hi").await.unwrap();
+        model.requests()[0].parallel_tool_calls
+    }
+
+    assert_eq!(sent(json!({})).await, Some(false));
+    assert_eq!(sent(json!({"parallelToolCalls": true})).await, Some(true));
+    assert_eq!(sent(json!({"execution": "parallel"})).await, None);
+    assert_eq!(
+        sent(json!({"execution": "parallel", "parallelToolCalls": false})).await,
+        Some(false)
+    );
+    assert_eq!(
+        parse(json!({"parallelToolCalls": "no"}))
+            .unwrap_err()
+            .to_string(),
+        "config.parallelToolCalls must be a boolean"
+    );
+}

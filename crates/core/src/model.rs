@@ -62,6 +62,11 @@ pub struct ModelRequest {
     pub tool_choice: ToolChoice,
     /// Whether the model may call several tools in one step (`None`: the provider's default).
     pub parallel_tool_calls: Option<bool>,
+    /// Whether `parallel_tool_calls` is a default the caller filled in (an agent whose calls
+    /// run one at a time turns parallel calls off unless told otherwise) rather than a request:
+    /// a wire that cannot honour such a default ignores it silently, where it warns about a
+    /// request.
+    pub parallel_tool_calls_defaulted: bool,
     /// Sampling and length settings.
     pub settings: CallSettings,
     /// Provider-specific options, keyed by provider name, passed through.

@@ -196,10 +196,10 @@ impl Run {
         let mut request = ModelRequest {
             tools: tools.declarations(),
             tool_choice: agent.tool_choice.clone(),
-            parallel_tool_calls: agent.parallel_tool_calls,
             settings: agent.settings.clone(),
             ..Default::default()
         };
+        setup::parallel_tool_calls(&mut request, &agent);
         let prefix = usize::from(agent.instructions.is_some());
         if let Some(instructions) = &agent.instructions {
             request.messages.push(Message::system(instructions.clone()));
@@ -395,6 +395,7 @@ impl Run {
                 .clone()
                 .filter(|t| !hidden.iter().any(|h| h == t.spec().name()))
                 .declarations();
+            setup::parallel_tool_calls(&mut self.request, &self.agent);
             self.hidden = hidden;
         }
     }

@@ -3,10 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use toolsmith_core::{Message, SharedTool, ToolError, Toolset, VariableCell, Variables};
+use toolsmith_core::{
+    Message, ModelRequest, SharedTool, ToolError, Toolset, VariableCell, Variables,
+};
 
 use crate::agent::AgentInner;
-use crate::{RunError, RunErrorKind, RunOutput};
+use crate::{ExecutionPolicy, RunError, RunErrorKind, RunOutput};
 
 /// The error of a run that could not start: its thread as given.
 pub(super) fn not_started(message: String, run_id: String, messages: Vec<Message>) -> RunError {
@@ -129,4 +131,18 @@ pub(super) fn missing_variables(tool: &SharedTool, variables: &Variables) -> Opt
         )
         .with_details(serde_json::json!({ "missing": missing })),
     )
+}
+
+/// Sets `request`'s `parallel_tool_calls` for the tools it offers: the agent's, when its builder
+/// set one; else, as in the Standard Agents spec (`parallelToolCalls` defaults to false), `false`
+/// when the calls run one at a time and tools are offered, marked as a default; else none (the
+/// provider's default).
+pub(super) fn parallel_tool_calls(request: &mut ModelRequest, agent: &AgentInner) {
+    let default = match (agent.parallel_tool_calls, agent.policy) {
+        (Some(_), _) => None,
+        (None, ExecutionPolicy::Sequential) if !request.tools.is_empty() => Some(false),
+        (None, _) => None,
+    };
+    request.parallel_tool_calls = agent.parallel_tool_calls.or(default);
+    request.parallel_tool_calls_defaulted = default.is_some();
 }

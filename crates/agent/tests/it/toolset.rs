@@ -255,3 +255,52 @@ async fn requests_carry_the_agents_tool_choice_parallel_flag_and_settings() {
     assert_eq!(request.parallel_tool_calls, Some(false));
     assert_eq!(request.settings, settings);
 }
+
+#[tokio::test]
+async fn parallel_calls_are_off_by_default_when_calls_run_one_at_a_time() {
+    use toolsmith_agent::ExecutionPolicy;
+
+    // Sequential (the default), tools offered: false, marked as a default.
+    let model = recording([Turn::text("ok")]);
+    builder(&model)
+        .tool(answering("a", "a"))
+        .build()
+        .run("hi")
+        .await
+        .unwrap();
+    let request = &model.requests()[0];
+    assert_eq!(request.parallel_tool_calls, Some(false));
+    assert!(request.parallel_tool_calls_defaulted);
+
+    // No tools offered: nothing to say.
+    let model = recording([Turn::text("ok")]);
+    builder(&model).build().run("hi").await.unwrap();
+    assert_eq!(model.requests()[0].parallel_tool_calls, None);
+
+    // Parallel execution: the provider's default.
+    let model = recording([Turn::text("ok")]);
+    builder(&model)
+        .tool(answering("a", "a"))
+        .execution(ExecutionPolicy::parallel())
+        .build()
+        .run("hi")
+        .await
+        .unwrap();
+    assert_eq!(model.requests()[0].parallel_tool_calls, None);
+
+    // The builder's word wins either way, and is no default.
+    for policy in [ExecutionPolicy::Sequential, ExecutionPolicy::parallel()] {
+        let model = recording([Turn::text("ok")]);
+        builder(&model)
+            .tool(answering("a", "a"))
+            .execution(policy)
+            .parallel_tool_calls(true)
+            .build()
+            .run("hi")
+            .await
+            .unwrap();
+        let request = &model.requests()[0];
+        assert_eq!(request.parallel_tool_calls, Some(true));
+        assert!(!request.parallel_tool_calls_defaulted);
+    }
+}

@@ -159,7 +159,8 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 ///   documents. Images and files of a multi-part result follow as `inlineData` parts.
 /// - `toolConfig.functionCallingConfig.mode` (only with function tools): `AUTO`, `NONE`, `ANY`,
 ///   or `ANY` with `allowedFunctionNames` for a specific tool. Gemini cannot disable parallel
-///   calls: `parallel_tool_calls: Some(false)` is a warning.
+///   calls: `parallel_tool_calls: Some(false)` is a warning, unless it is only a default
+///   (`parallel_tool_calls_defaulted`, an agent whose calls run one at a time).
 /// - `generationConfig` from the settings; `provider_options["google"]` merged in last (objects
 ///   merged key by key), [`GENERATION_CONFIG_KEYS`] (such as `thinkingConfig`) into
 ///   `generationConfig`, anything else (`safetySettings`, `cachedContent`…) at the top.
@@ -231,7 +232,7 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
             "toolConfig".into(),
             json!({"functionCallingConfig": Value::Object(config)}),
         );
-        if request.parallel_tool_calls == Some(false) {
+        if request.parallel_tool_calls == Some(false) && !request.parallel_tool_calls_defaulted {
             warnings.push(format!(
                 "parallel_tool_calls=false is not supported by {PROVIDER}/{model}; ignored."
             ));

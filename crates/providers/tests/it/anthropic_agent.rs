@@ -155,7 +155,11 @@ async fn a_two_step_tool_loop_over_the_messages_api() {
         first["tools"][1],
         json!({"type": "web_search_20260318", "name": "web_search", "max_uses": 1})
     );
-    assert_eq!(first["tool_choice"], json!({"type": "auto"}));
+    // The agent's calls run one at a time: parallel calls are off unless it says otherwise.
+    assert_eq!(
+        first["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
     assert_eq!(
         first["messages"],
         json!([{"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Oslo?"}]}])

@@ -125,6 +125,8 @@ async fn a_two_step_tool_loop_over_gemini() {
     assert_eq!(out.usage.input.total, Some(140));
     assert_eq!(out.usage.output.total, Some(40));
     assert_eq!(out.usage.output.reasoning, Some(12));
+    // The agent's default of no parallel calls is no request Gemini cannot honour: no warning.
+    assert!(out.steps.iter().all(|s| s.warnings.is_empty()), "{out:?}");
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);

@@ -231,6 +231,15 @@ fn every_tool_choice_variant() {
         ..Default::default()
     });
     assert!(warnings.is_empty());
+    // A default (an agent whose calls run one at a time) is no request: nothing to warn about.
+    let (_, warnings) = body(&ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: tools(),
+        parallel_tool_calls: Some(false),
+        parallel_tool_calls_defaulted: true,
+        ..Default::default()
+    });
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 fn google(metadata: Value) -> ProviderMetadata {
