@@ -48,15 +48,15 @@ fn parse_input(text: &str) -> Result<Value, ToolError> {
     }
 }
 
-/// `No such tool: "<name>". Available tools: a, b.` or, with none, `No such tool: "<name>". No
-/// tools are available.`
+/// `Tool "<name>" not found. Available tools: a, b.` or, with none, `Tool "<name>" not found. No
+/// tools are available.`: RadarOS's text, then the list of tools the Deuz SDK gives the model.
 pub(crate) fn unknown_tool(name: &str, tools: &Toolset) -> ToolError {
     let message = if tools.is_empty() {
-        format!("No such tool: \"{name}\". No tools are available.")
+        format!("Tool \"{name}\" not found. No tools are available.")
     } else {
         let names: Vec<&str> = tools.names().collect();
         format!(
-            "No such tool: \"{name}\". Available tools: {}.",
+            "Tool \"{name}\" not found. Available tools: {}.",
             names.join(", ")
         )
     };
@@ -160,13 +160,13 @@ mod tests {
         let p = prepare(&ModelToolCall::new("c", "nope", "{}"), &tools());
         assert_eq!(
             error_of(&p).message(),
-            "No such tool: \"nope\". Available tools: get, list."
+            "Tool \"nope\" not found. Available tools: get, list."
         );
         assert_eq!(error_of(&p).code(), "UNKNOWN_TOOL");
         let p = prepare(&ModelToolCall::new("c", "nope", "{}"), &Toolset::new());
         assert_eq!(
             error_of(&p).message(),
-            "No such tool: \"nope\". No tools are available."
+            "Tool \"nope\" not found. No tools are available."
         );
     }
 

@@ -39,7 +39,7 @@ async fn unknown_tool_gets_an_error_listing_the_tools_in_toolset_order() {
 
     let out = agent.run("hi").await.unwrap();
 
-    let expected = r#"No such tool: "nope". Available tools: zeta, alpha."#;
+    let expected = r#"Tool "nope" not found. Available tools: zeta, alpha."#;
     let error = out.steps[0].tool_results[0].error().unwrap();
     assert_eq!(error.message(), expected);
     assert_eq!(error.code(), "UNKNOWN_TOOL");
@@ -62,7 +62,7 @@ async fn unknown_tool_with_an_empty_toolset_says_no_tools_are_available() {
 
     let out = agent.run("hi").await.unwrap();
 
-    let expected = r#"No such tool: "nope". No tools are available."#;
+    let expected = r#"Tool "nope" not found. No tools are available."#;
     assert_eq!(result_of(&out.messages, "call_0_0"), error_text(expected));
     assert_eq!(
         request_results(&model.requests()[1]),

@@ -206,7 +206,7 @@ async fn an_optional_tool_that_is_off_is_an_unknown_tool() {
 
     assert_eq!(
         result_of(&out.messages, "call_0_0"),
-        error_text(r#"No such tool: "beta". Available tools: base."#)
+        error_text(r#"Tool "beta" not found. Available tools: base."#)
     );
 }
 

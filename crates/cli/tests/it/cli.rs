@@ -271,7 +271,7 @@ fn tools_can_be_withheld() {
     let error = parts.iter().find(|p| p["type"] == "tool-error").unwrap();
     assert_eq!(
         error["error"]["message"],
-        "No such tool: \"calculator\". No tools are available."
+        "Tool \"calculator\" not found. No tools are available."
     );
 }
 
@@ -488,7 +488,7 @@ fn a_config_file_sets_model_instructions_and_tools() {
     let error = parts.iter().find(|p| p["type"] == "tool-error").unwrap();
     assert_eq!(
         error["error"]["message"],
-        "No such tool: \"read\". Available tools: calculator."
+        "Tool \"read\" not found. Available tools: calculator."
     );
     let result = parts.iter().find(|p| p["type"] == "tool-result").unwrap();
     assert_eq!(result["toolName"], "calculator");
