@@ -98,8 +98,8 @@ impl AgentConfig {
     /// The agent this config describes, to build: `tools` (the config's own toolset, from
     /// [`toolset`](Self::toolset) or the caller's choice) with the composite tools added, on
     /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`,
-    /// `parallelToolCalls`, the approval settings and the declared variables (values from the
-    /// config, else `cx.lookup`) set.
+    /// `parallelToolCalls`, the approval settings, `resultLimit`, `summarizeModel` (built with
+    /// `cx.resolve`) and the declared variables (values from the config, else `cx.lookup`) set.
     /// The caller may override any of them on the builder.
     ///
     /// # Errors
@@ -128,6 +128,14 @@ impl AgentConfig {
             builder = builder
                 .approval_policy(approval.policy.clone())
                 .approval_timeout(approval.timeout, approval.timeout_action);
+        }
+        if let Some(limit) = self.result_limit {
+            builder = builder.result_limit(limit);
+        }
+        if let Some(spec) = &self.summarize_model {
+            let model =
+                (cx.resolve)(spec).map_err(|e| error(format!("config.summarizeModel: {e}")))?;
+            builder = builder.summarize_model(model);
         }
         Ok(self.declare_variables(builder, cx.lookup))
     }

@@ -61,6 +61,7 @@
 mod blocks;
 mod build;
 mod composite;
+mod economy;
 mod http_call;
 mod mcp;
 mod tavily;
@@ -157,6 +158,10 @@ pub struct ToolConfig {
     /// Variables the tool declares it needs (`variables`, as the agent-level key): resolved
     /// before it runs, `scoped` and `required` ones asked of an operator for a sub-agent.
     pub variables: Vec<toolsmith_core::VariableDecl>,
+    /// `cache: {"ttl": MS}`: how long its successful results are served again.
+    pub cache_ttl: Option<Duration>,
+    /// `resultLimit: {"maxChars"?, "strategy"?}`: the limit on what the model sees of a result.
+    pub result_limit: Option<toolsmith_core::ResultLimit>,
 }
 
 /// A tool a config entry defines with its options, rather than picks from the built-ins or the
@@ -204,6 +209,10 @@ pub struct AgentConfig {
     pub variables: Vec<VariableEntry>,
     /// The MCP servers the config declares (`mcpServers`), in config order.
     pub mcp_servers: McpServers,
+    /// `resultLimit`: the limit on what the model sees of a result, for tools without one.
+    pub result_limit: Option<toolsmith_core::ResultLimit>,
+    /// `summarizeModel`: the model that summarises results under a `summarize` limit.
+    pub summarize_model: Option<ModelConfig>,
 }
 
 /// One `clientTools` entry.
@@ -372,6 +381,18 @@ impl AgentConfig {
             None | Some(Value::Null) => {}
             Some(Value::Bool(allowed)) => config.parallel_tool_calls = Some(allowed),
             Some(_) => return Err(error("config.parallelToolCalls must be a boolean")),
+        }
+        config.result_limit = economy::result_limit(root.remove("resultLimit"), "config")?;
+        match root.remove("summarizeModel") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(spec)) if ModelConfig::parse(&spec).is_ok() => {
+                config.summarize_model = Some(ModelConfig::parse(&spec)?);
+            }
+            Some(_) => {
+                return Err(error(
+                    "config.summarizeModel must be a string PROVIDER:MODEL",
+                ));
+            }
         }
         match root.remove("tools") {
             None | Some(Value::Null) => {}
@@ -582,6 +603,14 @@ impl AgentConfig {
                     meta
                 });
             }
+            if entry.cache_ttl.is_some() || entry.result_limit.is_some() {
+                let meta = tools
+                    .get(&name)
+                    .map(|t| t.meta().clone())
+                    .unwrap_or_default();
+                let meta = economy::apply(meta, &name, entry.cache_ttl, entry.result_limit)?;
+                tools = tools.map_meta(&name, |_| meta);
+            }
         }
         Ok(tools)
     }
@@ -627,6 +656,9 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         };
         let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
         let needs_approval = flag(&mut options, "needsApproval")?;
+        let at = format!("config.tools.{name}");
+        let cache_ttl = economy::cache(options.remove("cache"), &at)?;
+        let result_limit = economy::result_limit(options.remove("resultLimit"), &at)?;
         let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
         let variables = match options.remove("variables") {
             None | Some(Value::Null) => Vec::new(),
@@ -655,8 +687,9 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
         };
         if let Some((server, tool)) = &mcp_ref {
             mcp::check_reference(&name, server, tool.as_deref())?;
-            let extra = (!env.is_empty() || !variables.is_empty() || is_async)
-                .then_some("env, variables or async")
+            let economy = cache_ttl.is_some() || result_limit.is_some();
+            let extra = (!env.is_empty() || !variables.is_empty() || is_async || economy)
+                .then_some("env, variables, async, cache or resultLimit")
                 .or(options.keys().next().map(String::as_str));
             if let Some(key) = extra {
                 return Err(error(format!(
@@ -692,6 +725,8 @@ fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigErro
                 options,
                 defined,
                 variables,
+                cache_ttl,
+                result_limit,
             });
         }
     }

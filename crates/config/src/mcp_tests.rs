@@ -238,7 +238,7 @@ fn mcp_entries_are_checked() {
         ),
         (
             json!({"tools": {"mcp:fs": {"async": true}}}),
-            "config.tools.mcp:fs: env, variables or async is not a supported option",
+            "config.tools.mcp:fs: env, variables, async, cache or resultLimit is not a supported option",
         ),
         (
             json!({"mcpServers": {"fs": {}}}),
