@@ -48,6 +48,11 @@
 //!   "needsApproval"?, …}]`, prompts exposed as tools, with the Standard Agents spec's
 //!   `SubpromptConfig` keys (`includeTextResponse`, `includeToolCalls`, `includeErrors`,
 //!   `initUserMessageProperty`, `initAttachmentsProperty`).
+//! - `resultLimit` (RadarOS's `toolResultLimit`): `{"maxChars"?: 20000, "strategy"?:
+//!   "truncate" | "summarize"}`, the limit on what the model sees of a result, for tools
+//!   without their own (`tools.<name>.resultLimit`); `summarizeModel`: `"PROVIDER:MODEL"`, the
+//!   model that writes summaries. A tool entry's `cache: {"ttl": MS}` serves its successful
+//!   results again (refused on a side effect that is not idempotent).
 //! - `variables`: `[{"name", "type"?: "text" | "secret", "required"?, "scoped"?,
 //!   "description"?, "value"?}]`, declared at the agent level; a secret's value is refused here
 //!   (`toolsmith run` takes values from `--var NAME=VALUE`, else the environment).
