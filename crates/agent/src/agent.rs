@@ -14,6 +14,7 @@ use toolsmith_core::{
 };
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
+use crate::artifacts::ArtifactLayer;
 use crate::run::Run;
 use crate::{
     DurabilitySnapshot, ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition,
@@ -47,6 +48,7 @@ pub(crate) struct AgentInner {
     loop_detection: Option<LoopDetection>,
     tool_timeout: Option<Duration>,
     result_limit: ResultLimitLayer,
+    artifacts: Option<ArtifactLayer>,
     /// The result cache (its layer goes inside the run's journal).
     pub(crate) cache: CacheLayer,
     pub(crate) approval: ApprovalSettings,
@@ -76,6 +78,9 @@ impl AgentInner {
             stack.push(HookLayer(hook.clone()));
         }
         stack.push(self.result_limit.clone());
+        if let Some(artifacts) = self.artifacts {
+            stack.push(artifacts);
+        }
         for layer in &self.layers {
             stack.push_shared(layer.clone());
         }
@@ -109,6 +114,7 @@ impl Agent {
                 loop_detection: None,
                 tool_timeout: None,
                 result_limit: ResultLimitLayer::new(None),
+                artifacts: None,
                 cache: CacheLayer::new(
                     Arc::new(MemoryCache::new(DEFAULT_CACHE_ENTRIES)),
                     CacheScope::Thread,
@@ -353,6 +359,20 @@ impl AgentBuilder {
     pub fn summarize_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
         self.inner.result_limit = self.inner.result_limit.clone().summarize_with(model);
         self
+    }
+
+    /// Keeps results whose model-facing text is over `max_bytes` as artifacts, the model seeing
+    /// a pointer and a preview instead, and adds the [`get_artifact`](crate::get_artifact) and
+    /// [`list_artifacts`](crate::list_artifacts) tools that read them back (RadarOS's
+    /// `maxToolOutputBytes`; its default is
+    /// [`DEFAULT_MAX_TOOL_OUTPUT_BYTES`](crate::DEFAULT_MAX_TOOL_OUTPUT_BYTES)). See
+    /// [the module](crate::artifacts).
+    pub fn spill_artifacts(mut self, max_bytes: usize) -> Self {
+        self.inner.artifacts = Some(ArtifactLayer {
+            max_bytes: max_bytes.max(1),
+        });
+        self.tool(crate::get_artifact())
+            .tool(crate::list_artifacts())
     }
 
     /// Where results of tools with a [`ToolMeta::cache_ttl`] are cached, and who shares them

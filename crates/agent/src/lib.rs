@@ -43,6 +43,7 @@
 
 mod agent;
 mod approval;
+pub mod artifacts;
 mod attachments;
 mod emit;
 mod execute;
@@ -63,6 +64,9 @@ pub use agent::{Agent, AgentBuilder};
 pub use approval::{
     AUTO_APPROVED, ApprovalKey, ApprovalPolicy, DENIED_BY_REVIEWER, TIMED_OUT, TIMED_OUT_ERROR,
     TimeoutAction,
+};
+pub use artifacts::{
+    DEFAULT_MAX_TOOL_OUTPUT_BYTES, GET_ARTIFACT, LIST_ARTIFACTS, get_artifact, list_artifacts,
 };
 pub use attachments::{ATTACHMENTS_PREFIX, Attachments};
 pub use input::RunInput;

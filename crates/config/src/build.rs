@@ -98,7 +98,7 @@ impl AgentConfig {
     /// The agent this config describes, to build: `tools` (the config's own toolset, from
     /// [`toolset`](Self::toolset) or the caller's choice) with the composite tools added, on
     /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`,
-    /// `parallelToolCalls`, the approval settings, `resultLimit`, `summarizeModel` (built with
+    /// `parallelToolCalls`, the approval settings, `resultLimit`, `maxToolOutputBytes`, `summarizeModel` (built with
     /// `cx.resolve`) and the declared variables (values from the config, else `cx.lookup`) set.
     /// The caller may override any of them on the builder.
     ///
@@ -131,6 +131,9 @@ impl AgentConfig {
         }
         if let Some(limit) = self.result_limit {
             builder = builder.result_limit(limit);
+        }
+        if let Some(bytes) = self.max_tool_output_bytes {
+            builder = builder.spill_artifacts(bytes);
         }
         if let Some(spec) = &self.summarize_model {
             let model =

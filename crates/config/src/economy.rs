@@ -208,10 +208,12 @@ mod tests {
         let config = crate::AgentConfig::from_value(json!({
             "resultLimit": {"maxChars": 1000},
             "summarizeModel": "openai:gpt-4o-mini",
+            "maxToolOutputBytes": 51200,
             "tools": {"read": {"cache": {"ttl": 5000}, "resultLimit": {"strategy": "summarize"}}},
         }))
         .unwrap();
         assert_eq!(config.result_limit.unwrap().max_chars, 1000);
+        assert_eq!(config.max_tool_output_bytes, Some(51200));
         assert_eq!(
             config.summarize_model.as_ref().unwrap().spec(),
             "openai:gpt-4o-mini"

@@ -52,7 +52,8 @@
 //!   "truncate" | "summarize"}`, the limit on what the model sees of a result, for tools
 //!   without their own (`tools.<name>.resultLimit`); `summarizeModel`: `"PROVIDER:MODEL"`, the
 //!   model that writes summaries. A tool entry's `cache: {"ttl": MS}` serves its successful
-//!   results again (refused on a side effect that is not idempotent).
+//!   results again (refused on a side effect that is not idempotent). `maxToolOutputBytes`:
+//!   results longer are kept as artifacts, read back with `getArtifact` / `listArtifacts`.
 //! - `variables`: `[{"name", "type"?: "text" | "secret", "required"?, "scoped"?,
 //!   "description"?, "value"?}]`, declared at the agent level; a secret's value is refused here
 //!   (`toolsmith run` takes values from `--var NAME=VALUE`, else the environment).
@@ -218,6 +219,8 @@ pub struct AgentConfig {
     pub result_limit: Option<toolsmith_core::ResultLimit>,
     /// `summarizeModel`: the model that summarises results under a `summarize` limit.
     pub summarize_model: Option<ModelConfig>,
+    /// `maxToolOutputBytes`: results longer than this are kept as artifacts.
+    pub max_tool_output_bytes: Option<usize>,
 }
 
 /// One `clientTools` entry.
@@ -388,6 +391,17 @@ impl AgentConfig {
             Some(_) => return Err(error("config.parallelToolCalls must be a boolean")),
         }
         config.result_limit = economy::result_limit(root.remove("resultLimit"), "config")?;
+        match root.remove("maxToolOutputBytes") {
+            None | Some(Value::Null) => {}
+            Some(value) => match value.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) if n > 0 => config.max_tool_output_bytes = Some(n),
+                _ => {
+                    return Err(error(
+                        "config.maxToolOutputBytes must be a positive integer",
+                    ));
+                }
+            },
+        }
         match root.remove("summarizeModel") {
             None | Some(Value::Null) => {}
             Some(Value::String(spec)) if ModelConfig::parse(&spec).is_ok() => {

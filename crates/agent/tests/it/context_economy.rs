@@ -91,3 +91,87 @@ async fn the_model_sees_a_limited_result_and_the_run_keeps_the_whole() {
     let whole = out.steps[0].tool_results[0].output_value().unwrap();
     assert_eq!(whole.as_array().unwrap().len(), 500);
 }
+
+/// `dump`: a result of 60 000 characters, `0123456789` repeated.
+fn dump() -> impl toolsmith_core::Tool {
+    from_fn("dump", "Dumps a log.", |_: Value, _cx| async {
+        Ok::<_, ToolError>("0123456789".repeat(6_000))
+    })
+}
+
+/// A run that calls `dump`, then reads its artifact back twice (a window, then a bad pointer).
+fn spill_turns(pointer: &str) -> Vec<Turn> {
+    vec![
+        Turn::call("dump", json!({})),
+        Turn::tool_calls([ScriptedCall::new(
+            "getArtifact",
+            json!({"pointer": pointer, "offset": 5, "limit": 12}),
+        )]),
+        Turn::tool_calls([ScriptedCall::new(
+            "getArtifact",
+            json!({"pointer": "/attachments/../../etc/passwd"}),
+        )]),
+        Turn::call("listArtifacts", json!({})),
+        Turn::text("done"),
+    ]
+}
+
+async fn spilled_run(with_store: bool) {
+    let pointer = "/attachments/artifact-call_0_0.txt";
+    let model = recording(spill_turns(pointer));
+    let agent = builder(&model)
+        .tool(dump())
+        .spill_artifacts(toolsmith_agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES)
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let store = toolsmith_agent::Attachments::new(dir.path());
+    let out = if with_store {
+        run_with_attachments(&agent, &store, "thread-1", "run-1").await
+    } else {
+        agent.run("go").await.unwrap()
+    };
+    // The model saw RadarOS's pointer; the caller has the whole value.
+    let seen = request_results(&model.requests()[1]);
+    let ModelOutput::Json { value } = &seen[0].1 else {
+        panic!("{seen:?}")
+    };
+    assert_eq!(value["pointer"], pointer);
+    assert_eq!(value["sizeBytes"], 60_000);
+    assert_eq!(value["preview"].as_str().unwrap().len(), 200);
+    assert_eq!(
+        value["note"],
+        "Output too large; full value stored as artifact. Call getArtifact(pointer) to read it."
+    );
+    let whole = out.steps[0].tool_results[0].output_value().unwrap();
+    assert_eq!(whole.as_str().unwrap().len(), 60_000);
+    if with_store {
+        let file = store.folder("thread-1").join("artifact-call_0_0.txt");
+        assert_eq!(std::fs::read_to_string(file).unwrap().len(), 60_000);
+    }
+    // A window of it, and where the next one starts.
+    let window = &request_results(&model.requests()[2])[1].1;
+    let ModelOutput::Json { value } = window else {
+        panic!("{window:?}")
+    };
+    assert_eq!(value["content"], "567890123456");
+    assert_eq!(value["nextOffset"], 17);
+    assert_eq!(value["sizeChars"], 60_000);
+    // A pointer out of the thread's artifacts is refused.
+    let refused = request_results(&model.requests()[3])[2].1.to_text();
+    assert!(
+        refused.contains("No artifact /attachments/../../etc/passwd"),
+        "{refused}"
+    );
+    let listed = request_results(&model.requests()[4])[3].1.to_text();
+    assert!(listed.contains(pointer), "{listed}");
+}
+
+#[tokio::test]
+async fn a_result_past_the_limit_becomes_an_artifact_in_the_threads_attachments() {
+    spilled_run(true).await;
+}
+
+#[tokio::test]
+async fn without_an_attachment_store_the_artifact_lives_as_long_as_the_run() {
+    spilled_run(false).await;
+}

@@ -24,7 +24,8 @@
 //!    the model sees.
 //! 5. [`ResultLimitLayer`]: each tool's result limit (or the agent's) applied to what the model
 //!    sees — truncated or summarised — so the hooks above see the limited text, as RadarOS's
-//!    `afterToolExec` does; the caller's value is never cut.
+//!    `afterToolExec` does; the caller's value is never cut. Inside it, when the agent keeps
+//!    large results as artifacts, the agent crate's artifact layer.
 //! 6. the caller's own layers ([`AgentBuilder::layer`]), then [`TimeoutLayer`];
 //! 7. the agent crate's innermost layers: the durability snapshot hook (after a successful
 //!    side-effecting call), the run's journal (the call's intent recorded before it executes,
