@@ -15,6 +15,7 @@ use toolsmith_core::{
 
 use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
 use crate::artifacts::ArtifactLayer;
+use crate::router::ToolRouter;
 use crate::run::Run;
 use crate::{
     DurabilitySnapshot, ExecutionPolicy, RunError, RunInput, RunOutput, RunStream, StopCondition,
@@ -49,6 +50,8 @@ pub(crate) struct AgentInner {
     tool_timeout: Option<Duration>,
     result_limit: ResultLimitLayer,
     artifacts: Option<ArtifactLayer>,
+    /// Picks the tools each run declares.
+    pub(crate) router: Option<ToolRouter>,
     /// The result cache (its layer goes inside the run's journal).
     pub(crate) cache: CacheLayer,
     pub(crate) approval: ApprovalSettings,
@@ -115,6 +118,7 @@ impl Agent {
                 tool_timeout: None,
                 result_limit: ResultLimitLayer::new(None),
                 artifacts: None,
+                router: None,
                 cache: CacheLayer::new(
                     Arc::new(MemoryCache::new(DEFAULT_CACHE_ENTRIES)),
                     CacheScope::Thread,
@@ -373,6 +377,13 @@ impl AgentBuilder {
         });
         self.tool(crate::get_artifact())
             .tool(crate::list_artifacts())
+    }
+
+    /// Lets a cheap model pick, as each run starts, the tools it declares (RadarOS's
+    /// `toolRouter`): see [`ToolRouter`].
+    pub fn router(mut self, router: ToolRouter) -> Self {
+        self.inner.router = Some(router);
+        self
     }
 
     /// Where results of tools with a [`ToolMeta::cache_ttl`] are cached, and who shares them

@@ -54,6 +54,7 @@ mod policy;
 mod prepare;
 mod repair;
 mod resume;
+mod router;
 mod run;
 mod step;
 mod stop;
@@ -77,6 +78,7 @@ pub use journal::{
 pub use output::{CallOutcome, RunError, RunErrorKind, RunOutput, StepResult, ToolCallResult};
 pub use policy::ExecutionPolicy;
 pub use repair::repair_orphans;
+pub use router::ToolRouter;
 pub use stop::{StopCondition, has_tool_call, step_count_is};
 pub use stream::RunStream;
 pub use subagents::{

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toolsmith_agent::{
     Agent, AgentBuilder, ApprovalPolicy, PromptTool, SUBAGENT_CREATE, SUBAGENT_MESSAGE,
-    SubagentTool,
+    SubagentTool, ToolRouter,
 };
 use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
@@ -98,7 +98,7 @@ impl AgentConfig {
     /// The agent this config describes, to build: `tools` (the config's own toolset, from
     /// [`toolset`](Self::toolset) or the caller's choice) with the composite tools added, on
     /// `parent`'s model; `maxSteps` (default 10), `instructions`, `execution`,
-    /// `parallelToolCalls`, the approval settings, `resultLimit`, `maxToolOutputBytes`, `summarizeModel` (built with
+    /// `parallelToolCalls`, the approval settings, `resultLimit`, `maxToolOutputBytes`, `router` and `summarizeModel` (built with
     /// `cx.resolve`) and the declared variables (values from the config, else `cx.lookup`) set.
     /// The caller may override any of them on the builder.
     ///
@@ -134,6 +134,16 @@ impl AgentConfig {
         }
         if let Some(bytes) = self.max_tool_output_bytes {
             builder = builder.spill_artifacts(bytes);
+        }
+        if let Some(router) = &self.router {
+            let model = (cx.resolve)(&router.model)
+                .map_err(|e| error(format!("config.router.model: {e}")))?;
+            builder = builder.router(
+                ToolRouter::new(model)
+                    .max_tools(router.max_tools)
+                    .min_tools(router.min_tools)
+                    .temperature(router.temperature),
+            );
         }
         if let Some(spec) = &self.summarize_model {
             let model =

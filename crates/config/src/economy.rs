@@ -75,6 +75,69 @@ pub(crate) fn result_limit(
     Ok(Some(limit))
 }
 
+/// `router: {"model", "maxTools"?, "minTools"?, "temperature"?}` (RadarOS's `toolRouter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouterConfig {
+    /// The router model, `PROVIDER:MODEL`.
+    pub model: crate::ModelConfig,
+    /// The most tools it is asked to pick (default 8).
+    pub max_tools: usize,
+    /// The fewest picked names accepted (default 0; an empty pick declares every tool).
+    pub min_tools: usize,
+    /// Its temperature (default 0).
+    pub temperature: f32,
+}
+
+pub(crate) fn router(value: Option<Value>) -> Result<Option<RouterConfig>, ConfigError> {
+    let mut block = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(block)) => block,
+        Some(_) => {
+            return Err(error(
+                "config.router must be an object {\"model\", \"maxTools\"?, \"minTools\"?}",
+            ));
+        }
+    };
+    let model = match block.remove("model") {
+        Some(Value::String(spec)) if crate::ModelConfig::parse(&spec).is_ok() => {
+            crate::ModelConfig::parse(&spec)?
+        }
+        Some(_) => return Err(error("config.router.model must be a string PROVIDER:MODEL")),
+        None => return Err(error("config.router.model is required")),
+    };
+    let count = |block: &mut Map<String, Value>, key: &str, default: usize, least: u64| match block
+        .remove(key)
+    {
+        None | Some(Value::Null) => Ok(default),
+        Some(value) => match value.as_u64() {
+            Some(n) if n >= least && n <= 1000 => Ok(n as usize),
+            _ => Err(error(format!(
+                "config.router.{key} must be an integer from {least} to 1000"
+            ))),
+        },
+    };
+    let max_tools = count(&mut block, "maxTools", 8, 1)?;
+    let min_tools = count(&mut block, "minTools", 0, 0)?;
+    let temperature = match block.remove("temperature") {
+        None | Some(Value::Null) => 0.0,
+        Some(value) => match value.as_f64() {
+            Some(t) if (0.0..=2.0).contains(&t) => t as f32,
+            _ => {
+                return Err(error(
+                    "config.router.temperature must be a number from 0 to 2",
+                ));
+            }
+        },
+    };
+    no_more(&block, "config.router")?;
+    Ok(Some(RouterConfig {
+        model,
+        max_tools,
+        min_tools,
+        temperature,
+    }))
+}
+
 /// A tool's meta with the entry's cache and limit applied.
 ///
 /// # Errors
@@ -209,11 +272,17 @@ mod tests {
             "resultLimit": {"maxChars": 1000},
             "summarizeModel": "openai:gpt-4o-mini",
             "maxToolOutputBytes": 51200,
+            "router": {"model": "openai:gpt-4o-mini", "maxTools": 5, "minTools": 2},
             "tools": {"read": {"cache": {"ttl": 5000}, "resultLimit": {"strategy": "summarize"}}},
         }))
         .unwrap();
         assert_eq!(config.result_limit.unwrap().max_chars, 1000);
         assert_eq!(config.max_tool_output_bytes, Some(51200));
+        let router = config.router.as_ref().unwrap();
+        assert_eq!(
+            (router.max_tools, router.min_tools, router.temperature),
+            (5, 2, 0.0)
+        );
         assert_eq!(
             config.summarize_model.as_ref().unwrap().spec(),
             "openai:gpt-4o-mini"

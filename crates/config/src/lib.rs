@@ -54,6 +54,8 @@
 //!   model that writes summaries. A tool entry's `cache: {"ttl": MS}` serves its successful
 //!   results again (refused on a side effect that is not idempotent). `maxToolOutputBytes`:
 //!   results longer are kept as artifacts, read back with `getArtifact` / `listArtifacts`.
+//!   `router`: `{"model", "maxTools"?: 8, "minTools"?: 0, "temperature"?: 0}`, a cheap model
+//!   that picks the tools each run declares.
 //! - `variables`: `[{"name", "type"?: "text" | "secret", "required"?, "scoped"?,
 //!   "description"?, "value"?}]`, declared at the agent level; a secret's value is refused here
 //!   (`toolsmith run` takes values from `--var NAME=VALUE`, else the environment).
@@ -73,6 +75,7 @@ mod mcp;
 mod tavily;
 mod webhook;
 
+pub use economy::RouterConfig;
 use std::path::Path;
 use std::time::Duration;
 
@@ -221,6 +224,8 @@ pub struct AgentConfig {
     pub summarize_model: Option<ModelConfig>,
     /// `maxToolOutputBytes`: results longer than this are kept as artifacts.
     pub max_tool_output_bytes: Option<usize>,
+    /// `router`: a cheap model picks the tools each run declares.
+    pub router: Option<RouterConfig>,
 }
 
 /// One `clientTools` entry.
@@ -391,6 +396,7 @@ impl AgentConfig {
             Some(_) => return Err(error("config.parallelToolCalls must be a boolean")),
         }
         config.result_limit = economy::result_limit(root.remove("resultLimit"), "config")?;
+        config.router = economy::router(root.remove("router"))?;
         match root.remove("maxToolOutputBytes") {
             None | Some(Value::Null) => {}
             Some(value) => match value.as_u64().and_then(|n| usize::try_from(n).ok()) {

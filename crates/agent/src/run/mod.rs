@@ -72,6 +72,8 @@ pub(crate) struct Run {
     start_calls: Vec<ModelToolCall>,
     /// The tools not offered in the last request ([`Tool::offered`](toolsmith_core::Tool)).
     hidden: Vec<String>,
+    /// The tools the run declares: all of `tools`, or the router's pick.
+    declared: Toolset,
     /// The run's journal, when it has a log.
     journal: Option<Arc<Journal>>,
     /// How many leading messages (after the instructions) the log holds as they are.
@@ -193,8 +195,13 @@ impl Run {
         let input_len = messages.len();
         let always = always_approved(&messages, &agent.approval.key);
 
+        let resumed = waiting
+            .iter()
+            .map(|w| w.call.tool_name.clone())
+            .chain(interrupted.iter().map(|c| c.tool_name.clone()));
+        let (declared, routing) = setup::declared(&agent, &tools, &messages, resumed).await;
         let mut request = ModelRequest {
-            tools: tools.declarations(),
+            tools: declared.declarations(),
             tool_choice: agent.tool_choice.clone(),
             settings: agent.settings.clone(),
             ..Default::default()
@@ -228,7 +235,7 @@ impl Run {
             prefix,
             input_len,
             steps: Vec::new(),
-            usage: Usage::default(),
+            usage: routing,
             finish_reason: FinishReason::default(),
             pending: Vec::new(),
             waiting,
@@ -240,6 +247,7 @@ impl Run {
             emit: Emitter::new(events),
             start_calls,
             hidden: Vec::new(),
+            declared,
             journal,
             saved,
             interrupted,
@@ -384,14 +392,14 @@ impl Run {
     /// ([`Tool::offered`](toolsmith_core::Tool::offered)) changed.
     fn refresh_offered(&mut self) {
         let hidden: Vec<String> = self
-            .tools
+            .declared
             .iter()
             .filter(|t| !t.offered(&self.scope))
             .map(|t| t.spec().name().to_string())
             .collect();
         if hidden != self.hidden {
             self.request.tools = self
-                .tools
+                .declared
                 .clone()
                 .filter(|t| !hidden.iter().any(|h| h == t.spec().name()))
                 .declarations();

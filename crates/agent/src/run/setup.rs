@@ -146,3 +146,34 @@ pub(super) fn parallel_tool_calls(request: &mut ModelRequest, agent: &AgentInner
     request.parallel_tool_calls = agent.parallel_tool_calls.or(default);
     request.parallel_tool_calls_defaulted = default.is_some();
 }
+
+/// The tools the run declares: all of them, or those the agent's router picks for the run's
+/// query (the last user message), with the tools of calls the run resumes, the sub-agent
+/// control tools and the artifact tools kept; and the router's tokens.
+pub(super) async fn declared(
+    agent: &AgentInner,
+    tools: &Toolset,
+    messages: &[Message],
+    resumed: impl Iterator<Item = String>,
+) -> (Toolset, toolsmith_core::Usage) {
+    let Some(router) = &agent.router else {
+        return (tools.clone(), toolsmith_core::Usage::default());
+    };
+    let query = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == toolsmith_core::Role::User)
+        .map(Message::text)
+        .unwrap_or_default();
+    let mut keep: HashSet<String> = resumed.collect();
+    keep.extend(
+        [
+            crate::SUBAGENT_CREATE,
+            crate::SUBAGENT_MESSAGE,
+            crate::GET_ARTIFACT,
+            crate::LIST_ARTIFACTS,
+        ]
+        .map(str::to_string),
+    );
+    router.route(tools, &query, &keep).await
+}

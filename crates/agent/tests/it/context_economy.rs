@@ -175,3 +175,113 @@ async fn a_result_past_the_limit_becomes_an_artifact_in_the_threads_attachments(
 async fn without_an_attachment_store_the_artifact_lives_as_long_as_the_run() {
     spilled_run(false).await;
 }
+
+/// Twenty tools, `t0` … `t19`, one of them (`t7`) asking approval of every call.
+fn twenty(runs: Counter) -> Vec<toolsmith_core::SharedTool> {
+    (0..20)
+        .map(|i| {
+            let runs = runs.clone();
+            let tool = from_fn(
+                format!("t{i}"),
+                format!("Tool number {i}, which does thing {i}."),
+                move |_: Value, _cx| {
+                    let runs = runs.clone();
+                    async move {
+                        runs.hit();
+                        Ok::<_, ToolError>("ok")
+                    }
+                },
+            );
+            let meta = if i == 7 {
+                ToolMeta::new().approval(toolsmith_core::Approval::Always)
+            } else {
+                ToolMeta::new()
+            };
+            std::sync::Arc::new(tool.with_meta(meta)) as toolsmith_core::SharedTool
+        })
+        .collect()
+}
+
+fn routed_agent(
+    model: &std::sync::Arc<toolsmith_providers::ScriptedModel>,
+    router: &std::sync::Arc<toolsmith_providers::ScriptedModel>,
+    runs: Counter,
+) -> toolsmith_agent::Agent {
+    let mut agent = builder(model)
+        .router(toolsmith_agent::ToolRouter::new(router.clone()).max_tools(3))
+        .approval_key(key());
+    for tool in twenty(runs) {
+        agent = agent.tool(tool);
+    }
+    agent.build()
+}
+
+#[tokio::test]
+async fn the_router_picks_what_a_run_declares_from_a_one_line_index() {
+    let model = recording([Turn::text("done")]);
+    let router = recording([Turn::text("I pick: [\"t3\", \"t12\", \"nope\"]")]);
+    let agent = routed_agent(&model, &router, Counter::default());
+    agent.run("do thing 3 and thing 12").await.unwrap();
+    assert_eq!(declared(&model.requests()[0]), ["t3", "t12"]);
+    let asked = &router.requests()[0];
+    assert!(asked.messages[0].text().contains("Pick at most 3 tools."));
+    let index = asked.messages[1].text();
+    assert!(
+        index.starts_with("Tools:\nt0 — Tool number 0, which does thing 0.\nt1 — "),
+        "{index}"
+    );
+    assert!(
+        index.ends_with("\n\nQuery: \"do thing 3 and thing 12\""),
+        "{index}"
+    );
+    assert_eq!(asked.settings.max_output_tokens, Some(400));
+    assert_eq!(asked.settings.temperature, Some(0.0));
+}
+
+#[tokio::test]
+async fn no_pick_a_failed_router_or_few_tools_declare_every_tool() {
+    for answer in ["[]", "no idea", "[\"ghost\"]"] {
+        let model = recording([Turn::text("done")]);
+        let router = recording([Turn::text(answer)]);
+        let agent = routed_agent(&model, &router, Counter::default());
+        agent.run("hi").await.unwrap();
+        assert_eq!(declared(&model.requests()[0]).len(), 20, "{answer}");
+    }
+    // A router that has nothing to answer (its script is spent) fails: every tool.
+    let model = recording([Turn::text("done")]);
+    let router = recording([]);
+    let agent = routed_agent(&model, &router, Counter::default());
+    agent.run("hi").await.unwrap();
+    assert_eq!(declared(&model.requests()[0]).len(), 20);
+    // No more tools than maxTools: the router is not asked.
+    let model = recording([Turn::text("done")]);
+    let router = recording([Turn::text("[\"a\"]")]);
+    let agent = builder(&model)
+        .router(toolsmith_agent::ToolRouter::new(router.clone()).max_tools(3))
+        .tool(ok_tool("a", Counter::default()))
+        .tool(ok_tool("b", Counter::default()))
+        .build();
+    agent.run("hi").await.unwrap();
+    assert_eq!(router.call_count(), 0);
+    assert_eq!(declared(&model.requests()[0]), ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_resumed_call_keeps_its_tool_whatever_the_router_picks() {
+    let runs = Counter::default();
+    let model = recording([
+        Turn::tool_calls([ScriptedCall::new("t7", json!({})).with_id("c7")]),
+        Turn::text("done"),
+    ]);
+    let router = recording([Turn::text("[\"t7\"]"), Turn::text("[\"t1\"]")]);
+    let agent = routed_agent(&model, &router, runs.clone());
+    let paused = agent.run("use tool 7").await.unwrap();
+    assert_eq!(paused.pending.len(), 1);
+    let id = key().approval_id("c7", "t7", &json!({}));
+    let input = toolsmith_agent::RunInput::from(stored(&paused.messages))
+        .with_approval(toolsmith_core::ToolApprovalResponse::approve(&id));
+    let out = agent.run(input).await.unwrap();
+    assert_eq!(out.text, "done");
+    assert_eq!(runs.get(), 1);
+    assert_eq!(declared(&model.requests()[1]), ["t1", "t7"]);
+}
