@@ -63,8 +63,7 @@ pub const TIMED_OUT: &str = "Approval timed out";
 pub const AUTO_APPROVED: &str = "Auto-approved on timeout";
 /// The error a timed-out approval fails with under [`TimeoutAction::Error`] (RadarOS's text).
 pub const TIMED_OUT_ERROR: &str = "Approval timed out (configured to throw)";
-/// The reason of a denial that gave none (RadarOS's text).
-pub const DENIED_BY_REVIEWER: &str = "Tool call denied by human reviewer";
+pub use toolsmith_core::DENIED_BY_REVIEWER;
 
 /// The secret that makes approval ids unforgeable.
 ///

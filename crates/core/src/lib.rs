@@ -88,7 +88,9 @@ pub use model::{CallSettings, LanguageModel, ModelRequest, ModelStream, ToolChoi
 pub use model_error::{ModelError, ModelErrorKind};
 pub use model_part::{ModelPart, ModelToolCall};
 pub use nested::{NestedHop, NestedResume, NestedRun};
-pub use output::{Artifact, ContentPart, ModelOutput, ToolOutput};
+pub use output::{
+    Artifact, ContentPart, DENIED_BY_REVIEWER, DENIED_MARKER, ModelOutput, ToolOutput,
+};
 pub use run_hooks::{PrepareTools, StartCalls};
 pub use run_part::{ErrorInfo, RunPart};
 pub use smithers_key::smithers_idempotency_key;

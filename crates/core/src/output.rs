@@ -83,6 +83,12 @@ impl From<Value> for ToolOutput {
     }
 }
 
+/// The marker a denial's text starts with in what the model sees (RadarOS's): `[DENIED] <reason>`.
+pub const DENIED_MARKER: &str = "[DENIED]";
+
+/// The reason of a denial that gave none (RadarOS's text).
+pub const DENIED_BY_REVIEWER: &str = "Tool call denied by human reviewer";
+
 /// What the model sees of a tool result. Serialises as the AI SDK's tool result output:
 /// `{"type":"text","value":…}`, `{"type":"json","value":…}`, `{"type":"content","value":[…]}`,
 /// `{"type":"error-text","value":…}`, `{"type":"error-json","value":…}`,
@@ -115,7 +121,8 @@ pub enum ModelOutput {
         /// The error value.
         value: Value,
     },
-    /// The call was denied by a reviewer.
+    /// The call was denied by a reviewer. Stored and streamed with its reason as given; the
+    /// model sees `[DENIED] <reason>` ([`to_text`](Self::to_text)).
     ExecutionDenied {
         /// Why, if a reason was given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,7 +161,18 @@ impl ModelOutput {
     }
 
     /// The output as a single string, for wires and models that only take text: text as is,
-    /// JSON serialised compactly, content parts' text joined by newlines.
+    /// JSON serialised compactly, content parts' text joined by newlines, a denial as
+    /// [`DENIED_MARKER`] and its reason (RadarOS's `[DENIED] <reason>`; without a reason,
+    /// [`DENIED_BY_REVIEWER`]). Every wire sends a denial as this text.
+    ///
+    /// ```
+    /// use toolsmith_core::ModelOutput;
+    ///
+    /// let denied = ModelOutput::ExecutionDenied { reason: Some("Not this month".into()) };
+    /// assert_eq!(denied.to_text(), "[DENIED] Not this month");
+    /// let denied = ModelOutput::ExecutionDenied { reason: None };
+    /// assert_eq!(denied.to_text(), "[DENIED] Tool call denied by human reviewer");
+    /// ```
     pub fn to_text(&self) -> String {
         match self {
             ModelOutput::Text { value } | ModelOutput::ErrorText { value } => value.clone(),
@@ -167,9 +185,13 @@ impl ModelOutput {
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
-            ModelOutput::ExecutionDenied { reason } => reason
-                .clone()
-                .unwrap_or_else(|| "Tool call denied.".to_string()),
+            ModelOutput::ExecutionDenied { reason } => {
+                let reason = reason
+                    .as_deref()
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or(DENIED_BY_REVIEWER);
+                format!("{DENIED_MARKER} {reason}")
+            }
         }
     }
 }

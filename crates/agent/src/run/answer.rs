@@ -46,7 +46,7 @@ impl Run {
                         reason: Some(reason.clone()),
                     });
                     parts.push(Part::ToolApprovalResponse(answer));
-                    // Recorded as a denial; its reason is what the model sees.
+                    // Recorded as a denial with its reason; the model sees `[DENIED] <reason>`.
                     let output = ModelOutput::ExecutionDenied {
                         reason: Some(reason),
                     };

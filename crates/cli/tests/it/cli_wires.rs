@@ -326,14 +326,11 @@ fn approve_deny_and_ask_without_a_terminal_deny_the_call() {
         let denied = of_type(&parts, "tool-output-denied");
         assert_eq!(denied.len(), 1, "{mode}");
         assert_eq!(denied[0]["reason"], reason, "{mode}");
-        // The model is told why, as the call's error result.
+        // The model is told why, as the call's error result, with RadarOS's marker.
         let messages = requests[1].body["messages"].as_array().unwrap();
         let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
         assert_eq!(tool["tool_call_id"], "call_1", "{mode}");
-        assert!(
-            tool["content"].to_string().contains(reason),
-            "{mode}: {tool}"
-        );
+        assert_eq!(tool["content"], format!("[DENIED] {reason}"), "{mode}");
     }
 }
 

@@ -424,7 +424,7 @@ fn tool_results_with_content_parts_and_denials() {
                 {"type": "text", "text": "A screenshot:"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
             ]},
-            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "Not allowed.", "is_error": true}
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "[DENIED] Not allowed.", "is_error": true}
         ])
     );
 }

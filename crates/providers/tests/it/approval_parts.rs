@@ -67,41 +67,44 @@ fn answered_thread() -> ModelRequest {
     }
 }
 
-#[test]
-fn no_wire_sends_approval_parts() {
-    let request = answered_thread();
+/// The body each wire sends for `request`.
+fn bodies(request: &ModelRequest) -> Vec<(&'static str, Value)> {
     let base = Some("http://127.0.0.1:1/v1/");
-    let bodies: Vec<(&str, Value)> = vec![
+    vec![
         (
             "anthropic",
             AnthropicMessages::new("claude", Some("k"), base)
                 .unwrap()
-                .request_body(&request)
+                .request_body(request)
                 .0,
         ),
         (
             "openai",
             OpenAiChat::openai("gpt", Some("k"), base)
                 .unwrap()
-                .request_body(&request)
+                .request_body(request)
                 .0,
         ),
         (
             "openai-responses",
             OpenAiResponses::openai("gpt", Some("k"), base)
                 .unwrap()
-                .request_body(&request)
+                .request_body(request)
                 .0,
         ),
         (
             "google",
             GoogleGemini::new("gemini", Some("k"), base)
                 .unwrap()
-                .request_body(&request)
+                .request_body(request)
                 .0,
         ),
-    ];
-    for (wire, body) in bodies {
+    ]
+}
+
+#[test]
+fn no_wire_sends_approval_parts() {
+    for (wire, body) in bodies(&answered_thread()) {
         let text = body.to_string();
         assert!(!text.contains("apr_secretive"), "{wire}: {text}");
         assert!(!text.contains("approval"), "{wire}: {text}");
@@ -113,5 +116,28 @@ fn no_wire_sends_approval_parts() {
             "{wire}: {text}"
         );
         assert!(text.contains("Not this month"), "{wire}: {text}");
+    }
+}
+
+#[test]
+fn every_wire_shows_a_denial_with_radaros_marker() {
+    for (reason, shown) in [
+        (Some("Not this month"), "[DENIED] Not this month"),
+        (None, "[DENIED] Tool call denied by human reviewer"),
+    ] {
+        let mut request = answered_thread();
+        let tool = request.messages.last_mut().unwrap();
+        for part in &mut tool.content {
+            if let Part::ToolResult(result) = part {
+                result.output = ModelOutput::ExecutionDenied {
+                    reason: reason.map(str::to_string),
+                };
+            }
+        }
+        for (wire, body) in bodies(&request) {
+            let text = body.to_string();
+            // The whole text the model is given for the call, as one string.
+            assert!(text.contains(&format!("\"{shown}\"")), "{wire}: {text}");
+        }
     }
 }
