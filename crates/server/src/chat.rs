@@ -21,7 +21,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::Value;
 use toolsmith_core::{
-    Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse, ToolResultPart,
+    DENIED_BY_REVIEWER, Message, ModelOutput, Part, PauseKind, Role, RunPart, ToolApprovalResponse,
+    ToolResultPart,
 };
 
 use crate::runs::{self, Outgoing, RequestPath, RunRequest, thread_id};
@@ -296,7 +297,8 @@ fn parse(body: &[u8]) -> Result<(String, Turn), ApiError> {
                             (true, _) => ToolApprovalResponse::approve(approval_id),
                             (false, reason) => ToolApprovalResponse::deny(
                                 approval_id,
-                                reason.unwrap_or_else(|| "Denied.".to_string()),
+                                // No reason given: the reviewer's default, as elsewhere.
+                                reason.unwrap_or_else(|| DENIED_BY_REVIEWER.to_string()),
                             ),
                         });
                     }
@@ -473,6 +475,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(turn.approvals, [ToolApprovalResponse::deny("ap1", "no")]);
+        let (_, turn) = parse(
+            br#"{"id":"c","messages":[{"id":"m","role":"assistant","parts":[
+                {"type":"tool-write","toolCallId":"c1","state":"approval-responded","input":{},
+                 "approval":{"id":"ap1","approved":false}}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            turn.approvals,
+            [ToolApprovalResponse::deny("ap1", DENIED_BY_REVIEWER)]
+        );
         let err = parse(br#"{"id":"c","messages":[]}"#).unwrap_err();
         assert_eq!(err.body["error"], "messages must hold at least one message");
     }
