@@ -63,6 +63,7 @@ const SUBAGENT_KEYS: &[&str] = &[
     "initUserMessageProperty",
     "initAttachmentsProperty",
     "initAgentNameProperty",
+    "inputSchema",
     "immediate",
     "optional",
     "resumable",
@@ -75,6 +76,7 @@ const SUBPROMPT_KEYS: &[&str] = &[
     "includeErrors",
     "initUserMessageProperty",
     "initAttachmentsProperty",
+    "inputSchema",
 ];
 
 /// Parses `subagents`: `[{name, description, config: PATH | {…}, needsApproval?,
@@ -117,6 +119,7 @@ pub(super) fn subagents(
             }
         };
         let tool: SubagentConfig = fields(entry, SUBAGENT_KEYS, &at)?;
+        check_arguments(&tool, &at)?;
         parsed.push(SubagentEntry {
             name: head.name,
             description: head.description,
@@ -154,11 +157,19 @@ pub(super) fn prompts(
         }
         let agent = AgentConfig::parse(Value::Object(entry), base, depth + 1)
             .map_err(|e| error(format!("{at}: {e}")))?;
+        let tool: SubpromptConfig = fields(shaping, SUBPROMPT_KEYS, &at)?;
+        let shape = SubagentConfig {
+            init_user_message_property: tool.init_user_message_property.clone(),
+            init_attachments_property: tool.init_attachments_property.clone(),
+            input_schema: tool.input_schema.clone(),
+            ..SubagentConfig::default()
+        };
+        check_arguments(&shape, &at)?;
         parsed.push(PromptEntry {
             name: head.name,
             description: head.description,
             agent: Box::new(agent),
-            tool: fields(shaping, SUBPROMPT_KEYS, &at)?,
+            tool,
             needs_approval: head.needs_approval,
             env: head.env,
         });
@@ -309,6 +320,23 @@ fn check_unique<'a>(
 ) -> Result<(), ConfigError> {
     if names.any(|n| n == name) {
         return Err(error(format!("{at}: \"{name}\" is declared twice")));
+    }
+    Ok(())
+}
+
+/// Checks an entry's `inputSchema` (its own arguments): a JSON Schema object whose properties
+/// do not clash with the init properties, and which compiles.
+fn check_arguments(tool: &SubagentConfig, at: &str) -> Result<(), ConfigError> {
+    tool.check_input_schema()
+        .map_err(|e| error(format!("{at}.{e}")))?;
+    if let Some(schema) = &tool.input_schema {
+        toolsmith_core::ToolSpec::new("check", schema.clone())
+            .validate(&Value::Object(Map::new()))
+            .err()
+            .filter(|e| e.code() == "INVALID_SCHEMA")
+            .map_or(Ok(()), |e| {
+                Err(error(format!("{at}.inputSchema: {}", e.message())))
+            })?;
     }
     Ok(())
 }

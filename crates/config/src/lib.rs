@@ -41,13 +41,13 @@
 //! - `subagents`: `[{"name", "description", "config": PATH | {…}, "needsApproval"?, …}]`,
 //!   agents exposed as tools, with the Standard Agents spec's `SubagentToolConfig` keys
 //!   (`blocking`, `initUserMessageProperty`, `initAttachmentsProperty`, `initAgentNameProperty`,
-//!   `immediate`, `optional`, `resumable`). `config` is a file path (relative to the file naming
-//!   it) or an inline config; without a `model` the sub-agent uses its parent's, without an
-//!   `approval` block its parent's.
+//!   `inputSchema`, `immediate`, `optional`, `resumable`). `config` is a file path (relative to
+//!   the file naming it) or an inline config; without a `model` the sub-agent uses its
+//!   parent's, without an `approval` block its parent's.
 //! - `prompts`: `[{"name", "description", "instructions", "model"?, "tools"?, "maxSteps"?,
 //!   "needsApproval"?, …}]`, prompts exposed as tools, with the Standard Agents spec's
 //!   `SubpromptConfig` keys (`includeTextResponse`, `includeToolCalls`, `includeErrors`,
-//!   `initUserMessageProperty`, `initAttachmentsProperty`).
+//!   `initUserMessageProperty`, `initAttachmentsProperty`, `inputSchema`).
 //! - `resultLimit` (RadarOS's `toolResultLimit`): `{"maxChars"?: 20000, "strategy"?:
 //!   "truncate" | "summarize"}`, the limit on what the model sees of a result, for tools
 //!   without their own (`tools.<name>.resultLimit`); `summarizeModel`: `"PROVIDER:MODEL"`, the

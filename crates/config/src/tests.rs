@@ -438,3 +438,85 @@ async fn parallel_tool_calls_reaches_the_request() {
         "config.parallelToolCalls must be a boolean"
     );
 }
+
+#[test]
+fn the_model_object_takes_stream() {
+    let model = |stream: Value| {
+        parse(json!({"model": {"provider": "openai-compatible", "name": "m", "stream": stream}}))
+            .map(|config| config.model.unwrap().stream)
+    };
+    assert_eq!(model(json!(false)), Ok(Some(false)));
+    assert_eq!(model(json!(true)), Ok(Some(true)));
+    assert_eq!(model(Value::Null), Ok(None));
+    assert_eq!(
+        model(json!("no")).unwrap_err().to_string(),
+        "config.model.stream must be a boolean"
+    );
+    let plain = parse(json!({"model": {"provider": "openai", "name": "m"}})).unwrap();
+    assert_eq!(plain.model.unwrap().stream, None);
+    let spec = parse(json!({"model": "openai:m"})).unwrap();
+    assert_eq!(spec.model.unwrap().stream, None);
+}
+
+#[test]
+fn sub_agents_and_prompts_declare_their_own_arguments() {
+    let schema = json!({"type": "object", "properties": {"depth": {"type": "integer"}}, "required": ["depth"]});
+    let config = parse(json!({
+        "subagents": [{"name": "r", "description": "d", "config": {},
+                       "initUserMessageProperty": "task", "inputSchema": schema}],
+        "prompts": [{"name": "p", "description": "d", "instructions": "x", "inputSchema": schema}]
+    }))
+    .unwrap();
+    assert_eq!(
+        config.subagents[0].tool.input_schema.as_ref(),
+        Some(&schema)
+    );
+    assert_eq!(config.prompts[0].tool.input_schema.as_ref(), Some(&schema));
+    for (value, message) in [
+        (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "initUserMessageProperty": "task",
+                                  "inputSchema": {"properties": {"task": {"type": "string"}}}}]}),
+            "config.subagents[0].inputSchema.properties.task clashes with initUserMessageProperty \"task\"",
+        ),
+        (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "initAgentNameProperty": "name",
+                                  "inputSchema": {"properties": {"name": {}}}}]}),
+            "config.subagents[0].inputSchema.properties.name clashes with initAgentNameProperty \"name\"",
+        ),
+        (
+            json!({"prompts": [{"name": "p", "description": "d", "instructions": "x",
+                                "inputSchema": {"properties": {"prompt": {}}}}]}),
+            "config.prompts[0].inputSchema.properties.prompt clashes with initUserMessageProperty \"prompt\"",
+        ),
+        (
+            json!({"prompts": [{"name": "p", "description": "d", "instructions": "x", "initAttachmentsProperty": "files",
+                                "inputSchema": {"properties": {"files": {}}}}]}),
+            "config.prompts[0].inputSchema.properties.files clashes with initAttachmentsProperty \"files\"",
+        ),
+        (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "inputSchema": {"type": "string"}}]}),
+            "config.subagents[0].inputSchema.type must be \"object\"",
+        ),
+        (
+            json!({"subagents": [{"name": "r", "description": "d", "config": {}, "inputSchema": []}]}),
+            "config.subagents[0].inputSchema must be a JSON Schema object",
+        ),
+        (
+            json!({"prompts": [{"name": "p", "description": "d", "instructions": "x",
+                                "inputSchema": {"properties": {}, "required": ["k"]}}]}),
+            "config.prompts[0].inputSchema.required names \"k\", which is not in inputSchema.properties",
+        ),
+    ] {
+        assert_eq!(parse(value).unwrap_err().to_string(), message);
+    }
+    let error = parse(
+        json!({"prompts": [{"name": "p", "description": "d", "instructions": "x",
+        "inputSchema": {"properties": {"k": {"type": "nonsense"}}}}]}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.starts_with("config.prompts[0].inputSchema: "),
+        "{error}"
+    );
+}

@@ -41,6 +41,14 @@ pub struct SubagentConfig {
     /// `name:<value>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_agent_name_property: Option<String>,
+    /// The tool's own arguments (`inputSchema`): a JSON Schema object whose `properties` (and
+    /// `required`) are merged with the init properties the runtime adds; arguments outside
+    /// both are still rejected. The arguments given are passed on to the child: its first
+    /// message ends with a line `Arguments: {…}` (compact JSON, in the schema's order) and its
+    /// run's metadata holds them under `arguments`. A property named like an init property is
+    /// an error ([`check_input_schema`](Self::check_input_schema)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
     /// Spawn the child before the parent's first model step.
     #[serde(default, skip_serializing_if = "Immediate::is_off")]
     pub immediate: Immediate,
@@ -69,6 +77,7 @@ impl Default for SubagentConfig {
             init_user_message_property: None,
             init_attachments_property: None,
             init_agent_name_property: None,
+            input_schema: None,
             immediate: Immediate::default(),
             optional: None,
             resumable: None,
@@ -82,6 +91,94 @@ impl SubagentConfig {
         self.init_user_message_property
             .as_deref()
             .unwrap_or("prompt")
+    }
+
+    /// The init properties the runtime adds to the input schema: the task property, then the
+    /// name and attachments properties when configured, each with its key.
+    pub fn init_properties(&self) -> Vec<(&'static str, &str)> {
+        let mut init = vec![("initUserMessageProperty", self.task_property())];
+        if let Some(name) = &self.init_agent_name_property {
+            init.push(("initAgentNameProperty", name.as_str()));
+        }
+        if let Some(files) = &self.init_attachments_property {
+            init.push(("initAttachmentsProperty", files.as_str()));
+        }
+        init
+    }
+
+    /// The names of the tool's own arguments: the properties of `inputSchema`, in its order.
+    pub fn own_arguments(&self) -> Vec<&str> {
+        self.input_schema
+            .as_ref()
+            .and_then(|schema| schema.get("properties"))
+            .and_then(serde_json::Value::as_object)
+            .map(|properties| properties.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// Checks `inputSchema`: an object whose `type`, when given, is `"object"`, whose
+    /// `properties` is an object and whose `required` lists strings; no property may be named
+    /// like an init property.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, naming the keys: `inputSchema.properties.task clashes with
+    /// initUserMessageProperty "task"`.
+    ///
+    /// ```
+    /// use toolsmith_agent::SubagentConfig;
+    ///
+    /// let config: SubagentConfig = serde_json::from_str(
+    ///     r#"{"initUserMessageProperty": "task",
+    ///         "inputSchema": {"properties": {"task": {"type": "string"}}}}"#,
+    /// )
+    /// .unwrap();
+    /// assert_eq!(
+    ///     config.check_input_schema().unwrap_err(),
+    ///     "inputSchema.properties.task clashes with initUserMessageProperty \"task\""
+    /// );
+    /// ```
+    pub fn check_input_schema(&self) -> Result<(), String> {
+        use serde_json::Value;
+        let Some(schema) = &self.input_schema else {
+            return Ok(());
+        };
+        let Value::Object(schema) = schema else {
+            return Err("inputSchema must be a JSON Schema object".into());
+        };
+        if schema.get("type").is_some_and(|t| t != "object") {
+            return Err("inputSchema.type must be \"object\"".into());
+        }
+        match schema.get("properties") {
+            None | Some(Value::Object(_)) => {}
+            Some(_) => return Err("inputSchema.properties must be an object".into()),
+        }
+        match schema.get("required") {
+            None => {}
+            Some(Value::Array(names)) if names.iter().all(Value::is_string) => {}
+            Some(_) => return Err("inputSchema.required must be a list of names".into()),
+        }
+        let own = self.own_arguments();
+        let init = self.init_properties();
+        let required = schema.get("required").and_then(Value::as_array);
+        if let Some(name) = required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find(|name| !own.contains(name) && !init.iter().any(|(_, i)| i == name))
+        {
+            return Err(format!(
+                "inputSchema.required names \"{name}\", which is not in inputSchema.properties"
+            ));
+        }
+        for own in own {
+            if let Some((key, _)) = init.iter().find(|(_, name)| *name == own) {
+                return Err(format!(
+                    "inputSchema.properties.{own} clashes with {key} \"{own}\""
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use toolsmith_core::{Tool, ToolContext, ToolError, ToolKind, ToolMeta, ToolOutpu
 
 use super::SubagentConfig;
 use super::child_run::{ChildEnd, child_input, child_run_id, run_child};
-use super::tool::{input_schema, task_message};
+use super::tool::{input_schema, pass_arguments, task_message};
 use crate::attachments::{first_message, hand_back};
 use crate::{Agent, CallOutcome, RunOutput};
 
@@ -46,6 +46,10 @@ pub struct SubpromptConfig {
     /// The input property holding `/attachments/<file>` paths for the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_attachments_property: Option<String>,
+    /// The tool's own arguments (`inputSchema`), merged with the init properties and passed
+    /// on to the prompt as for a sub-agent ([`SubagentConfig::input_schema`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
 }
 
 fn yes() -> bool {
@@ -60,6 +64,7 @@ impl Default for SubpromptConfig {
             include_errors: true,
             init_user_message_property: None,
             init_attachments_property: None,
+            input_schema: None,
         }
     }
 }
@@ -112,6 +117,7 @@ impl PromptTool {
         let shape = SubagentConfig {
             init_user_message_property: config.init_user_message_property.clone(),
             init_attachments_property: config.init_attachments_property.clone(),
+            input_schema: config.input_schema.clone(),
             ..SubagentConfig::default()
         };
         PromptTool {
@@ -190,6 +196,7 @@ impl Tool for PromptTool {
             vec![first_message(task, files, &input, cx, &key)?]
         };
         let mut child = child_input(cx, first, Vec::new());
+        pass_arguments(&mut child, &self.shape, &input);
         child.defaults = self.defaults.clone();
         match run_child(&self.agent, child, cx, &input, "Prompt").await {
             Ok(ChildEnd::Done(output)) => {

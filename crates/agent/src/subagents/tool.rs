@@ -116,7 +116,9 @@ impl SubagentTool {
 }
 
 /// The input schema of a sub-agent (or prompt) tool: the task property as a required string,
-/// then the name and attachments properties when configured.
+/// then the name and attachments properties when configured, then the tool's own arguments
+/// (`inputSchema`'s properties and required names; an own property named like an init
+/// property gives way to it). No other property is accepted.
 pub(super) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
     let task = config.task_property();
     let mut properties = Map::new();
@@ -150,6 +152,22 @@ pub(super) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
             }),
         );
     }
+    if let Some(own) = &config.input_schema {
+        if let Some(Value::Object(declared)) = own.get("properties") {
+            for (name, schema) in declared {
+                if !properties.contains_key(name) {
+                    properties.insert(name.clone(), schema.clone());
+                }
+            }
+        }
+        if let Some(Value::Array(names)) = own.get("required") {
+            for name in names {
+                if !required.contains(name) {
+                    required.push(name.clone());
+                }
+            }
+        }
+    }
     json!({
         "type": "object",
         "properties": properties,
@@ -158,11 +176,41 @@ pub(super) fn input_schema(config: &SubagentConfig, with_name: bool) -> Value {
     })
 }
 
-/// The child's first user message: the task property's value.
+/// The tool's own arguments in a call's input (those `inputSchema` declares), in the schema's
+/// order; `None` when the call gives none.
+pub(super) fn own_arguments(config: &SubagentConfig, input: &Value) -> Option<Map<String, Value>> {
+    let init = config.init_properties();
+    let arguments: Map<String, Value> = config
+        .own_arguments()
+        .into_iter()
+        .filter(|name| !init.iter().any(|(_, i)| i == name))
+        .filter_map(|name| Some((name.to_string(), input.get(name)?.clone())))
+        .collect();
+    (!arguments.is_empty()).then_some(arguments)
+}
+
+/// Sets the child run's `arguments` metadata to the call's own arguments (removing a value
+/// inherited from the parent's metadata).
+pub(super) fn pass_arguments(child: &mut crate::RunInput, config: &SubagentConfig, input: &Value) {
+    child.metadata.remove("arguments");
+    if let Some(arguments) = own_arguments(config, input) {
+        child
+            .metadata
+            .insert("arguments".into(), Value::Object(arguments));
+    }
+}
+
+/// The child's first user message: the task property's value, then, when the call gives the
+/// tool's own arguments, a line `Arguments: {…}` with them as compact JSON.
 pub(super) fn task_message(config: &SubagentConfig, input: &Value) -> Result<Message, ToolError> {
     let property = config.task_property();
     match input.get(property).and_then(Value::as_str) {
-        Some(task) if !task.trim().is_empty() => Ok(Message::user(task)),
+        Some(task) if !task.trim().is_empty() => {
+            Ok(Message::user(match own_arguments(config, input) {
+                Some(arguments) => format!("{task}\n\nArguments: {}", Value::Object(arguments)),
+                None => task.to_string(),
+            }))
+        }
         _ => Err(ToolError::new(
             "INVALID_INPUT",
             format!("The sub-agent needs its task as a non-empty string in \"{property}\"."),
@@ -243,6 +291,7 @@ impl Tool for SubagentTool {
             vec![first_message(task, files, &input, cx, &key)?]
         };
         let mut child = child_input(cx, first, name_tags(&self.config, &input));
+        pass_arguments(&mut child, &self.config, &input);
         child.variables = scoped_values(&self.config, cx);
         child.defaults = self.defaults.clone();
         if !self.config.blocking {

@@ -175,3 +175,40 @@ async fn a_prompt_tool_takes_attachments_like_a_sub_agent() {
         "the prompt never ran for the missing file"
     );
 }
+
+#[tokio::test]
+async fn a_prompt_tool_declares_its_own_arguments() {
+    let prompt_model = recording([Turn::text("Short.")]);
+    let config: SubpromptConfig = serde_json::from_value(json!({
+        "inputSchema": {"properties": {"words": {"type": "integer"}}}
+    }))
+    .unwrap();
+    let tool = PromptTool::new(
+        "summarise",
+        "Summarises.",
+        builder(&prompt_model).build(),
+        config,
+    );
+    let parent = builder(&recording([
+        call(
+            "p1",
+            "summarise",
+            json!({"prompt": "A long text.", "words": 5}),
+        ),
+        call(
+            "p2",
+            "summarise",
+            json!({"prompt": "A long text.", "tone": "dry"}),
+        ),
+        Turn::text("done"),
+    ]))
+    .tool(tool)
+    .build();
+    let out = parent.run("go").await.unwrap();
+    assert_eq!(
+        prompt_model.requests()[0].messages,
+        [Message::user("A long text.\n\nArguments: {\"words\":5}")]
+    );
+    assert!(result_of(&out.messages, "p2").is_error());
+    assert_eq!(prompt_model.call_count(), 1);
+}

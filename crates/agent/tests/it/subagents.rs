@@ -642,3 +642,82 @@ async fn attachments_are_checked_copied_to_the_child_and_its_files_copied_back()
     );
     assert_eq!(child_model.call_count(), 2);
 }
+
+#[tokio::test]
+async fn a_sub_agent_declares_its_own_arguments_and_passes_them_to_the_child() {
+    let seen = Log::default();
+    let meta = {
+        let seen = seen.clone();
+        from_fn("meta", "Reads the run's metadata.", move |_: Args, cx| {
+            let seen = seen.clone();
+            async move {
+                seen.push(cx.metadata()["arguments"].to_string());
+                Ok::<_, ToolError>("ok")
+            }
+        })
+    };
+    let child_model = recording([call("m1", "meta", json!({})), Turn::text("Done.")]);
+    let child = builder(&child_model).tool(meta).build();
+    let config: SubagentConfig = serde_json::from_value(json!({
+        "initUserMessageProperty": "task",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "depth": {"type": "integer", "minimum": 1},
+                "style": {"type": "string", "enum": ["brief", "full"]}
+            },
+            "required": ["depth"]
+        }
+    }))
+    .unwrap();
+    config.check_input_schema().unwrap();
+    let tool = SubagentTool::with_config("researcher", "Researches.", child, config);
+    let schema = tool.spec().input_schema();
+    assert_eq!(schema["required"], json!(["task", "depth"]));
+    assert_eq!(schema["additionalProperties"], json!(false));
+    // The same undeclared argument, on a sub-agent without its own arguments: today's error.
+    let plain = SubagentTool::with_config(
+        "plain",
+        "Plain.",
+        builder(&recording([])).build(),
+        serde_json::from_value(json!({"initUserMessageProperty": "task"})).unwrap(),
+    );
+    let parent = builder(&recording([
+        call(
+            "p1",
+            "researcher",
+            json!({"task": "Dig.", "depth": 2, "style": "brief"}),
+        ),
+        call(
+            "p2",
+            "researcher",
+            json!({"task": "Dig.", "depth": 2, "colour": "red"}),
+        ),
+        call("p3", "plain", json!({"task": "Dig.", "colour": "red"})),
+        call("p4", "researcher", json!({"task": "Dig.", "depth": 0})),
+        Turn::text("done"),
+    ]))
+    .tool(tool)
+    .tool(plain)
+    .build();
+    let out = parent.run("go").await.unwrap();
+
+    // The child's first message: the task, then its arguments as compact JSON.
+    assert_eq!(
+        child_model.requests()[0].messages,
+        [Message::user(
+            "Dig.\n\nArguments: {\"depth\":2,\"style\":\"brief\"}"
+        )]
+    );
+    // And the child run's metadata has them.
+    assert_eq!(seen.entries(), [r#"{"depth":2,"style":"brief"}"#]);
+    // An undeclared argument is rejected as before; a declared one is validated.
+    let undeclared = result_of(&out.messages, "p2");
+    assert!(undeclared.is_error());
+    assert_eq!(
+        undeclared.to_text(),
+        result_of(&out.messages, "p3").to_text()
+    );
+    assert!(result_of(&out.messages, "p4").is_error());
+    assert_eq!(child_model.call_count(), 2);
+}
