@@ -36,7 +36,9 @@
 //! - Tool names: the built-ins (`read`, `write`, `edit`, `grep`, `glob`, `bash`, `run_code`,
 //!   `calculator`, which take no options) and the provider-executed tools `anthropicWebSearch`
 //!   (needs an `anthropic` model), `openaiWebSearch` (needs `openai-responses`) and
-//!   `googleSearch` (needs `google`), whose options are sent to the provider verbatim.
+//!   `googleSearch` (needs `google`), whose options are sent to the provider verbatim. The
+//!   Standard Agents spec's reserved callables `provider:<id>` (`provider:googleSearch`…) are
+//!   aliases of those, and `mcp:<server>` / `mcp:<server>/<tool>` pick MCP tools.
 //!
 //! - `subagents`: `[{"name", "description", "config": PATH | {…}, "needsApproval"?, …}]`,
 //!   agents exposed as tools, with the Standard Agents spec's `SubagentToolConfig` keys
@@ -72,6 +74,7 @@ mod composite;
 mod economy;
 mod http_call;
 mod mcp;
+mod reserved;
 mod tavily;
 mod webhook;
 
@@ -645,7 +648,7 @@ impl AgentConfig {
 /// removed.
 fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigError> {
     let mut enabled = Vec::new();
-    for (name, entry) in tools {
+    for (name, entry) in reserved::resolve_aliases(tools)? {
         let Value::Object(mut options) = entry else {
             return Err(error(format!("config.tools.{name} must be an object")));
         };

@@ -288,3 +288,52 @@ fn nested_configs_declaring_a_server_differently_are_refused() {
         "the MCP server \"fs\" is declared twice, differently"
     );
 }
+
+#[test]
+fn a_prompt_s_tools_take_mcp_entries() {
+    use crate::{BuildContext, ModelConfig, ParentAgent};
+    use toolsmith_providers::ScriptedModel;
+
+    let config = AgentConfig::from_value(json!({
+        "mcpServers": {"git": {"command": "git-mcp"}},
+        "prompts": [{"name": "p", "description": "d", "instructions": "i",
+                     "tools": {"mcp:git/git_status": {}, "mcp:fs": {"needsApproval": true}}}],
+    }))
+    .unwrap();
+    let fake = Fake::default();
+    let lookup = |_: &str| None;
+    let resolve = |_: &ModelConfig| -> Result<_, String> { unreachable!() };
+    let cx = BuildContext {
+        builtins: &Toolset::new(),
+        resolve: &resolve,
+        lookup: &lookup,
+        webhooks: WebhookPolicy::any(),
+        wrap: None,
+        mcp: Some(&fake),
+    };
+    let parent = ParentAgent {
+        model: Arc::new(ScriptedModel::new([])),
+        provider: "openai".into(),
+        approval: None,
+    };
+    let tools = config.composite_tools(&cx, &parent).unwrap();
+    assert_eq!(tools.names().collect::<Vec<_>>(), ["p"]);
+    let asked = fake.0.lock().unwrap().clone();
+    assert_eq!(
+        asked.iter().map(|s| s.server.as_str()).collect::<Vec<_>>(),
+        ["git", "fs"]
+    );
+    assert_eq!(asked[0].only, Some(vec!["git_status".to_string()]));
+    assert_eq!(asked[1].needs_approval, ToolNames::All);
+    // A bad reference is refused in a prompt's tools as in the agent's, naming the prompt.
+    let err = AgentConfig::from_value(json!({
+        "prompts": [{"name": "p", "description": "d", "instructions": "i",
+                     "tools": {"mcp:": {}}}],
+    }))
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("config.prompts[0]: config.tools.mcp:"),
+        "{err}"
+    );
+}

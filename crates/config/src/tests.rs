@@ -520,3 +520,114 @@ fn sub_agents_and_prompts_declare_their_own_arguments() {
         "{error}"
     );
 }
+
+#[test]
+fn provider_callables_are_aliases_of_the_provider_tools() {
+    for (alias, provider, wrong, id) in [
+        (
+            "provider:googleSearch",
+            "google",
+            "openai",
+            "google.google_search",
+        ),
+        (
+            "provider:anthropicWebSearch",
+            "anthropic",
+            "google",
+            "anthropic.web_search",
+        ),
+        (
+            "provider:openaiWebSearch",
+            "openai-responses",
+            "anthropic",
+            "openai.web_search",
+        ),
+    ] {
+        let config = parse(json!({"tools": {alias: {}}})).unwrap();
+        let tools = config.toolset(&builtins(), provider).unwrap();
+        let plain = &alias["provider:".len()..];
+        let same = parse(json!({"tools": {plain: {}}})).unwrap();
+        let expected = same.toolset(&builtins(), provider).unwrap();
+        assert_eq!(
+            tools.names().collect::<Vec<_>>(),
+            expected.names().collect::<Vec<_>>()
+        );
+        let name = tools.names().next().unwrap().to_string();
+        let ToolKind::Provider(tool) = tools.get(&name).unwrap().kind() else {
+            panic!("not a provider tool")
+        };
+        assert!(
+            tool.id.starts_with(id.split('.').next().unwrap()),
+            "{}",
+            tool.id
+        );
+        // The same check, the same text, as the plain entry.
+        assert_eq!(
+            config.toolset(&builtins(), wrong).unwrap_err(),
+            same.toolset(&builtins(), wrong).unwrap_err()
+        );
+    }
+    // Options reach the provider as for the plain entry.
+    let config = parse(json!({"tools": {"provider:anthropicWebSearch": {"max_uses": 3}}})).unwrap();
+    let tools = config.toolset(&builtins(), "anthropic").unwrap();
+    let ToolKind::Provider(tool) = tools.get("web_search").unwrap().kind() else {
+        panic!("not a provider tool")
+    };
+    assert_eq!(tool.args["max_uses"], json!(3));
+    assert_eq!(
+        parse(json!({"tools": {"provider:googleSearch": {}}}))
+            .unwrap()
+            .toolset(&builtins(), "openai")
+            .unwrap_err()
+            .to_string(),
+        "config.tools.googleSearch requires config.model.provider to be google"
+    );
+    assert_eq!(
+        parse(json!({"tools": {"provider:bing": {}}}))
+            .unwrap_err()
+            .to_string(),
+        "config.tools.provider:bing is not a supported provider tool (known: \
+         provider:anthropicWebSearch, provider:openaiWebSearch, provider:googleSearch)"
+    );
+    assert_eq!(
+        parse(json!({"tools": {"googleSearch": {}, "provider:googleSearch": {}}}))
+            .unwrap_err()
+            .to_string(),
+        "config.tools.provider:googleSearch and config.tools.googleSearch name the same tool"
+    );
+}
+
+#[test]
+fn a_prompt_s_tools_take_provider_callables_with_the_same_checks() {
+    let config = parse(json!({"prompts": [
+        {"name": "p", "description": "d", "instructions": "x",
+         "tools": {"provider:googleSearch": {}}},
+        {"name": "q", "description": "d", "instructions": "x", "model": "google:gemini-x",
+         "tools": {"provider:googleSearch": {}}}
+    ]}))
+    .unwrap();
+    // The prompt's tools are checked against its model's provider (its own or its parent's).
+    assert_eq!(
+        config.prompts[0]
+            .agent
+            .toolset(&builtins(), "anthropic")
+            .unwrap_err()
+            .to_string(),
+        "config.tools.googleSearch requires config.model.provider to be google"
+    );
+    let tools = config.prompts[1]
+        .agent
+        .toolset(&builtins(), "google")
+        .unwrap();
+    assert!(tools.get("google_search").is_some());
+    assert_eq!(
+        parse(
+            json!({"prompts": [{"name": "p", "description": "d", "instructions": "x",
+                                  "tools": {"provider:nope": {}}}]})
+        )
+        .unwrap_err()
+        .to_string(),
+        "config.prompts[0]: config.tools.provider:nope is not a supported provider tool (known: \
+         provider:anthropicWebSearch, provider:openaiWebSearch, provider:googleSearch)"
+    );
+}
