@@ -159,9 +159,15 @@ pub(crate) fn model_object(model: &Map<String, Value>) -> Result<ModelConfig, Co
     let name = text("name")?
         .or(text("id")?)
         .ok_or_else(|| error("config.model.name is required"))?;
+    let stream = match model.get("stream") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(stream)) => Some(*stream),
+        Some(_) => return Err(error("config.model.stream must be a boolean")),
+    };
     Ok(ModelConfig {
         provider,
         name,
         base_url: text("baseUrl")?,
+        stream,
     })
 }

@@ -14,7 +14,8 @@
 //! }
 //! ```
 //!
-//! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …}`.
+//! - `model`: `"PROVIDER:MODEL"` or `{"provider": …, "name": …, "baseUrl"?: …, "stream"?: …}`
+//!   (`"stream": false`: one JSON body per model call instead of a stream).
 //! - `execution`: `"sequential"` (the default: one call at a time, in order), `"parallel"` (at
 //!   most 5 at once) or `{"mode": "parallel", "max": N}`.
 //! - `parallelToolCalls` (the Standard Agents spec's): whether the model may call several
@@ -122,6 +123,10 @@ pub struct ModelConfig {
     pub name: String,
     /// A base URL overriding the provider's.
     pub base_url: Option<String>,
+    /// The object form's `"stream"`: `Some(false)` asks the provider for one JSON body instead
+    /// of a stream (for OpenAI-compatible servers that cannot stream tool calls); `None` (the
+    /// key absent, and always for `PROVIDER:MODEL`) keeps the provider's default.
+    pub stream: Option<bool>,
 }
 
 impl ModelConfig {
@@ -136,6 +141,7 @@ impl ModelConfig {
                 provider: provider.to_string(),
                 name: name.to_string(),
                 base_url: None,
+                stream: None,
             }),
             _ => Err(error(format!(
                 "config.model must have the form PROVIDER:MODEL, got \"{spec}\""

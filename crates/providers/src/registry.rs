@@ -8,6 +8,7 @@ use crate::anthropic::AnthropicMessages;
 use crate::google::GoogleGemini;
 use crate::openai_chat::OpenAiChat;
 use crate::openai_responses::OpenAiResponses;
+use crate::settings::ModelBuilder;
 use crate::{ScriptedModel, keys};
 
 /// The providers this build knows, in the order error messages list them.
@@ -28,6 +29,11 @@ pub struct ProviderOptions {
     pub base_url: Option<String>,
     /// Overrides the provider's API key.
     pub api_key: Option<String>,
+    /// `Some(false)` asks an HTTP wire for one JSON body instead of a stream
+    /// ([`ModelBuilder::with_streaming`]): `toolsmith run --no-stream`, or a config model's
+    /// `"stream": false`. `None` keeps the wire's default (streamed). The `local` and
+    /// `scripted` models ignore it.
+    pub streaming: Option<bool>,
 }
 
 /// Builds the model named by a `PROVIDER:MODEL` string.
@@ -97,10 +103,17 @@ pub fn resolve(
     };
     let api_key = options.api_key.as_deref();
     let base_url = options.base_url.as_deref();
+    let streaming = options.streaming.unwrap_or(true);
     match provider {
-        "anthropic" => Ok(Arc::new(AnthropicMessages::new(name, api_key, base_url)?)),
-        "google" => Ok(Arc::new(GoogleGemini::new(name, api_key, base_url)?)),
-        "openai" => Ok(Arc::new(OpenAiChat::openai(name, api_key, base_url)?)),
+        "anthropic" => Ok(Arc::new(
+            AnthropicMessages::new(name, api_key, base_url)?.with_streaming(streaming),
+        )),
+        "google" => Ok(Arc::new(
+            GoogleGemini::new(name, api_key, base_url)?.with_streaming(streaming),
+        )),
+        "openai" => Ok(Arc::new(
+            OpenAiChat::openai(name, api_key, base_url)?.with_streaming(streaming),
+        )),
         "openai-compatible" => {
             let explicit_url = base_url.map(str::trim).filter(|u| !u.is_empty());
             let (url, key) = match explicit_url {
@@ -115,7 +128,9 @@ pub fn resolve(
                     }
                 },
             };
-            Ok(Arc::new(OpenAiChat::compatible(name, url, key.as_deref())))
+            Ok(Arc::new(
+                OpenAiChat::compatible(name, url, key.as_deref()).with_streaming(streaming),
+            ))
         }
         "openai-responses" => {
             let keyless_local = base_url.is_some_and(|u| !u.trim().is_empty())
@@ -123,12 +138,12 @@ pub fn resolve(
             match (keyless_local, base_url) {
                 // A server named on the command line with no key anywhere: a local Responses
                 // server (LM Studio), which needs none.
-                (true, Some(url)) => Ok(Arc::new(OpenAiResponses::compatible(
-                    name,
-                    url.trim(),
-                    None,
-                ))),
-                _ => Ok(Arc::new(OpenAiResponses::openai(name, api_key, base_url)?)),
+                (true, Some(url)) => Ok(Arc::new(
+                    OpenAiResponses::compatible(name, url.trim(), None).with_streaming(streaming),
+                )),
+                _ => Ok(Arc::new(
+                    OpenAiResponses::openai(name, api_key, base_url)?.with_streaming(streaming),
+                )),
             }
         }
         "local" => local(name),

@@ -444,6 +444,7 @@ impl Service {
         let options = ProviderOptions {
             base_url: spec.base_url.clone(),
             api_key: own_key,
+            streaming: spec.stream,
         };
         toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
     }

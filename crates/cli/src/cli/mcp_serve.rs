@@ -198,6 +198,7 @@ async fn from_config(
             let options = ProviderOptions {
                 base_url: config.model.as_ref().and_then(|m| m.base_url.clone()),
                 api_key: None,
+                streaming: config.model.as_ref().and_then(|m| m.stream),
             };
             toolsmith_providers::resolve(name, &options).map_err(|e| e.to_string())?
         }
@@ -224,6 +225,7 @@ async fn from_config(
         let options = ProviderOptions {
             base_url: spec.base_url.clone(),
             api_key: None,
+            streaming: spec.stream,
         };
         toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
     };

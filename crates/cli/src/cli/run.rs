@@ -56,6 +56,11 @@ pub(crate) struct RunArgs {
     /// Override the provider's base URL.
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// Ask the provider for one JSON body per model call instead of a stream (as the config
+    /// model's `"stream": false`): for OpenAI-compatible servers that cannot stream tool calls,
+    /// such as llama-cpp-python's.
+    #[arg(long)]
+    no_stream: bool,
     /// The provider's API key [default: its environment variable, such as OPENAI_API_KEY].
     /// `-` reads one line from standard input. A key given here is visible to other processes
     /// (a warning says so): prefer the variable, --api-key-file or `-`.
@@ -237,6 +242,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             .clone()
             .or_else(|| config.model.as_ref().and_then(|m| m.base_url.clone())),
         api_key,
+        streaming: if args.no_stream {
+            Some(false)
+        } else {
+            config.model.as_ref().and_then(|m| m.stream)
+        },
     };
     let model = match toolsmith_providers::resolve(&model_name, &options) {
         Ok(model) => model,
@@ -258,6 +268,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         let options = ProviderOptions {
             base_url: spec.base_url.clone(),
             api_key: None,
+            streaming: spec.stream,
         };
         toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
     };

@@ -10,6 +10,7 @@ mod cli_files;
 mod cli_mcp;
 mod cli_mcp_interop;
 mod cli_mcp_serve;
+mod cli_no_stream;
 mod cli_secrets;
 mod cli_serve;
 mod cli_subagents;

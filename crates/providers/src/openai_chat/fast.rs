@@ -179,6 +179,8 @@ fn read_delta<'a>(cursor: &mut Cursor<'a>, delta: &mut Delta<'a>) -> Option<()> 
                 seen.first(4)?;
                 delta.annotations = cursor.nullable(empty_list)?;
             }
+            // A legacy `function_call` is a call: serde reads it.
+            b"function_call" => return None,
             _ => cursor.skip_value()?,
         }
         Some(())
@@ -207,6 +209,7 @@ const _: fn(Chunk<'_>, Choice<'_>, Delta<'_>) = |chunk, choice, delta| {
         reasoning_content: _,
         reasoning: _,
         tool_calls: _,
+        function_call: _,
         annotations: _,
     } = delta;
 };

@@ -1,10 +1,15 @@
-//! OpenAI Chat Completions (`/v1/chat/completions`), streamed: `openai:` and
+//! OpenAI Chat Completions (`/v1/chat/completions`), streamed or (with
+//! [`with_streaming(false)`](ModelBuilder::with_streaming)) one JSON body: `openai:` and
 //! `openai-compatible:` (Ollama, llama.cpp server, vLLM, LM Studio, gateways).
 //!
 //! - Requests ([`build_body`], [`render_tools`]): messages, tools (rendered once per toolset),
 //!   tool choice, settings.
 //! - Streams ([`ChatStreamDecoder`], [`decode_events`]): chunk decoding, tool-call assembly with
 //!   the compatible-server quirks, usage and finish-reason mapping.
+//! - Whole bodies ([`decode_response`]): the request has neither `stream` nor `stream_options`;
+//!   the `chat.completion` is read once into the parts a stream of it would give. Servers that
+//!   cannot stream tool calls (llama-cpp-python's `chatml-function-calling`) need this mode;
+//!   for `openai-compatible:` a stream that ends without a finish reason says so in its error.
 
 mod fast;
 mod request;
@@ -97,11 +102,13 @@ impl OpenAiChat {
         let settings = &self.settings;
         let (mut body, warnings) =
             build_body(request, &settings.provider, &settings.model, self.flavor);
+        // Not streamed: no `stream` key at all (the API's default is one body), since some
+        // compatible servers read any `stream` key as a request to stream.
         if !settings.streaming
             && let Some(body) = body.as_object_mut()
         {
             body.remove("stream_options");
-            body.insert("stream".into(), serde_json::Value::Bool(false));
+            body.remove("stream");
         }
         (body, warnings)
     }
@@ -130,7 +137,9 @@ impl LanguageModel for OpenAiChat {
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let (body, warnings) = self.request_body(request);
         let post = self.settings.post(self.endpoint(), &body)?;
-        let decoder = ChatStreamDecoder::new();
+        let mut decoder = ChatStreamDecoder::new();
+        // A compatible server that drops a stream may answer the same request whole.
+        decoder.truncation_hint = self.flavor == Flavor::Compatible;
         self.settings
             .send(post, warnings, decoder, decode_response)
             .await

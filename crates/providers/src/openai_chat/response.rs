@@ -8,7 +8,10 @@ use crate::decode::StreamDecoder;
 
 /// Decodes a non-streamed `chat.completion` body into the parts a stream of it would give,
 /// `StreamStart` first and `Finish` last: the whole completion is one chunk whose `message` the
-/// stream decoder reads like a delta, so both paths agree by construction.
+/// stream decoder reads like a delta, so both paths agree by construction. The body is read
+/// once, from the parsed value (never printed back to text); the compatible-server quirks the
+/// stream decoder tolerates are tolerated here too (no `usage`, a legacy `function_call`,
+/// spaces around the arguments, missing or repeated call ids).
 ///
 /// # Errors
 ///
@@ -32,7 +35,7 @@ pub fn decode_response(body: &Value) -> Result<Vec<ModelPart>, ModelError> {
     let mut parts = vec![ModelPart::StreamStart {
         warnings: Vec::new(),
     }];
-    decoder.push(&body.to_string(), &mut parts)?;
+    decoder.push_value(body, &mut parts)?;
     decoder.finish(&mut parts)?;
     Ok(parts)
 }

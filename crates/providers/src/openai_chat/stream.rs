@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 use toolsmith_core::{
     FinishReason, InputTokens, ModelError, ModelErrorKind, ModelPart, ModelStream, ModelToolCall,
@@ -19,9 +20,14 @@ use crate::sse::SseStream;
 ///
 /// Text and `reasoning_content` / `reasoning` deltas stream as they arrive. Tool calls are
 /// assembled by `index`, tolerating the quirks of OpenAI-compatible servers: a missing or
-/// constant index (calls are then told apart by id, or by a new name), a missing `type`, null
-/// ids (a stable id is generated), an index starting at 1, a whole call in one delta, empty
-/// argument deltas. A call's input streams as `ToolInputStart` / `ToolInputDelta`s; its
+/// constant index (calls are then told apart by id, or by a new name), a missing `type`, an
+/// index starting at 1, a whole call in one delta, empty argument deltas, no `usage` (the
+/// usage is then unknown), a legacy `function_call` beside or instead of `tool_calls` (read
+/// only when a delta has no `tool_calls`), and spaces or line ends around the arguments (trimmed
+/// from the call's input). Call ids: a call whose id is missing, empty or already taken by an
+/// earlier call of the response gets a unique generated one, `call_<response prefix>_<n>`
+/// (the prefix random per response, `n` counting generated ids from 1), so the tool results
+/// find their calls. A call's input streams as `ToolInputStart` / `ToolInputDelta`s; its
 /// `ToolInputEnd` and [`ModelPart::ToolCall`] come when the choice finishes. The `Finish` part
 /// comes at `[DONE]` (or the end of the stream), after the usage chunk.
 ///
@@ -57,7 +63,15 @@ pub struct ChatStreamDecoder {
     done: bool,
     /// The start the stream's chunks repeat, for the fast path.
     head: Head,
+    /// Whether a stream without a finish reason says what to try ([`TRUNCATION_HINT`]).
+    pub(super) truncation_hint: bool,
 }
+
+/// What a truncated stream's error adds for OpenAI-compatible servers: some (llama-cpp-python
+/// with `chatml-function-calling`) cannot stream tool calls and drop the stream, while the same
+/// request answered whole returns the call.
+pub(super) const TRUNCATION_HINT: &str = " (some OpenAI-compatible servers cannot stream tool \
+     calls: try \"stream\": false in the model config, or --no-stream)";
 
 #[derive(Debug)]
 struct CallState {
@@ -66,8 +80,36 @@ struct CallState {
     id: Arc<str>,
     name: Option<String>,
     arguments: String,
+    /// How much of `arguments` went out as input deltas: white space around the JSON is held
+    /// back, so the deltas concatenate to the trimmed input.
+    emitted: usize,
     started: bool,
     ended: bool,
+}
+
+impl CallState {
+    /// The arguments not yet sent as a delta, without the white space before the JSON and
+    /// without any at the end so far (sent later if more arguments follow it).
+    fn take_delta(&mut self) -> Option<String> {
+        let args = &self.arguments;
+        let lead = args.len() - args.trim_start().len();
+        let end = args.trim_end().len();
+        let from = self.emitted.max(lead);
+        (end > from).then(|| {
+            self.emitted = end;
+            args[from..end].to_string()
+        })
+    }
+
+    /// The input: the arguments without surrounding white space.
+    fn take_input(&mut self) -> String {
+        let input = std::mem::take(&mut self.arguments);
+        if input.trim().len() == input.len() {
+            input
+        } else {
+            input.trim().to_string()
+        }
+    }
 }
 
 impl Default for ChatStreamDecoder {
@@ -92,6 +134,7 @@ impl ChatStreamDecoder {
             usage: None,
             done: false,
             head: Head::default(),
+            truncation_hint: false,
         }
     }
 
@@ -133,6 +176,38 @@ impl ChatStreamDecoder {
                 ));
             }
         };
+        self.push_chunk(chunk, out)
+    }
+
+    /// A whole (non-streamed) `chat.completion` body, already parsed: read as one chunk straight
+    /// from the value (its strings borrowed, nothing printed back to text), its `message` like a
+    /// delta.
+    pub(super) fn push_value(
+        &mut self,
+        body: &Value,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        let chunk = match Chunk::deserialize(body) {
+            Ok(chunk) => chunk,
+            Err(error) => {
+                self.abort(out);
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    format!(
+                        "Malformed chat completion ({error}): {}",
+                        excerpt(&body.to_string(), 200)
+                    ),
+                ));
+            }
+        };
+        self.push_chunk(chunk, out)
+    }
+
+    /// One parsed chunk: the provider's error, or its parts.
+    fn push_chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<ModelPart>) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
             self.abort(out);
             return Err(stream_error(&error));
@@ -172,8 +247,24 @@ impl ChatStreamDecoder {
                 if let Some(content) = delta.content.filter(|c| !c.as_str().is_empty()) {
                     self.text_delta(content.into_owned(), out);
                 }
-                for call in delta.tool_calls.unwrap_or_default() {
-                    self.tool_call_delta(call, out);
+                match delta.tool_calls {
+                    Some(calls) if !calls.is_empty() => {
+                        for call in calls {
+                            self.tool_call_delta(call, out);
+                        }
+                    }
+                    // The legacy single call, only when there is no `tool_calls` beside it
+                    // (llama-cpp-python repeats its first call there).
+                    _ => {
+                        if let Some(function) = delta.function_call {
+                            let call = ToolCallDelta {
+                                index: None,
+                                id: None,
+                                function: Some(function),
+                            };
+                            self.tool_call_delta(call, out);
+                        }
+                    }
                 }
                 for annotation in delta.annotations.unwrap_or_default() {
                     if annotation.kind.as_ref().map(Str::as_str) != Some("url_citation") {
@@ -304,11 +395,14 @@ impl ChatStreamDecoder {
         name: Option<&str>,
     ) -> Option<usize> {
         if let Some(pid) = provider_id {
-            if let Some(i) = self
-                .calls
-                .iter()
-                .position(|c| !c.ended && c.provider_id.as_deref() == Some(pid))
-            {
+            // The same id continues a call, unless the index or a new name says it is another
+            // call reusing the id (servers that number every call `call_0`, or repeat one id).
+            if let Some(i) = self.calls.iter().rposition(|c| {
+                !c.ended
+                    && c.provider_id.as_deref() == Some(pid)
+                    && !(index.is_some() && c.index.is_some() && c.index != index)
+                    && !(name.is_some() && c.name.is_some() && is_complete_json(&c.arguments))
+            }) {
                 return Some(i);
             }
             // A new id is a new call, unless a call at this index started without one.
@@ -367,14 +461,18 @@ impl ChatStreamDecoder {
                     id,
                     name: None,
                     arguments: String::new(),
+                    emitted: 0,
                     started: false,
                     ended: false,
                 });
                 self.calls.len() - 1
             }
         };
+        let taken = provider_id
+            .as_deref()
+            .is_some_and(|pid| self.calls.iter().any(|c| *c.id == *pid));
         let call = &mut self.calls[slot];
-        if call.provider_id.is_none() && provider_id.is_some() && !call.started {
+        if call.provider_id.is_none() && provider_id.is_some() && !call.started && !taken {
             call.id = provider_id.as_deref().unwrap_or_default().into();
             call.provider_id = provider_id;
         }
@@ -388,21 +486,15 @@ impl ChatStreamDecoder {
                 tool_name: call.name.clone().unwrap_or_default(),
                 provider_executed: false,
             });
-            if !call.arguments.is_empty() {
-                out.push(ModelPart::ToolInputDelta {
-                    id: call.id.clone(),
-                    delta: call.arguments.clone(),
-                });
-            }
         }
-        if !arguments.is_empty() {
-            call.arguments.push_str(&arguments);
-            if call.started {
-                out.push(ModelPart::ToolInputDelta {
-                    id: call.id.clone(),
-                    delta: arguments,
-                });
-            }
+        call.arguments.push_str(&arguments);
+        if call.started
+            && let Some(delta) = call.take_delta()
+        {
+            out.push(ModelPart::ToolInputDelta {
+                id: call.id.clone(),
+                delta,
+            });
         }
     }
 
@@ -419,20 +511,20 @@ impl ChatStreamDecoder {
                     tool_name: name.clone(),
                     provider_executed: false,
                 });
-                if !call.arguments.is_empty() {
+                if let Some(delta) = call.take_delta() {
                     out.push(ModelPart::ToolInputDelta {
                         id: call.id.clone(),
-                        delta: call.arguments.clone(),
+                        delta,
                     });
                 }
             }
             out.push(ModelPart::ToolInputEnd {
                 id: call.id.clone(),
             });
+            // Spaces or line ends around the JSON (llama.cpp-based servers) are not the input's.
+            let input = call.take_input();
             out.push(ModelPart::ToolCall(ModelToolCall::new(
-                &*call.id,
-                name,
-                std::mem::take(&mut call.arguments),
+                &*call.id, name, input,
             )));
         }
     }
@@ -540,10 +632,13 @@ impl StreamDecoder for ChatStreamDecoder {
             return Ok(());
         }
         self.abort(out);
-        Err(ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            "The Chat Completions stream ended without a finish reason (truncated response).",
-        ))
+        let mut message =
+            "The Chat Completions stream ended without a finish reason (truncated response)."
+                .to_string();
+        if self.truncation_hint {
+            message.push_str(TRUNCATION_HINT);
+        }
+        Err(ModelError::new(ModelErrorKind::InvalidResponse, message))
     }
 
     /// Whether `[DONE]` was seen: later payloads are ignored.

@@ -56,6 +56,10 @@ pub(crate) struct Delta<'a> {
     pub reasoning: Option<Str<'a>>,
     #[serde(borrow)]
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    /// The legacy single call some servers still send (llama-cpp-python sends it beside
+    /// `tool_calls`, others instead of it): read only when the same delta has no `tool_calls`.
+    #[serde(borrow)]
+    pub function_call: Option<FunctionDelta<'a>>,
     #[serde(borrow)]
     pub annotations: Option<Vec<Annotation<'a>>>,
 }

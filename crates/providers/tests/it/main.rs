@@ -21,6 +21,7 @@ mod google_fixtures;
 mod google_request;
 mod google_stream;
 mod openai_chat_agent;
+mod openai_chat_compatible;
 mod openai_chat_errors;
 mod openai_chat_fixtures;
 mod openai_chat_request;

@@ -212,6 +212,7 @@ fn compatible_needs_a_base_url_but_no_key() {
     let options = ProviderOptions {
         base_url: Some("http://127.0.0.1:8080/v1".into()),
         api_key: None,
+        streaming: None,
     };
     let model = resolve("openai-compatible:llama3", &options).unwrap();
     assert_eq!(model.provider(), "openai-compatible");

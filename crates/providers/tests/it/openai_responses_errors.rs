@@ -296,6 +296,7 @@ async fn a_base_url_without_any_key_resolves_to_a_keyless_local_server() {
     let options = toolsmith_providers::ProviderOptions {
         base_url: Some(server.base_url.clone()),
         api_key: None,
+        streaming: None,
     };
     let model = toolsmith_providers::resolve("openai-responses:zai-org/glm-4.7-flash", &options)
         .expect("no key is needed for a server named explicitly");
