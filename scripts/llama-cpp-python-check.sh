@@ -37,7 +37,12 @@ fi
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
     echo "== pip install llama-cpp-python[server]==$version into $venv (compiles llama.cpp)" >&2
     "$python" -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "llama-cpp-python[server]==$version"
+    # llama.cpp's native build (every extension the CPU lists) died with SIGILL at the first
+    # chat request on our virtualised Xeon, as its AMX path did for toolsmith's own build
+    # (scripts/llama-cpu.sh): build it for AVX2/FMA/F16C, as toolsmith's portable build does
+    # (CMAKE_ARGS overrides; no wheel cache, so that they always apply).
+    CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}" \
+        "$venv/bin/pip" install --quiet --no-cache-dir --disable-pip-version-check "llama-cpp-python[server]==$version"
 fi
 
 echo "== cargo build --release -p toolsmith-cli" >&2
