@@ -99,10 +99,7 @@ pub(crate) fn router(value: Option<Value>) -> Result<Option<RouterConfig>, Confi
         }
     };
     let model = match block.remove("model") {
-        Some(Value::String(spec)) if crate::ModelConfig::parse(&spec).is_ok() => {
-            crate::ModelConfig::parse(&spec)?
-        }
-        Some(_) => return Err(error("config.router.model must be a string PROVIDER:MODEL")),
+        Some(spec) => model(&spec, "config.router.model")?,
         None => return Err(error("config.router.model is required")),
     };
     let count = |block: &mut Map<String, Value>, key: &str, default: usize, least: u64| match block
@@ -136,6 +133,13 @@ pub(crate) fn router(value: Option<Value>) -> Result<Option<RouterConfig>, Confi
         min_tools,
         temperature,
     }))
+}
+
+/// The model a `"PROVIDER:MODEL"` string at `at` names (parsed once).
+pub(crate) fn model(spec: &Value, at: &str) -> Result<crate::ModelConfig, ConfigError> {
+    spec.as_str()
+        .and_then(|spec| crate::ModelConfig::parse(spec).ok())
+        .ok_or_else(|| error(format!("{at} must be a string PROVIDER:MODEL")))
 }
 
 /// A tool's meta with the entry's cache and limit applied.

@@ -419,13 +419,8 @@ impl AgentConfig {
         }
         match root.remove("summarizeModel") {
             None | Some(Value::Null) => {}
-            Some(Value::String(spec)) if ModelConfig::parse(&spec).is_ok() => {
-                config.summarize_model = Some(ModelConfig::parse(&spec)?);
-            }
-            Some(_) => {
-                return Err(error(
-                    "config.summarizeModel must be a string PROVIDER:MODEL",
-                ));
+            Some(spec) => {
+                config.summarize_model = Some(economy::model(&spec, "config.summarizeModel")?);
             }
         }
         match root.remove("tools") {
