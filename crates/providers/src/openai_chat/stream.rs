@@ -165,16 +165,7 @@ impl ChatStreamDecoder {
         }
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
-            Err(error) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed chunk in the stream ({error}): {}",
-                        excerpt(data, 200)
-                    ),
-                ));
-            }
+            Err(error) => return Err(self.malformed("chunk in the stream", &error, data, out)),
         };
         self.push_chunk(chunk, out)
     }
@@ -193,17 +184,26 @@ impl ChatStreamDecoder {
         let chunk = match Chunk::deserialize(body) {
             Ok(chunk) => chunk,
             Err(error) => {
-                self.abort(out);
-                return Err(ModelError::new(
-                    ModelErrorKind::InvalidResponse,
-                    format!(
-                        "Malformed chat completion ({error}): {}",
-                        excerpt(&body.to_string(), 200)
-                    ),
-                ));
+                return Err(self.malformed("chat completion", &error, &body.to_string(), out));
             }
         };
         self.push_chunk(chunk, out)
+    }
+
+    /// The error of a body that is not what it should be (`Malformed <what> (<why>): <the
+    /// first 200 characters>`), the open blocks and calls closed first.
+    fn malformed(
+        &mut self,
+        what: &str,
+        error: &serde_json::Error,
+        text: &str,
+        out: &mut Vec<ModelPart>,
+    ) -> ModelError {
+        self.abort(out);
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!("Malformed {what} ({error}): {}", excerpt(text, 200)),
+        )
     }
 
     /// One parsed chunk: the provider's error, or its parts.
