@@ -215,14 +215,10 @@ fn assistant_message(message: &Message) -> Option<Value> {
     }
     let mut assistant = Map::new();
     assistant.insert("role".into(), json!("assistant"));
-    assistant.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        },
-    );
+    // An empty string, not `null`, beside tool calls: OpenAI takes either, but compatible
+    // servers validating `content` as a string (llama-cpp-python answers HTTP 500) reject
+    // `null`; the AI SDK sends `""` too.
+    assistant.insert("content".into(), json!(text));
     if !calls.is_empty() {
         assistant.insert("tool_calls".into(), Value::Array(calls));
     }

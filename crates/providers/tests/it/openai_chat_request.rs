@@ -164,6 +164,9 @@ fn multi_turn_history_with_tool_results_success_and_error() {
     insta::assert_json_snapshot!("multi_turn_history", body["messages"]);
     // The error result is sent as its text.
     assert_eq!(body["messages"][4]["content"], "Search backend is down.");
+    // A turn of calls alone has `""` for content, not `null`: llama-cpp-python validates it as
+    // a string and answers HTTP 500 to `null`.
+    assert_eq!(body["messages"][5]["content"], json!(""));
     assert_eq!(
         body["messages"][2]["tool_calls"][1]["function"]["arguments"],
         r#"{"q":"dogs","limit":2}"#
