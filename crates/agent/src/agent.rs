@@ -13,7 +13,9 @@ use toolsmith_core::{
     ToolMeta, ToolResolver, Toolset, VariableDecl,
 };
 
-use crate::approval::{ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction};
+use crate::approval::{
+    ApprovalHandler, ApprovalKey, ApprovalPolicy, ApprovalSettings, TimeoutAction,
+};
 use crate::artifacts::ArtifactLayer;
 use crate::router::ToolRouter;
 use crate::run::Run;
@@ -35,6 +37,8 @@ pub struct Agent {
 
 pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn LanguageModel>,
+    /// The agent's name, told to approval handlers.
+    pub(crate) name: Option<String>,
     pub(crate) instructions: Option<String>,
     tools: RwLock<Toolset>,
     pub(crate) resolver: Option<Arc<dyn ToolResolver>>,
@@ -103,6 +107,7 @@ impl Agent {
         AgentBuilder {
             inner: AgentInner {
                 model,
+                name: None,
                 instructions: None,
                 tools: RwLock::default(),
                 resolver: None,
@@ -247,6 +252,13 @@ pub struct AgentBuilder {
 }
 
 impl AgentBuilder {
+    /// The agent's name (RadarOS's `name`), given to an approval handler with each request
+    /// ([`ApprovalRequest::agent_name`](crate::ApprovalRequest::agent_name)).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.inner.name = Some(name.into());
+        self
+    }
+
     /// The system instructions.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.inner.instructions = Some(instructions.into());
@@ -404,11 +416,24 @@ impl AgentBuilder {
     }
 
     /// How long an approval may wait (default 5 minutes) and what happens when nobody answered
-    /// in time (default [`TimeoutAction::Deny`]). Pauses are data, so the timeout is applied
-    /// when the run resumes: an unanswered approval older than `timeout` is decided by `action`.
+    /// in time (default [`TimeoutAction::Deny`]). In event mode pauses are data, so the timeout
+    /// is applied when the run resumes: an unanswered approval older than `timeout` is decided
+    /// by `action`. In callback mode ([`on_approval`](Self::on_approval)) it is applied while
+    /// the run waits for the handler.
     pub fn approval_timeout(mut self, timeout: Duration, action: TimeoutAction) -> Self {
         self.inner.approval.timeout = timeout;
         self.inner.approval.timeout_action = action;
+        self
+    }
+
+    /// Callback approval mode (RadarOS's `onApproval`): a call that needs approval does not
+    /// pause the run; `handler` is asked in the step, racing the
+    /// [`approval_timeout`](Self::approval_timeout) and the run's cancellation. Approved, the
+    /// call runs; denied, its result is `[DENIED] <reason>` and it never runs. A handler that
+    /// errors or panics denies (fail closed). Calls approved `always` in the thread are not
+    /// asked about. See [`ApprovalHandler`] and `docs/approvals.md`.
+    pub fn on_approval(mut self, handler: impl ApprovalHandler) -> Self {
+        self.inner.approval.handler = Some(Arc::new(handler));
         self
     }
 

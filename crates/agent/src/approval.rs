@@ -1,4 +1,7 @@
-//! Approval: the agent's policy, the key that binds an approval to its call, and the timeout.
+//! Approval: the agent's policy, the key that binds an approval to its call, the timeout, and
+//! the handler that decides in callback mode ([`handler`]).
+
+mod handler;
 
 use std::fmt;
 use std::sync::Arc;
@@ -64,6 +67,11 @@ pub const AUTO_APPROVED: &str = "Auto-approved on timeout";
 /// The error a timed-out approval fails with under [`TimeoutAction::Error`] (RadarOS's text).
 pub const TIMED_OUT_ERROR: &str = "Approval timed out (configured to throw)";
 pub use toolsmith_core::DENIED_BY_REVIEWER;
+
+pub use handler::{
+    APPROVAL_DENIED, ApprovalDecision, ApprovalHandler, ApprovalRequest, HANDLER_FAILED,
+};
+pub(crate) use handler::{Verdict, ask};
 
 /// The secret that makes approval ids unforgeable.
 ///
@@ -136,12 +144,14 @@ impl fmt::Debug for ApprovalKey {
 }
 
 /// An agent's approval settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ApprovalSettings {
     pub(crate) policy: ApprovalPolicy,
     pub(crate) timeout: Duration,
     pub(crate) timeout_action: TimeoutAction,
     pub(crate) key: ApprovalKey,
+    /// Callback mode: decides calls while the run waits. `None`: event mode, the run pauses.
+    pub(crate) handler: Option<Arc<dyn ApprovalHandler>>,
 }
 
 impl Default for ApprovalSettings {
@@ -151,6 +161,7 @@ impl Default for ApprovalSettings {
             timeout: Duration::from_secs(300),
             timeout_action: TimeoutAction::Deny,
             key: ApprovalKey::random(),
+            handler: None,
         }
     }
 }
@@ -183,5 +194,9 @@ mod tests {
         assert_eq!(settings.policy, ApprovalPolicy::None);
         assert_eq!(settings.timeout, Duration::from_secs(300));
         assert_eq!(settings.timeout_action, TimeoutAction::Deny);
+        assert!(
+            settings.handler.is_none(),
+            "event mode unless a handler is set"
+        );
     }
 }

@@ -63,8 +63,8 @@ mod subagents;
 
 pub use agent::{Agent, AgentBuilder};
 pub use approval::{
-    AUTO_APPROVED, ApprovalKey, ApprovalPolicy, DENIED_BY_REVIEWER, TIMED_OUT, TIMED_OUT_ERROR,
-    TimeoutAction,
+    APPROVAL_DENIED, AUTO_APPROVED, ApprovalDecision, ApprovalHandler, ApprovalKey, ApprovalPolicy,
+    ApprovalRequest, DENIED_BY_REVIEWER, HANDLER_FAILED, TIMED_OUT, TIMED_OUT_ERROR, TimeoutAction,
 };
 pub use artifacts::{
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, GET_ARTIFACT, LIST_ARTIFACTS, get_artifact, list_artifacts,

@@ -16,7 +16,10 @@ use toolsmith_core::{
     ToolCallPart, ToolError, ToolResultPart, Toolset, Usage,
 };
 
+use futures::future::{join, join_all};
+
 use crate::agent::AgentInner;
+use crate::approval;
 use crate::emit::Emitter;
 use crate::execute::cancelled_in_flight;
 use crate::input::flag_is_on;
@@ -26,7 +29,9 @@ use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
 use crate::step::{ModelTurn, consume};
 use durable::SavePoint;
-use outcome::{approval_pause, emit_outcome, fatal_error, model_output, result_part};
+use outcome::{
+    apply_verdict, approval_pause, emit_outcome, fatal_error, model_output, reporter, result_part,
+};
 use setup::{Sources, missing_variables, not_started, variable_cell};
 
 use crate::{
@@ -467,6 +472,9 @@ impl Run {
             .push(Message::new(Role::Tool, Vec::new()));
         let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         let mut jobs = Vec::new();
+        // Callback mode: the calls the approval handler decides, and its answers to record.
+        let handler = self.agent.approval.handler.clone();
+        let (mut asks, mut answers) = (Vec::new(), vec![None; calls.len()]);
         for (index, call) in calls.iter().enumerate() {
             match &call.action {
                 Action::Fail(e) => outcomes[index] = Some(CallOutcome::Error(e.clone())),
@@ -479,14 +487,26 @@ impl Run {
                     } else if self.agent.approval.required(tool, &job.input, &job.cx)
                         && !self.always.contains(&call.name)
                     {
-                        let pause = approval_pause(call, &self.agent.approval.key);
-                        outcomes[index] = Some(CallOutcome::Paused(pause));
+                        if handler.is_some() {
+                            asks.push(job);
+                        } else {
+                            let pause = approval_pause(call, &self.agent.approval.key);
+                            outcomes[index] = Some(CallOutcome::Paused(pause));
+                        }
                     } else {
                         jobs.push(job);
                     }
                 }
             }
         }
+        let (timeout, action) = (
+            self.agent.approval.timeout,
+            self.agent.approval.timeout_action,
+        );
+        let ask = |request, stop| {
+            let handler = handler.clone().expect("only asked with a handler");
+            async move { approval::ask(&*handler, request, timeout, action, &stop).await }
+        };
 
         let cancel = self.cancel.clone();
         let mut fatal = None;
@@ -496,8 +516,19 @@ impl Run {
                 // Each result is appended before the next call starts (the Standard Agents spec's
                 // conformance rule).
                 let mut jobs = jobs.into_iter().peekable();
+                let mut asks = asks.into_iter().peekable();
                 for index in 0..calls.len() {
-                    let job = jobs.next_if(|j| j.index == index);
+                    let mut job = jobs.next_if(|j| j.index == index);
+                    // The handler is asked in call order, right before the call would run.
+                    if let Some(asked) = asks.next_if(|j| j.index == index)
+                        && fatal.is_none()
+                        && !cancel.is_cancelled()
+                    {
+                        let request = self.approval_request(&calls[index]);
+                        let verdict = ask(request, cancel.clone()).await;
+                        let (outcome, answer) = (&mut outcomes[index], &mut answers[index]);
+                        job = apply_verdict(asked, verdict, outcome, answer);
+                    }
                     if let Some(job) = job.filter(|_| fatal.is_none() && !cancel.is_cancelled()) {
                         outcomes[index] = Some(tokio::select! {
                             biased;
@@ -506,6 +537,7 @@ impl Run {
                         });
                     }
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
+                    self.note_answer(answers[index].take());
                     self.append(&calls[index], &outcome, result, true);
                     // Each result is on record before the next call starts.
                     self.save(SavePoint::Progress).await?;
@@ -519,20 +551,39 @@ impl Run {
                         emitted[index] = true;
                     }
                 }
-                let emit = self.emit.clone();
-                let mut done = |index: usize, outcome: CallOutcome| {
-                    // Reported as soon as it finishes; appended in call order below.
-                    let call = &calls[index];
-                    emit_outcome(&emit, &call.id, &call.name, &call.input, &outcome);
-                    emitted[index] = true;
-                    let go_on = fatal_error(&outcome).is_none();
-                    outcomes[index] = Some(outcome);
-                    go_on
+                // Callback mode: the handler is asked about every call at once, while the calls
+                // that need no approval run; the approved ones run after both, under the same
+                // window. A fatal error or cancellation ends the waiting.
+                let requests: Vec<_> = asks
+                    .iter()
+                    .map(|job| self.approval_request(&calls[job.index]))
+                    .collect();
+                let (emit, stop) = (self.emit.clone(), cancel.child_token());
+                let asking = join_all(requests.into_iter().map(|r| ask(r, stop.clone())));
+                // Reported as soon as it finishes; appended in call order below. Returns at once
+                // on cancellation, keeping the results of finished calls.
+                let ((), verdicts) = {
+                    let mut done = reporter(&emit, &calls, &mut outcomes, &mut emitted, &stop);
+                    join(runner.run_parallel(jobs, max, &mut done), asking).await
                 };
-                // Returns at once on cancellation, keeping the results of finished calls.
-                runner.run_parallel(jobs, max, &mut done).await;
+                let mut approved = Vec::new();
+                for (job, verdict) in asks.into_iter().zip(verdicts) {
+                    let index = job.index;
+                    let (outcome, answer) = (&mut outcomes[index], &mut answers[index]);
+                    approved.extend(apply_verdict(job, verdict, outcome, answer));
+                    if let Some(outcome) = &outcomes[index] {
+                        let call = &calls[index];
+                        emit_outcome(&emit, &call.id, &call.name, &call.input, outcome);
+                        emitted[index] = true;
+                    }
+                }
+                if !stop.is_cancelled() {
+                    let mut done = reporter(&emit, &calls, &mut outcomes, &mut emitted, &stop);
+                    runner.run_parallel(approved, max, &mut done).await;
+                }
                 for (index, call) in calls.iter().enumerate() {
                     let outcome = self.settle(&mut outcomes[index], &mut fatal);
+                    self.note_answer(answers[index].take());
                     self.append(call, &outcome, result, !emitted[index]);
                 }
                 // The step's results are on record before the next step.

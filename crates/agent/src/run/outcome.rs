@@ -1,16 +1,17 @@
-//! What becomes of a call's outcome: its result part in the thread, its pause recorded, the
-//! part that reports it.
+//! What becomes of a call's outcome: its result part in the thread, its pause or its
+//! approval handler's answer recorded, the part that reports it.
 
 use serde_json::Value;
 use toolsmith_core::{
-    ErrorInfo, ModelOutput, NestedRun, Part, Pause, PauseKind, Role, RunPart, ToolApprovalRequest,
-    ToolError, ToolResultPart,
+    CancellationToken, ErrorInfo, ModelOutput, NestedRun, Part, Pause, PauseKind, Role, RunPart,
+    ToolApprovalRequest, ToolApprovalResponse, ToolError, ToolResultPart,
 };
 
 use super::Run;
 use crate::CallOutcome;
-use crate::approval::{ApprovalKey, now_millis};
+use crate::approval::{APPROVAL_DENIED, ApprovalKey, ApprovalRequest, Verdict, now_millis};
 use crate::emit::Emitter;
+use crate::execute::Job;
 use crate::prepare::PreparedCall;
 
 impl Run {
@@ -42,6 +43,50 @@ impl Run {
                 Err(_) => self.pending.push(pause),
             },
             _ => self.pending.push(pause),
+        }
+    }
+
+    /// Callback mode: the request an approval handler is asked, recorded in the thread after
+    /// the call (as a pause's would be) and streamed as a `tool-approval-request` part.
+    pub(super) fn approval_request(&mut self, call: &PreparedCall) -> ApprovalRequest {
+        let approval_id = self
+            .agent
+            .approval
+            .key
+            .approval_id(&call.id, &call.name, &call.input);
+        self.record(Part::ToolApprovalRequest(ToolApprovalRequest {
+            approval_id: approval_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            requested_at: Some(now_millis()),
+        }));
+        self.emit.emit(|| RunPart::ToolApprovalRequest {
+            approval_id: approval_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+        });
+        ApprovalRequest {
+            approval_id,
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            run_id: self.scope.run_id.to_string(),
+            agent_name: self.agent.name.clone(),
+        }
+    }
+
+    /// Records an approval handler's answer in the step's tool message, before the call's
+    /// result (where a resumed run records the caller's answer).
+    pub(super) fn note_answer(&mut self, answer: Option<ToolApprovalResponse>) {
+        if let Some(answer) = answer {
+            let message = self
+                .request
+                .messages
+                .last_mut()
+                .expect("the tool message was pushed");
+            message.content.push(Part::ToolApprovalResponse(answer));
         }
     }
 
@@ -85,15 +130,72 @@ pub(super) fn approval_pause(call: &PreparedCall, key: &ApprovalKey) -> Pause {
     }))
 }
 
+/// What a handler's verdict makes of an asked call: the job to run, or (`None`) the call's
+/// outcome put in `outcome` (left empty when the wait was cut short: the call never ran) and
+/// its answer in `answer`.
+pub(super) fn apply_verdict(
+    job: Job,
+    verdict: Option<Verdict>,
+    outcome: &mut Option<CallOutcome>,
+    answer: &mut Option<ToolApprovalResponse>,
+) -> Option<Job> {
+    match verdict? {
+        Verdict::Run(approved) => {
+            *answer = Some(approved);
+            Some(job)
+        }
+        Verdict::Deny(denied) => {
+            let reason = denied.reason.clone().unwrap_or_default();
+            *outcome = Some(CallOutcome::Error(ToolError::new(APPROVAL_DENIED, reason)));
+            *answer = Some(denied);
+            None
+        }
+        Verdict::Fail(error) => {
+            *outcome = Some(CallOutcome::Error(error));
+            None
+        }
+    }
+}
+
+/// The parallel policy's report of a finished call: emitted at once, noted in `outcomes` and
+/// `emitted`; a fatal error fires `stop` (no approval is waited for any more) and says
+/// `false` (no further call starts).
+pub(super) fn reporter<'a>(
+    emit: &'a Emitter,
+    calls: &'a [PreparedCall],
+    outcomes: &'a mut [Option<CallOutcome>],
+    emitted: &'a mut [bool],
+    stop: &'a CancellationToken,
+) -> impl FnMut(usize, CallOutcome) -> bool + Send + 'a {
+    move |index, outcome| {
+        let call = &calls[index];
+        emit_outcome(emit, &call.id, &call.name, &call.input, &outcome);
+        emitted[index] = true;
+        let go_on = fatal_error(&outcome).is_none();
+        if !go_on {
+            stop.cancel();
+        }
+        outcomes[index] = Some(outcome);
+        go_on
+    }
+}
+
 /// The approval id an approval pause carries.
 pub(super) fn approval_id_of(pause: &Pause) -> String {
     pause.approval_id().unwrap_or_default().to_string()
 }
 
-/// What the model sees of an outcome; `None` for a pause (the call has no result yet).
+/// What the model sees of an outcome; `None` for a pause (the call has no result yet). A
+/// denial ([`APPROVAL_DENIED`]) is the `execution-denied` output a denial answered on resume
+/// gets: `[DENIED] <reason>` to the model.
 pub(super) fn model_output(outcome: &CallOutcome) -> Option<ModelOutput> {
     match outcome {
         CallOutcome::Output(out) => Some(out.model.clone()),
+        CallOutcome::Error(e) if e.code() == APPROVAL_DENIED => {
+            Some(ModelOutput::ExecutionDenied {
+                reason: Some(e.message().to_string()),
+            })
+        }
         CallOutcome::Error(e) => Some(ModelOutput::error_text(e.message())),
         CallOutcome::Paused(_) => None,
     }
@@ -117,7 +219,7 @@ pub(super) fn fatal_error(outcome: &CallOutcome) -> Option<ToolError> {
     }
 }
 
-/// Emits the part that reports an outcome: `tool-result`, `tool-error`,
+/// Emits the part that reports an outcome: `tool-result`, `tool-error`, `tool-output-denied`,
 /// `tool-approval-request`, or nothing for a client tool (its `tool-call` part already told the
 /// caller).
 pub(super) fn emit_outcome(
@@ -136,6 +238,13 @@ pub(super) fn emit_outcome(
             is_error: false,
             provider_executed: false,
         }),
+        CallOutcome::Error(e) if e.code() == APPROVAL_DENIED => {
+            emit.emit(|| RunPart::ToolOutputDenied {
+                tool_call_id: tool_call_id.to_string(),
+                tool_name: tool_name.to_string(),
+                reason: Some(e.message().to_string()),
+            })
+        }
         CallOutcome::Error(e) => emit.emit(|| RunPart::ToolError {
             tool_call_id: tool_call_id.to_string(),
             tool_name: tool_name.to_string(),
