@@ -19,7 +19,6 @@ mod layers;
 mod prompt_tools;
 mod resumable_subagents;
 mod run_log;
-mod smithers_context;
 mod snapshot;
 mod stops_and_pauses;
 mod stream;
