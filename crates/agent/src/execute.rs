@@ -39,7 +39,8 @@ impl CallRunner {
             tool.spec().shared_name().clone(),
             self.cancel.child_token(),
         )
-        .with_defaults(&tool.meta().env);
+        .with_defaults(&tool.meta().env)
+        .with_tool_meta(tool.meta());
         Job {
             index,
             tool,
@@ -50,20 +51,23 @@ impl CallRunner {
 
     /// Runs one call to completion through the stack (which records it in the run's log, if it
     /// has one). A panicking tool becomes the error `TOOL_PANICKED`; the run survives it.
+    ///
+    /// The call takes its number of the run's sequence ([`ToolContext::seq`]) here, when the
+    /// future is made rather than when it is first polled: calls are started in order, and
+    /// parallel ones are polled in any order.
     pub(crate) fn run(
         &self,
         job: Job,
     ) -> impl Future<Output = (usize, CallOutcome)> + Send + 'static {
         let stack = self.stack.clone();
-        async move {
-            let Job {
-                index,
-                tool,
-                input,
-                cx,
-            } = job;
-            (index, execute(&stack, &tool, input, &cx).await)
-        }
+        let Job {
+            index,
+            tool,
+            input,
+            cx,
+        } = job;
+        let cx = cx.numbered();
+        async move { (index, execute(&stack, &tool, input, &cx).await) }
     }
 
     /// Runs `jobs` at most `max` at a time, exclusive tools alone, calling `done` as each

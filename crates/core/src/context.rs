@@ -3,14 +3,16 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::smithers_key::{smithers_context_key, smithers_seq_start};
 use crate::{
-    AsyncCall, Inbox, NestedResume, RunPart, Usage, VariableCell, VariableKind, Variables,
+    AsyncCall, Inbox, NestedResume, RunPart, ToolMeta, Usage, VariableCell, VariableKind, Variables,
 };
 
 /// What every call of one run shares: ids, metadata, session state, dependencies, the event sink.
@@ -41,6 +43,9 @@ pub struct RunScope {
     /// For a sub-agent's run: its parent run's inbox, for
     /// [`ToolContext::notify_parent`].
     pub parent: Option<Inbox>,
+    /// How many numbers of the run's call sequence have been taken
+    /// ([`ToolContext::next_tool_seq`]); shared by the run's calls.
+    pub tool_seq: Arc<AtomicU64>,
 }
 
 impl RunScope {
@@ -72,6 +77,12 @@ pub struct ToolContext {
     tool_call_id: Arc<str>,
     tool_name: Arc<str>,
     idempotency_key: Arc<str>,
+    /// The tool's flags ([`ToolContext::with_tool_meta`]), copied: two bools keep the per-call
+    /// context cheap to build.
+    side_effect: bool,
+    idempotent: bool,
+    /// The call's number in the run's sequence; 0 until numbered.
+    seq: u64,
     cancel: CancellationToken,
     resume: Option<Arc<NestedResume>>,
     /// For a tool run asynchronously by the service: its call's async side.
@@ -81,7 +92,11 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// The context of one call. The idempotency key is `<run id>:<tool call id>`.
+    /// The context of one call. Its idempotency key is the run's Smithers key when the run
+    /// carries Smithers context, else `<run id>:<tool call id>` (see
+    /// [`idempotency_key`](Self::idempotency_key)). The tool's flags are Smithers' defaults (no
+    /// side effect, idempotent) until [`with_tool_meta`](Self::with_tool_meta); the call is not
+    /// numbered ([`seq`](Self::seq) 0) until [`numbered`](Self::numbered).
     pub fn new(
         scope: Arc<RunScope>,
         step: u32,
@@ -89,7 +104,10 @@ impl ToolContext {
         tool_name: Arc<str>,
         cancel: CancellationToken,
     ) -> Self {
-        let idempotency_key = format!("{}:{}", scope.run_id, tool_call_id).into();
+        let idempotency_key = match smithers_context_key(&scope.run_id, &scope.metadata) {
+            Some(key) => key.into(),
+            None => format!("{}:{}", scope.run_id, tool_call_id).into(),
+        };
         let variables = scope.variables.current();
         ToolContext {
             scope,
@@ -97,6 +115,9 @@ impl ToolContext {
             tool_call_id,
             tool_name,
             idempotency_key,
+            side_effect: false,
+            idempotent: true,
+            seq: 0,
             cancel,
             resume: None,
             async_call: None,
@@ -140,8 +161,37 @@ impl ToolContext {
         &self.tool_name
     }
 
-    /// A key that is the same every time this call is attempted, and different for every other
-    /// call: `<run id>:<tool call id>`. Pass it to external services that deduplicate requests.
+    /// The key to pass to external services that deduplicate requests; the same every time
+    /// this call is attempted (a retry after a crash reuses it).
+    ///
+    /// - Without Smithers context: `<run id>:<tool call id>`, different for every other call.
+    /// - When the run carries Smithers context (its [`metadata`](Self::metadata) has a truthy
+    ///   `nodeId`, or a non-empty `idempotencyKey` string): the Smithers key
+    ///   ([`smithers_idempotency_key`](Self::smithers_idempotency_key)), which is the same for
+    ///   **every call of one task iteration**. A tool that makes two different effects in one
+    ///   iteration must tell them apart itself (for instance by adding
+    ///   [`tool_call_id`](Self::tool_call_id)), or the service merges them.
+    ///
+    /// The run's journal records this key for a tool that declares it reads it
+    /// ([`ToolMeta::accepts_idempotency_key`]); its idempotency ledger keys each call by
+    /// `<run id>:<tool call id>` whatever this key is, so calls sharing a Smithers key still
+    /// both run and are both journaled.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::{Map, json};
+    /// use toolsmith_core::{RunScope, ToolContext};
+    ///
+    /// let cx = |metadata: serde_json::Value, call: &str| {
+    ///     let metadata: Map<String, serde_json::Value> = serde_json::from_value(metadata).unwrap();
+    ///     let scope = RunScope { metadata: Arc::new(metadata), ..RunScope::new("run-1") };
+    ///     ToolContext::new(Arc::new(scope), 0, call.into(), "pay".into(), Default::default())
+    /// };
+    /// assert_eq!(cx(json!({}), "call_1").idempotency_key(), "run-1:call_1");
+    /// let smithers = json!({"nodeId": "review", "iteration": 2});
+    /// assert_eq!(cx(smithers.clone(), "call_1").idempotency_key(), "smithers:run-1:review:2");
+    /// assert_eq!(cx(smithers, "call_2").idempotency_key(), "smithers:run-1:review:2");
+    /// ```
     pub fn idempotency_key(&self) -> &str {
         &self.idempotency_key
     }
@@ -158,8 +208,8 @@ impl ToolContext {
     /// Smithers context that carries one); else `smithers:<run id>:<nodeId>:<iteration>` from
     /// the run's id and the metadata's `nodeId` and `iteration`, with Smithers' rules
     /// ([`smithers_idempotency_key`](crate::smithers_idempotency_key)): `None` without a node
-    /// id. For tools ported from Smithers; the per-call
-    /// [`idempotency_key`](Self::idempotency_key) is the finer one.
+    /// id, that is without Smithers context. When it is `Some`, it is the call's
+    /// [`idempotency_key`](Self::idempotency_key) (unless a layer replaced that).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -180,17 +230,87 @@ impl ToolContext {
     /// assert_eq!(key(json!({})), None);
     /// ```
     pub fn smithers_idempotency_key(&self) -> Option<String> {
-        let metadata = self.metadata();
-        if let Some(Value::String(key)) = metadata.get("idempotencyKey")
-            && !key.is_empty()
-        {
-            return Some(key.clone());
-        }
-        crate::smithers_idempotency_key(
-            self.run_id(),
-            metadata.get("nodeId"),
-            metadata.get("iteration"),
-        )
+        smithers_context_key(self.run_id(), self.metadata())
+    }
+
+    /// Whether the tool changes state outside the run ([`ToolMeta::side_effect`]; Smithers'
+    /// `ctx.sideEffect`). `false` until [`with_tool_meta`](Self::with_tool_meta).
+    pub fn side_effect(&self) -> bool {
+        self.side_effect
+    }
+
+    /// Whether running the tool twice with the same input is safe
+    /// ([`ToolMeta::is_idempotent`], which defaults to `!side_effect`; Smithers'
+    /// `ctx.idempotent`). `true` until [`with_tool_meta`](Self::with_tool_meta).
+    pub fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    /// Copies the tool's flags ([`side_effect`](Self::side_effect),
+    /// [`idempotent`](Self::idempotent)) from its metadata. The agent does it for every call.
+    ///
+    /// ```
+    /// use toolsmith_core::{ToolContext, ToolMeta};
+    ///
+    /// let cx = ToolContext::for_test("pay");
+    /// assert!(!cx.side_effect() && cx.idempotent(), "Smithers' defaults");
+    /// let cx = cx.with_tool_meta(&ToolMeta::new().side_effect(true));
+    /// assert!(cx.side_effect() && !cx.idempotent(), "idempotent defaults to !side_effect");
+    /// let cx = cx.with_tool_meta(&ToolMeta::new().side_effect(true).idempotent(true));
+    /// assert!(cx.idempotent());
+    /// ```
+    pub fn with_tool_meta(mut self, meta: &ToolMeta) -> Self {
+        self.side_effect = meta.side_effect;
+        self.idempotent = meta.is_idempotent();
+        self
+    }
+
+    /// This call's number in the run's call sequence (Smithers' `seq`), from 1; 0 for a context
+    /// that was never [`numbered`](Self::numbered) (one made outside a run's execution of a
+    /// call, such as [`for_test`](Self::for_test)).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Takes the next number of the run's call sequence and returns it (Smithers'
+    /// `nextToolSeq(ctx)`).
+    ///
+    /// The sequence is the run's, shared by all its calls ([`RunScope::tool_seq`]). It counts
+    /// on from the run's [`metadata`](Self::metadata) `seq` when that is a non-negative whole
+    /// number (`seq: 4` makes the first number 5), and from 0 otherwise: missing, `null` or
+    /// `false` restart it at 1. The agent takes one number for each call as the call starts
+    /// executing, in the order calls start (a step's calls in the model's order), including a
+    /// call whose recorded outcome the run's journal replays; calls that never start (denied,
+    /// paused for approval, invalid) take none. A tool may take further numbers for records of
+    /// its own; they come from the same sequence.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::{Map, json};
+    /// use toolsmith_core::{RunScope, ToolContext};
+    ///
+    /// let scope = |metadata: serde_json::Value| {
+    ///     let metadata: Map<String, serde_json::Value> = serde_json::from_value(metadata).unwrap();
+    ///     Arc::new(RunScope { metadata: Arc::new(metadata), ..RunScope::new("run-1") })
+    /// };
+    /// let call = |scope: &Arc<RunScope>, id: &str| {
+    ///     ToolContext::new(scope.clone(), 0, id.into(), "pay".into(), Default::default()).numbered()
+    /// };
+    /// let run = scope(json!({"seq": 4}));
+    /// assert_eq!((call(&run, "a").seq(), call(&run, "b").seq()), (5, 6));
+    /// let restarted = scope(json!({"seq": null}));
+    /// assert_eq!(call(&restarted, "a").next_tool_seq(), 2, "a's own number was 1");
+    /// ```
+    pub fn next_tool_seq(&self) -> u64 {
+        let taken = self.scope.tool_seq.fetch_add(1, Ordering::Relaxed);
+        smithers_seq_start(self.metadata()).saturating_add(taken.saturating_add(1))
+    }
+
+    /// Gives the call the next number of the run's sequence, as its [`seq`](Self::seq) (see
+    /// [`next_tool_seq`](Self::next_tool_seq)). The agent numbers each call as it starts.
+    pub fn numbered(mut self) -> Self {
+        self.seq = self.next_tool_seq();
+        self
     }
 
     /// The caller's metadata.
@@ -345,6 +465,7 @@ impl fmt::Debug for ToolContext {
             .field("step", &self.step)
             .field("tool_call_id", &self.tool_call_id)
             .field("tool_name", &self.tool_name)
+            .field("seq", &self.seq)
             .finish_non_exhaustive()
     }
 }

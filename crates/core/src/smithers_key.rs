@@ -1,13 +1,15 @@
-//! The Smithers-compatible idempotency key, `smithers:<runId>:<nodeId>:<iteration>`, for tools
-//! ported from Smithers.
+//! The Smithers-compatible run context: the idempotency key
+//! `smithers:<runId>:<nodeId>:<iteration>` and where the call sequence (`seq`) starts.
 //!
-//! toolsmith's own key ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key))
-//! is per call, `<run id>:<tool call id>`. Smithers' key is coarser: one per task iteration,
-//! the same for every tool and call in it and across retry attempts. It is offered for
-//! compatibility: a tool that deduplicates with it must not make two different calls in one
-//! iteration.
+//! A run carries Smithers context when its metadata has a truthy `nodeId` or a non-empty
+//! `idempotencyKey` string ([`smithers_context_key`]). Then the key a call sees
+//! ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)) is Smithers' key,
+//! coarser than toolsmith's own per-call `<run id>:<tool call id>`: one per task iteration, the
+//! same for every tool and call in it and across retry attempts. A tool that deduplicates with
+//! it must not make two different effects in one iteration under it; the run's journal and
+//! idempotency ledger never key on it (they keep each call apart by its run and call id).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The Smithers key, by Smithers' rules: `None` when `run_id` is empty or `node_id` is
 /// falsy (missing, `null`, `false`, `0` or `""`); otherwise
@@ -45,6 +47,34 @@ pub fn smithers_idempotency_key(
         Some(value) => js_string(value),
     };
     Some(format!("smithers:{run_id}:{node}:{iteration}"))
+}
+
+/// The Smithers key of a run with id `run_id` and `metadata`, as Smithers'
+/// `getToolIdempotencyKey` derives it: the metadata's `idempotencyKey` when it is a non-empty
+/// string; else [`smithers_idempotency_key`] from `nodeId` and `iteration`; `None` when the run
+/// carries no Smithers context (then toolsmith's per-call key applies).
+pub(crate) fn smithers_context_key(run_id: &str, metadata: &Map<String, Value>) -> Option<String> {
+    if let Some(Value::String(key)) = metadata.get("idempotencyKey")
+        && !key.is_empty()
+    {
+        return Some(key.clone());
+    }
+    smithers_idempotency_key(run_id, metadata.get("nodeId"), metadata.get("iteration"))
+}
+
+/// The number the run's call sequence counts on from (Smithers' `seq = (seq ?? 0) + 1`): the
+/// metadata's `seq` when it is a non-negative whole number, so that the first call is `seq + 1`;
+/// `0` (the first call is 1) when it is missing, `null`, `false` — or any other value
+/// (a string, a negative or fractional number), which toolsmith does not count from either.
+pub(crate) fn smithers_seq_start(metadata: &Map<String, Value>) -> u64 {
+    match metadata.get("seq") {
+        Some(Value::Number(n)) => n.as_u64().unwrap_or_else(|| match n.as_f64() {
+            // 2.0 is the number 2 to JavaScript.
+            Some(f) if f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => f as u64,
+            _ => 0,
+        }),
+        _ => 0,
+    }
 }
 
 /// JavaScript's falsy values, as JSON can hold them (`NaN` cannot).
@@ -117,6 +147,51 @@ mod tests {
             smithers_idempotency_key("r", Some(&json!(7.0)), None).as_deref(),
             Some("smithers:r:7:0")
         );
+    }
+
+    fn metadata(value: Value) -> Map<String, Value> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_callers_own_key_wins_and_an_empty_one_does_not() {
+        let key = |v| smithers_context_key("run-1", &metadata(v));
+        assert_eq!(
+            key(json!({"nodeId": "review", "iteration": 2})).as_deref(),
+            Some("smithers:run-1:review:2")
+        );
+        assert_eq!(
+            key(json!({"nodeId": "review", "idempotencyKey": "mine"})).as_deref(),
+            Some("mine")
+        );
+        assert_eq!(
+            key(json!({"nodeId": "review", "idempotencyKey": ""})).as_deref(),
+            Some("smithers:run-1:review:0")
+        );
+        assert_eq!(
+            key(json!({"idempotencyKey": "mine"})).as_deref(),
+            Some("mine")
+        );
+        assert_eq!(key(json!({"idempotencyKey": 7})), None);
+        assert_eq!(key(json!({"nodeId": ""})), None);
+        assert_eq!(key(json!({})), None);
+    }
+
+    #[test]
+    fn the_sequence_counts_on_from_a_whole_seq_and_restarts_otherwise() {
+        let start = |v| smithers_seq_start(&metadata(v));
+        assert_eq!(start(json!({"seq": 4})), 4);
+        assert_eq!(start(json!({"seq": 4.0})), 4);
+        for restart in [
+            json!({"seq": null}),
+            json!({"seq": false}),
+            json!({"seq": "3"}),
+            json!({"seq": -1}),
+            json!({"seq": 1.5}),
+            json!({}),
+        ] {
+            assert_eq!(start(restart.clone()), 0, "{restart}");
+        }
     }
 
     #[test]

@@ -80,7 +80,10 @@ fn logged(call: &Call<'_>) -> LoggedCall {
         input: call.input.clone(),
         side_effect: meta.side_effect,
         idempotent: meta.is_idempotent(),
-        idempotency_key: cx.idempotency_key().to_string(),
+        // Smithers records the key only for a tool that reads it.
+        idempotency_key: meta
+            .accepts_idempotency_key
+            .then(|| cx.idempotency_key().to_string()),
         accepts_idempotency_key: meta.accepts_idempotency_key,
         has_revert: meta.revert.is_some(),
     }

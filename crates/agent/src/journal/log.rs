@@ -118,8 +118,17 @@ pub struct LoggedCall {
     pub side_effect: bool,
     /// Whether running it twice with the same input is safe.
     pub idempotent: bool,
-    /// The key the tool sees (`<run id>:<tool call id>`): stable across attempts of this call.
-    pub idempotency_key: String,
+    /// The key the tool sees ([`ToolContext::idempotency_key`]: the run's Smithers key when it
+    /// carries Smithers context, else `<run id>:<tool call id>`), stable across attempts of
+    /// this call — as Smithers records it: only when the tool declares it reads it
+    /// ([`accepts_idempotency_key`](Self::accepts_idempotency_key)), `None` otherwise.
+    ///
+    /// A Smithers key is shared by every call of one task iteration, so it never identifies a
+    /// call: a log tells calls apart by [`run_id`](Self::run_id) and
+    /// [`tool_call_id`](Self::tool_call_id) (the store's idempotency ledger keys on those).
+    ///
+    /// [`ToolContext::idempotency_key`]: toolsmith_core::ToolContext::idempotency_key
+    pub idempotency_key: Option<String>,
     /// Whether the tool declares that it uses the key (Smithers' `acceptsIdempotencyKey`).
     pub accepts_idempotency_key: bool,
     /// Whether the tool has a revert hook (Smithers' `hasRevert`).

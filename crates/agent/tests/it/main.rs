@@ -19,6 +19,7 @@ mod layers;
 mod prompt_tools;
 mod resumable_subagents;
 mod run_log;
+mod smithers_context;
 mod snapshot;
 mod stops_and_pauses;
 mod stream;

@@ -359,9 +359,12 @@ async fn a_stored_run_records_every_call_and_its_thread() {
     let journal = store.journal("t").await.unwrap();
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0].status, EffectStatus::Succeeded);
+    // The tool does not declare it reads its key: recorded null, as Smithers does; the ledger
+    // knows the call by run and call id.
+    assert_eq!(journal[0].idempotency_key, None);
     assert_eq!(
-        journal[0].idempotency_key.as_deref(),
-        Some(format!("{run_id}:{}", journal[0].tool_call_id).as_str())
+        journal[0].ledger_key(),
+        format!("{run_id}:{}", journal[0].tool_call_id)
     );
     // A finished thread takes a new run, not a resumption.
     let resumed = StoredRun::resume(store.clone(), "t", std::time::Duration::ZERO).await;

@@ -106,15 +106,17 @@ pub(super) async fn journal<S: Store>(store: &S) {
 }
 
 pub(super) async fn ledger<S: Store>(store: &S) {
-    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), Claim::New);
+    assert_eq!(claim_key(store, "run-1:k1", "t").await.unwrap(), Claim::New);
     assert_eq!(
-        claim_key(store, "k1", "t").await.unwrap(),
+        claim_key(store, "run-1:k1", "t").await.unwrap(),
         unsettled(),
         "a second claim sees the first, unsettled"
     );
     // The call whose key it is: its intent finds the key claimed, its settlement settles it.
+    // The ledger knows it by run and call id, not by the idempotency key it records (a
+    // Smithers key, shared by every call of a task iteration).
     let mut sent = entry("k1", 3, true);
-    sent.idempotency_key = Some("k1".into());
+    sent.idempotency_key = Some("smithers:run-1:node:0".into());
     assert_eq!(
         intend(store, &sent).await.unwrap(),
         unsettled(),
@@ -127,15 +129,22 @@ pub(super) async fn ledger<S: Store>(store: &S) {
         status: EffectStatus::Succeeded,
         output: Some(json!("sent")),
     };
-    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), settled);
+    assert_eq!(claim_key(store, "run-1:k1", "t").await.unwrap(), settled);
     // Settled again with the same outcome (a journal entry catching up with its key's).
     settle(store, &sent, EffectStatus::Succeeded, &json!("sent"))
         .await
         .expect("a key settled again with its outcome");
-    assert_eq!(claim_key(store, "k1", "t").await.unwrap(), settled);
+    assert_eq!(claim_key(store, "run-1:k1", "t").await.unwrap(), settled);
+    // Another call with the same Smithers key claims a key of its own.
+    let mut sibling = entry("k2", 4, true);
+    sibling.idempotency_key = sent.idempotency_key.clone();
+    assert_eq!(
+        intend(store, &sibling).await.unwrap(),
+        Claim::New,
+        "a call sharing another's idempotency key is not that call"
+    );
     // A recorded call whose key was never claimed: its settlement is NotFound.
-    let mut never = entry("never", 4, false);
-    never.idempotency_key = Some("never".into());
+    let mut never = entry("never", 5, false);
     intend(store, &never).await.unwrap();
     (never.side_effect, never.idempotent) = (true, false);
     assert!(matches!(
@@ -152,7 +161,7 @@ pub(super) async fn combined_journal_and_ledger<S: Store>(store: &S) {
         ..payment("t-both", "r-both", call)
     };
     let unsafe_call = entry("c1", 1, true, false);
-    assert_eq!(unsafe_call.key_to_claim(), Some("r-both:c1"));
+    assert_eq!(unsafe_call.key_to_claim().as_deref(), Some("r-both:c1"));
     assert_eq!(intend(store, &unsafe_call).await.unwrap(), Claim::New);
     assert_eq!(
         intend(store, &entry("c1", 2, true, false)).await.unwrap(),

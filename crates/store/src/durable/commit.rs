@@ -57,6 +57,12 @@ impl RunLog for StoredRun {
             (Some(ending), Some(save)) if ends(save.state) => ending(save.state, save.tail),
             _ => None,
         };
+        // An interrupted call's key, claimed again (the ledger's key, never the Smithers one
+        // the call may share with others).
+        let claim_key = match &planned {
+            Planned::Claim(entry) => Some(entry.ledger_key()),
+            _ => None,
+        };
         let mut ops = Batch::new();
         for (entry, _) in settled.iter().zip(&recorded_now).filter(|(_, now)| !**now) {
             ops = ops.settle(settlement(entry));
@@ -96,13 +102,11 @@ impl RunLog for StoredRun {
         for (entry, _) in settled.iter().zip(&recorded_now).filter(|(_, now)| **now) {
             ops = ops.intend(entry);
         }
-        match &planned {
-            Planned::Attempt(entry) => ops = ops.intend(entry),
-            Planned::Claim(entry) => {
-                let key = entry.idempotency_key.as_deref().unwrap_or_default();
-                ops = ops.claim_key(key, &self.thread);
-            }
-            Planned::Nothing | Planned::Later(_) | Planned::Recorded(_) | Planned::Refused(_) => {}
+        if let Planned::Attempt(entry) = &planned {
+            ops = ops.intend(entry);
+        }
+        if let Some(key) = &claim_key {
+            ops = ops.claim_key(key, &self.thread);
         }
         let committed = match ops.is_empty() {
             true => crate::Committed::default(),
@@ -181,7 +185,7 @@ impl StoredRun {
             input: call.input.clone(),
             side_effect: call.side_effect,
             idempotent: call.idempotent,
-            idempotency_key: Some(call.idempotency_key.clone()),
+            idempotency_key: call.idempotency_key.clone(),
             accepts_idempotency_key: call.accepts_idempotency_key,
             has_revert: call.has_revert,
             status: EffectStatus::Intended,

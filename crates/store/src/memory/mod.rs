@@ -143,7 +143,7 @@ impl State {
                 Op::Intend(entry) => {
                     self.intend(entry, undo);
                     let claim = match entry.key_to_claim() {
-                        Some(key) => self.claim(key, undo),
+                        Some(key) => self.claim(&key, undo),
                         None => Claim::New,
                     };
                     committed.claims.push(claim);
@@ -219,7 +219,7 @@ impl State {
             })
             .ok_or_else(|| StoreError::NotFound(entry.record_name()))?;
         let key = entry.key_to_claim();
-        if let Some(key) = key
+        if let Some(key) = &key
             && !self.ledger.contains_key(key)
         {
             return Err(StoreError::NotFound(format!("idempotency key {key}")));

@@ -88,7 +88,7 @@ async fn intend_call(
     entry: &JournalEntry,
 ) -> Result<Claim, StoreError> {
     match entry.key_to_claim() {
-        Some(key) => journal::intend_and_claim(client, entry, key).await,
+        Some(key) => journal::intend_and_claim(client, entry, &key).await,
         None => journal::intend(client, entry).await.map(|()| Claim::New),
     }
 }
@@ -98,7 +98,7 @@ async fn settle(client: &impl GenericClient, settled: &Settlement<'_>) -> Result
     let (entry, status) = (settled.entry, settled.status);
     let output = to_json(settled.output)?;
     match entry.key_to_claim() {
-        Some(key) => journal::settle_with_key(client, entry, key, status, &output).await,
+        Some(key) => journal::settle_with_key(client, entry, &key, status, &output).await,
         None => journal::settle(client, entry, status, &output).await,
     }
 }

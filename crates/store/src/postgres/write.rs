@@ -190,7 +190,7 @@ pub(super) async fn write_and_intend(
             }
         }
         // Claimed by a transaction that committed after this statement's snapshot was taken.
-        (Some(key), false, None) => journal::claim(client, key, &entry.thread_id).await?,
+        (Some(key), false, None) => journal::claim(client, &key, &entry.thread_id).await?,
     };
     Ok(Some((version, claim)))
 }

@@ -120,7 +120,7 @@ pub(super) fn settle_call(
 ) -> Result<(), StoreError> {
     settle(conn, entry, status, output)?;
     match entry.key_to_claim() {
-        Some(key) => settle_key(conn, key, status, output),
+        Some(key) => settle_key(conn, &key, status, output),
         None => Ok(()),
     }
 }
@@ -135,7 +135,7 @@ pub(super) fn intend_call(
 ) -> Result<Claim, StoreError> {
     intend(conn, entry, input, output)?;
     match entry.key_to_claim() {
-        Some(key) => claim(conn, key, &entry.thread_id),
+        Some(key) => claim(conn, &key, &entry.thread_id),
         None => Ok(Claim::New),
     }
 }
