@@ -1,6 +1,7 @@
 //! Durable storage for toolsmith runs: threads with tags and parent links, their messages, where
-//! their runs stand, the tool-call journal and the idempotency ledger; and [`durable`] runs over
-//! it ([`StoredRun`], the agent loop's run log over any store).
+//! their runs stand, the tool-call journal and the idempotency ledger; [`durable`] runs over
+//! it ([`StoredRun`], the agent loop's run log over any store); and tools' cached results shared
+//! across runs and processes ([`StoreCache`]).
 //!
 //! One trait, [`Store`], and its backends: [`MemoryStore`] (tests, the library default),
 //! `SqliteStore` (the embedded default: one file, WAL, versioned migrations) and
@@ -23,6 +24,7 @@ mod memory;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod result_cache;
 mod service;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -42,11 +44,12 @@ pub use memory::MemoryStore;
 pub use open::{open, open_service};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+pub use result_cache::{SWEEP_INTERVAL, SWEEP_LIMIT, StoreCache};
 pub use service::{
     Account, AgentRecord, AsyncResult, AsyncSettlement, AsyncStatus, DispatchGroup, EventEnd,
     EventRecord, EventStatus, ServiceStore,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use store::{Store, StoredValue};
+pub use store::{CacheStore, Store, StoredValue};
 pub use thread::{NewThread, Thread, ThreadQuery, ThreadStatus, ThreadWrite};

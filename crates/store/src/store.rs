@@ -6,14 +6,15 @@ use toolsmith_core::Message;
 use crate::{Batch, Committed, Holder, JournalEntry, NewThread, StoreError, Thread, ThreadQuery};
 
 /// Durable storage for runs: threads (with tags and parent links), their messages, where their
-/// runs stand, the tool-call journal and the idempotency ledger.
+/// runs stand, the tool-call journal and the idempotency ledger; and, as a [`CacheStore`],
+/// tools' cached results.
 ///
 /// Every write to a thread names the version it expects and fails with
 /// [`StoreError::Conflict`] when another writer got there first, so of two processes
 /// continuing one thread exactly one proceeds. Backends pass the same conformance suite
 /// ([`conformance`](crate::conformance)).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: CacheStore + Send + Sync + 'static {
     /// Creates a thread at version 0, idle, with no messages.
     ///
     /// # Errors
@@ -142,6 +143,28 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes the account's credential `name`: whether there was one.
     async fn delete_credential(&self, account: &str, name: &str) -> Result<bool, StoreError>;
+}
+
+/// Tools' cached results as a backend keeps them: opaque bytes under opaque keys, each until
+/// the moment it expires, shared by every process on the database.
+/// [`StoreCache`](crate::StoreCache) is what a run uses: it makes the keys (a keyed digest of
+/// the call) and the values (the output, sealed); a backend stores both as given.
+///
+/// Times are milliseconds since the Unix epoch, passed in by the caller (whose clock decides):
+/// an entry whose `expires_at` is at or before `now` has expired. Every backend passes the
+/// same rules ([`conformance`](crate::conformance)).
+#[async_trait]
+pub trait CacheStore: Send + Sync + 'static {
+    /// The value stored under `key`, unless it has expired at `now`: an expired entry is
+    /// deleted (unless a put renewed it meanwhile) and not returned.
+    async fn cache_get(&self, key: &[u8], now: u64) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Stores `value` under `key` until `expires_at`, replacing what the key held.
+    async fn cache_put(&self, key: &[u8], value: &[u8], expires_at: u64) -> Result<(), StoreError>;
+
+    /// Deletes at most `limit` entries expired at `now`: how many it deleted. Bounded, so that
+    /// a sweep never holds the database for long; call it again while it returns `limit`.
+    async fn cache_sweep(&self, now: u64, limit: usize) -> Result<usize, StoreError>;
 }
 
 /// A variable as a backend stores it: ciphertext for a secret (sealed by

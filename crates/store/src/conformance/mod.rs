@@ -15,6 +15,7 @@
 
 mod async_results;
 mod batch;
+mod cache;
 mod holder;
 mod journal;
 mod service;
@@ -53,7 +54,12 @@ pub async fn check<S: Store>(store: Arc<S>) {
     variables(&*store).await;
     credentials(&*store).await;
     concurrent_writers(store.clone()).await;
-    concurrent_claims(store).await;
+    concurrent_claims(store.clone()).await;
+    cache::backend(&*store).await;
+    cache::adapter(store.clone()).await;
+    cache::concurrent_puts(store.clone()).await;
+    // Last: it sweeps every entry the rules before it left.
+    cache::sweeps(store).await;
 }
 
 /// Runs every rule of [`ServiceStore`] against `store`, which must hold no accounts, agents,

@@ -1,5 +1,6 @@
 //! [`MemoryStore`]: the in-memory backend, for tests and the library default.
 
+mod cache;
 mod service;
 
 use std::collections::HashMap;
@@ -40,6 +41,8 @@ pub struct MemoryStore {
     service: Mutex<service::ServiceState>,
     /// Its subscribers' wake-ups.
     wakes: crate::wake::Wakes,
+    /// What [`CacheStore`](crate::CacheStore) keeps.
+    cache: Mutex<cache::Entries>,
 }
 
 #[derive(Debug, Default)]

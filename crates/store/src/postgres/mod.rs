@@ -1,5 +1,6 @@
 //! [`PostgresStore`]: the scale-out backend, several processes sharing one database.
 
+mod cache;
 mod commit;
 mod credentials;
 mod journal;

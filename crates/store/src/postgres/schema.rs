@@ -171,6 +171,16 @@ const MIGRATIONS: &[(i32, &str)] = &[
         ON events (thread_id, created_at, event_id COLLATE \"C\")
         WHERE status = 'processing';",
     ),
+    // Tools' cached results (`CacheStore`), as SQLite's version 11.
+    (
+        9,
+        "CREATE TABLE result_cache (
+        key BYTEA PRIMARY KEY,
+        value BYTEA NOT NULL,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX result_cache_expires ON result_cache(expires_at);",
+    ),
 ];
 
 /// The newest schema version this build knows.

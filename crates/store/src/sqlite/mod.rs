@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the embedded backend, one SQLite file in WAL mode.
 
+mod cache;
 mod checkpoint;
 mod commit;
 mod credentials;

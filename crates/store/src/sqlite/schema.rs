@@ -259,6 +259,18 @@ const MIGRATIONS: &[(u32, &str)] = &[
     DROP TABLE messages;
     ALTER TABLE messages_v10 RENAME TO messages;",
     ),
+    // Tools' cached results (`CacheStore`), shared by every process on the file: a keyed
+    // digest of the call, its sealed output and when it expires. Values may be large, so the
+    // table keeps its rowids; the index of expiry moments serves the bounded sweep.
+    (
+        11,
+        "CREATE TABLE result_cache (
+        key BLOB PRIMARY KEY,
+        value BLOB NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX result_cache_expires ON result_cache(expires_at);",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -7,16 +7,17 @@ use rusqlite::OptionalExtension;
 use serde_json::json;
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, Claim, EffectStatus, EventRecord, EventStatus, Holder, NewThread, SecretKey,
+    Batch, CacheStore, Claim, EffectStatus, EventRecord, EventStatus, Holder, NewThread, SecretKey,
     ServiceStore, SqliteStore, Store, ThreadStatus, ThreadWrite, Vault,
 };
 
 use crate::common::{payment, service};
 
 /// What the versions from 7 on added, undone: the holder of a running thread (7), the
-/// harness service's tables (8), the index of a thread's processing events (9) and the
-/// messages clustered on their thread's number (10).
+/// harness service's tables (8), the index of a thread's processing events (9), the
+/// messages clustered on their thread's number (10) and the result cache (11).
 const UNDO: &[(u32, &str)] = &[
+    (11, "DROP TABLE result_cache;"),
     (
         10,
         "CREATE TABLE messages_v9 (
@@ -89,7 +90,7 @@ async fn a_version_1_database_is_migrated_to_the_current_schema_on_open() {
     let thread = store.thread("kept").await.unwrap().unwrap();
     assert_eq!(thread.run_id.as_deref(), Some("run-1"));
     assert_eq!(thread.holder, Some(Holder::current()));
-    assert_eq!(SqliteStore::schema_version(), 10);
+    assert_eq!(SqliteStore::schema_version(), 11);
 }
 
 #[tokio::test]
@@ -246,6 +247,8 @@ async fn a_version_7_database_gains_the_service_tables_and_keeps_its_threads() {
             "events",
             "events_expires",
             "events_processing",
+            "result_cache",
+            "result_cache_expires",
         ]
     );
     assert_eq!(store.messages("t").await.unwrap().len(), 1);
@@ -415,4 +418,37 @@ async fn a_version_9_database_keeps_its_messages_numbered_by_thread() {
             .collect()
     };
     assert_eq!(numbers, [1, 2, 3]);
+}
+
+/// Version 11 added the result cache: a version 10 database gains it and keeps its threads.
+#[tokio::test]
+async fn a_version_10_database_gains_the_result_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v10.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.create_thread(NewThread::new("kept")).await.unwrap();
+    }
+    take_back(&path, "", 10);
+    let table = |path: &Path| -> Option<String> {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE name = 'result_cache'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap()
+    };
+    assert_eq!(table(&path), None, "version 10 has no result cache");
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(table(&path).as_deref(), Some("result_cache"));
+    assert!(store.thread("kept").await.unwrap().is_some());
+    store.cache_put(b"k", b"cached", u64::MAX).await.unwrap();
+    assert_eq!(
+        store.cache_get(b"k", 0).await.unwrap().as_deref(),
+        Some(&b"cached"[..])
+    );
 }

@@ -8,8 +8,8 @@ use serde_json::json;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 use toolsmith_core::Message;
 use toolsmith_store::{
-    Batch, EffectStatus, EventRecord, EventStatus, Holder, NewThread, PostgresStore, ServiceStore,
-    Settlement, Store, StoreError, ThreadStatus, ThreadWrite, conformance,
+    Batch, CacheStore, EffectStatus, EventRecord, EventStatus, Holder, NewThread, PostgresStore,
+    ServiceStore, Settlement, Store, StoreError, ThreadStatus, ThreadWrite, conformance,
 };
 
 use crate::common::pg_server::PgServer;
@@ -151,7 +151,8 @@ async fn a_version_7_database_gains_the_index_of_processing_events_and_keeps_its
     tokio::spawn(connection);
     client
         .batch_execute(
-            "DROP INDEX events_processing; DELETE FROM schema_migrations WHERE version > 7;",
+            "DROP INDEX events_processing; DROP TABLE result_cache;
+             DELETE FROM schema_migrations WHERE version > 7;",
         )
         .await
         .unwrap();
@@ -252,7 +253,8 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
     tokio::spawn(connection);
     // Version 3's layout: the journal keyed on run, call and attempt with an index on its
     // thread and without the two tool metadata columns, the threads' `updated_at` index, and
-    // neither the holder of a running thread (version 6) nor the service's tables (version 7).
+    // neither the holder of a running thread (version 6), the service's tables (version 7) nor
+    // the result cache (version 9).
     client
         .batch_execute(
             "ALTER TABLE journal DROP COLUMN accepts_idempotency_key, DROP COLUMN has_revert;
@@ -263,7 +265,7 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
              ALTER TABLE threads DROP COLUMN holder_host, DROP COLUMN holder_pid,
                  DROP COLUMN holder_started;
              DROP TABLE dispatch_group_members, dispatch_groups, async_results, events, agents,
-                 accounts;
+                 accounts, result_cache;
              DELETE FROM schema_migrations WHERE version > 3;",
         )
         .await
@@ -294,6 +296,12 @@ async fn a_version_3_database_is_migrated_with_its_journal_and_a_newer_one_is_re
     );
     // Version 7: the service's tables.
     service::tables_work(&store).await;
+    // Version 9: the result cache.
+    store.cache_put(b"k", b"cached", u64::MAX).await.unwrap();
+    assert_eq!(
+        store.cache_get(b"k", 0).await.unwrap().as_deref(),
+        Some(&b"cached"[..])
+    );
     let key: String = client
         .query_one(
             "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'journal_pkey'",
