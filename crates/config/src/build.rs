@@ -10,7 +10,8 @@ use toolsmith_agent::{
 use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
 
 use super::{
-    AgentConfig, ApprovalConfig, ConfigError, McpTools, ModelConfig, WebhookPolicy, error,
+    AgentConfig, ApprovalConfig, ConfigError, McpTools, ModelConfig, SandboxSettings,
+    WebhookPolicy, error,
 };
 
 /// The most steps a run takes when the config does not say (`maxSteps`).
@@ -37,7 +38,16 @@ pub struct BuildContext<'a> {
     /// The MCP servers the caller connected, which `mcp:` entries and `mcpServers` of
     /// sub-agents' and prompts' configs resolve against.
     pub mcp: Option<&'a dyn McpTools>,
+    /// Builds a built-in with its own sandbox settings (`sandbox`, `tools.<name>.sandbox`);
+    /// `None`: a config with such settings is refused.
+    pub sandboxed: Option<SandboxedBuiltin<'a>>,
 }
+
+/// See [`BuildContext::sandboxed`]: the built-in's name (one of
+/// [`SANDBOXED_TOOLS`](crate::SANDBOXED_TOOLS)) and its resolved settings in, the tool (of the
+/// same name) out, or why the settings cannot be applied.
+pub type SandboxedBuiltin<'a> =
+    &'a (dyn Fn(&str, &SandboxSettings) -> Result<SharedTool, String> + Sync);
 
 /// See [`BuildContext::wrap`]: a config's own tools in, the tools its agent gets out.
 pub type WrapTools<'a> = &'a (dyn Fn(Toolset, &AgentConfig) -> Toolset + Sync);
@@ -55,6 +65,42 @@ pub struct ParentAgent {
 }
 
 impl AgentConfig {
+    /// [`toolset_with`](Self::toolset_with) with what `cx` gives: its built-ins (each built
+    /// again by `cx.sandboxed` when the config gives it sandbox settings), webhook policy and
+    /// MCP servers.
+    ///
+    /// # Errors
+    ///
+    /// As [`toolset_with`](Self::toolset_with); sandbox settings `cx.sandboxed` cannot apply,
+    /// or without `cx.sandboxed` at all
+    /// (`config.tools.bash.sandbox: sandbox settings are not supported here …`).
+    pub fn toolset_in(
+        &self,
+        cx: &BuildContext<'_>,
+        provider: &str,
+    ) -> Result<Toolset, ConfigError> {
+        self.toolset_sandboxed(cx.builtins, provider, cx.webhooks, cx.mcp, cx.sandboxed)
+    }
+
+    /// Every built-in of `cx.builtins` this config's workspace offers (with its approvals),
+    /// each with the sandbox settings the config gives it: what a caller picking built-ins by
+    /// name (`toolsmith run --tools`) picks from.
+    ///
+    /// # Errors
+    ///
+    /// As [`toolset_in`](Self::toolset_in) for sandbox settings.
+    pub fn builtins_in(&self, cx: &BuildContext<'_>) -> Result<Toolset, ConfigError> {
+        let offered = match self.workspace {
+            Some(workspace) => workspace.builtins(cx.builtins.clone()),
+            None => cx.builtins.clone(),
+        };
+        let mut tools = Toolset::new();
+        for tool in offered.iter() {
+            tools.add(self.builtin(tool.spec().name(), &offered, cx.sandboxed)?);
+        }
+        Ok(tools)
+    }
+
     /// The config's sub-agents and prompts as tools, in config order (sub-agents first), each
     /// running an agent built from its own config under `parent`.
     ///
@@ -182,7 +228,14 @@ impl AgentConfig {
         cx: &BuildContext<'_>,
         parent: &ParentAgent,
     ) -> Result<Toolset, ConfigError> {
-        for tool in self.composite_tools(cx, parent)?.iter() {
+        // Sub-agents and prompts share this config's workspace: its offering and approvals.
+        let offered;
+        let mut cx = BuildContext { ..*cx };
+        if let Some(workspace) = self.workspace {
+            offered = workspace.builtins(cx.builtins.clone());
+            cx.builtins = &offered;
+        }
+        for tool in self.composite_tools(&cx, parent)?.iter() {
             let name = tool.spec().name();
             if tools.contains(name) {
                 return Err(error(format!(
@@ -263,7 +316,7 @@ fn child_agent(
         provider,
         approval: config.approval.clone().or_else(|| parent.approval.clone()),
     };
-    let tools = config.toolset_with(cx.builtins, &me.provider, cx.webhooks, cx.mcp)?;
+    let tools = config.toolset_in(cx, &me.provider)?;
     let tools = match cx.wrap {
         Some(wrap) => wrap(tools, config),
         None => tools,

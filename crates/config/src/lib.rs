@@ -73,11 +73,14 @@ mod blocks;
 mod build;
 mod composite;
 mod economy;
+mod entries;
 mod http_call;
 mod mcp;
 mod reserved;
+mod sandbox;
 mod tavily;
 mod webhook;
+mod workspace;
 
 pub use economy::RouterConfig;
 use std::path::Path;
@@ -88,11 +91,10 @@ use toolsmith_agent::{ApprovalPolicy, ExecutionPolicy, TimeoutAction};
 
 use blocks::{approval_block, client_tools, execution, model_object};
 use toolsmith_core::{Approval, AsyncMode, ClientTool, ToolSpec, Toolset};
-use toolsmith_providers::provider_tools::{
-    ProviderExecutedTool, anthropic_web_search, google_search_with, openai_web_search,
-};
 
-pub use build::{BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel, WrapTools};
+pub use build::{
+    BuildContext, DEFAULT_MAX_STEPS, ParentAgent, ResolveModel, SandboxedBuiltin, WrapTools,
+};
 pub use composite::{MAX_NESTING, PromptEntry, SubagentEntry, VariableEntry};
 pub use mcp::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TIMEOUT, MAX_MCP_TIMEOUT, McpSandbox, McpSelection,
@@ -100,8 +102,17 @@ pub use mcp::{
 };
 pub use webhook::{DEFAULT_WEBHOOK_TIMEOUT, WebhookPolicy, WebhookTool, is_public};
 
+pub use sandbox::{
+    DEFAULT_SANDBOX_MEMORY_MB, DEFAULT_SANDBOX_TIMEOUT, MAX_SANDBOX_MEMORY_MB,
+    MIN_SANDBOX_MEMORY_MB, SANDBOXED_TOOLS, SandboxNetwork, SandboxSetting, SandboxSettings,
+    resolve as resolve_sandbox,
+};
 pub use tavily::{TAVILY_API_KEY_VAR, TAVILY_BASE_URL_VAR, TAVILY_TOOLS, TavilyTool};
+pub use workspace::{
+    ASKING_TOOLS, PermissionMode, READ_ONLY_TOOLS, WORKSPACE_TOOLS, WorkspaceConfig,
+};
 
+use entries::{provider_tool, tool_entries};
 use tavily::TavilyEntry;
 use webhook::WebhookEntry;
 
@@ -180,6 +191,8 @@ pub struct ToolConfig {
     pub cache_ttl: Option<Duration>,
     /// `resultLimit: {"maxChars"?, "strategy"?}`: the limit on what the model sees of a result.
     pub result_limit: Option<toolsmith_core::ResultLimit>,
+    /// `sandbox` (`bash`, `run_code`): its own sandbox settings, as written.
+    pub sandbox: Option<SandboxSetting>,
 }
 
 /// A tool a config entry defines with its options, rather than picks from the built-ins or the
@@ -235,6 +248,10 @@ pub struct AgentConfig {
     pub max_tool_output_bytes: Option<usize>,
     /// `router`: a cheap model picks the tools each run declares.
     pub router: Option<RouterConfig>,
+    /// `workspace`: the permission mode and read-only flag (top-level configs only).
+    pub workspace: Option<WorkspaceConfig>,
+    /// `sandbox`: the agent-level sandbox settings of `bash` and `run_code`, as written.
+    pub sandbox: Option<SandboxSetting>,
 }
 
 /// One `clientTools` entry.
@@ -428,6 +445,31 @@ impl AgentConfig {
             Some(Value::Object(tools)) => config.tools = Some(tool_entries(tools)?),
             Some(_) => return Err(error("config.tools must be an object")),
         }
+        match root.remove("workspace") {
+            None | Some(Value::Null) => {}
+            Some(_) if depth > 0 => {
+                return Err(error(
+                    "config.workspace: only the top-level config sets the workspace (sub-agents and prompts share their parent's)",
+                ));
+            }
+            Some(block) => config.workspace = Some(WorkspaceConfig::parse(block)?),
+        }
+        if let Some(value) = root.remove("sandbox").filter(|v| !v.is_null()) {
+            config.sandbox = Some(sandbox::parse(value, "config.sandbox", None)?);
+        }
+        if let Some(workspace) = config.workspace {
+            let refused = config.tools.iter().flatten().find(|t| {
+                t.defined.is_none()
+                    && BUILTIN_TOOLS.contains(&t.name.as_str())
+                    && !workspace.offers(&t.name)
+            });
+            if let Some(tool) = refused {
+                return Err(error(format!(
+                    "config.tools.{} is not available in a read-only workspace",
+                    tool.name
+                )));
+            }
+        }
         match root.remove("clientTools") {
             None | Some(Value::Null) => {}
             Some(Value::Array(entries)) => config.client_tools = client_tools(entries)?,
@@ -557,7 +599,24 @@ impl AgentConfig {
         webhooks: WebhookPolicy,
         mcp: Option<&dyn McpTools>,
     ) -> Result<Toolset, ConfigError> {
-        let mut tools = self.server_tools(builtins, provider, webhooks)?;
+        self.toolset_sandboxed(builtins, provider, webhooks, mcp, None)
+    }
+
+    /// [`toolset_with`](Self::toolset_with), `sandboxed` building the built-ins that have
+    /// sandbox settings of their own (without it, such settings are an error).
+    fn toolset_sandboxed(
+        &self,
+        builtins: &Toolset,
+        provider: &str,
+        webhooks: WebhookPolicy,
+        mcp: Option<&dyn McpTools>,
+        sandboxed: Option<SandboxedBuiltin<'_>>,
+    ) -> Result<Toolset, ConfigError> {
+        let builtins = &match self.workspace {
+            Some(workspace) => workspace.builtins(builtins.clone()),
+            None => builtins.clone(),
+        };
+        let mut tools = self.server_tools(builtins, provider, webhooks, sandboxed)?;
         for tool in mcp::config_tools(self, mcp)? {
             let name = tool.spec().name().to_string();
             if tools.add(tool).is_some() {
@@ -584,9 +643,16 @@ impl AgentConfig {
         builtins: &Toolset,
         provider: &str,
         webhooks: WebhookPolicy,
+        sandboxed: Option<SandboxedBuiltin<'_>>,
     ) -> Result<Toolset, ConfigError> {
         let Some(entries) = &self.tools else {
-            return Ok(builtins.clone());
+            let mut tools = Toolset::new();
+            for name in workspace::default_tools(self.workspace.as_ref()) {
+                if builtins.contains(name) {
+                    tools.add(self.builtin(name, builtins, sandboxed)?);
+                }
+            }
+            return Ok(tools);
         };
         let mut tools = Toolset::new();
         for entry in entries {
@@ -603,13 +669,7 @@ impl AgentConfig {
                 tools.add(tool);
                 name
             } else {
-                let tool = builtins.get(&entry.name).ok_or_else(|| {
-                    error(format!(
-                        "config.tools.{} is not available in this workspace",
-                        entry.name
-                    ))
-                })?;
-                tools.add(tool.clone());
+                tools.add(self.builtin(&entry.name, builtins, sandboxed)?);
                 entry.name.clone()
             };
             match entry.needs_approval {
@@ -643,145 +703,6 @@ impl AgentConfig {
         }
         Ok(tools)
     }
-}
-
-/// Checks every entry (by the agent harness's rules) and keeps the enabled ones, their control keys
-/// removed.
-fn tool_entries(tools: Map<String, Value>) -> Result<Vec<ToolConfig>, ConfigError> {
-    let mut enabled = Vec::new();
-    for (name, entry) in reserved::resolve_aliases(tools)? {
-        let Value::Object(mut options) = entry else {
-            return Err(error(format!("config.tools.{name} must be an object")));
-        };
-        let webhook = match options.get("type") {
-            Some(Value::String(kind)) if kind == "webhook" => {
-                Some(WebhookEntry::parse(&name, &options)?)
-            }
-            Some(_) => {
-                return Err(error(format!(
-                    "config.tools.{name}.type must be \"webhook\" (the only kind of tool a config defines)"
-                )));
-            }
-            None => None,
-        };
-        let mcp_ref = mcp::reference(&name)
-            .map(|(server, tool)| (server.to_string(), tool.map(str::to_string)));
-        let known = webhook.is_some()
-            || mcp_ref.is_some()
-            || TAVILY_TOOLS.contains(&name.as_str())
-            || BUILTIN_TOOLS.contains(&name.as_str())
-            || PROVIDER_TOOLS.iter().any(|(n, _)| *n == name);
-        if !known {
-            return Err(error(format!(
-                "config.tools.{name} is not a supported tool"
-            )));
-        }
-        let flag = |options: &mut Map<String, Value>, key: &str| match options.remove(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(b)),
-            Some(_) => Err(error(format!(
-                "config.tools.{name}.{key} must be a boolean"
-            ))),
-        };
-        let is_enabled = flag(&mut options, "enabled")?.unwrap_or(true);
-        let needs_approval = flag(&mut options, "needsApproval")?;
-        let at = format!("config.tools.{name}");
-        let cache_ttl = economy::cache(options.remove("cache"), &at)?;
-        let result_limit = economy::result_limit(options.remove("resultLimit"), &at)?;
-        let env = composite::env_values(options.remove("env"), &format!("config.tools.{name}"))?;
-        let variables = match options.remove("variables") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(entries)) => {
-                composite::variables(entries, &format!("config.tools.{name}.variables"))?
-                    .into_iter()
-                    .map(|entry| entry.decl)
-                    .collect()
-            }
-            Some(_) => {
-                return Err(error(format!(
-                    "config.tools.{name}.variables must be an array"
-                )));
-            }
-        };
-        let is_async = flag(&mut options, "async")?.unwrap_or(false);
-        let execution = match options.remove("execution") {
-            None | Some(Value::Null) => AsyncMode::SameInvocation,
-            Some(Value::String(mode)) if mode == "same-invocation" => AsyncMode::SameInvocation,
-            Some(Value::String(mode)) if mode == "external-dispatch" => AsyncMode::ExternalDispatch,
-            Some(_) => {
-                return Err(error(format!(
-                    "config.tools.{name}.execution must be \"same-invocation\" or \"external-dispatch\""
-                )));
-            }
-        };
-        if let Some((server, tool)) = &mcp_ref {
-            mcp::check_reference(&name, server, tool.as_deref())?;
-            let economy = cache_ttl.is_some() || result_limit.is_some();
-            let extra = (!env.is_empty() || !variables.is_empty() || is_async || economy)
-                .then_some("env, variables, async, cache or resultLimit")
-                .or(options.keys().next().map(String::as_str));
-            if let Some(key) = extra {
-                return Err(error(format!(
-                    "config.tools.{name}: {key} is not a supported option of an MCP entry (enabled and needsApproval are)"
-                )));
-            }
-        }
-        if BUILTIN_TOOLS.contains(&name.as_str())
-            && let Some(key) = options.keys().next()
-        {
-            return Err(error(format!(
-                "config.tools.{name}.{key} is not a supported option (built-in tools take none)"
-            )));
-        }
-        let defined = match webhook {
-            Some(webhook) => Some(Defined::Webhook(webhook)),
-            None if mcp_ref.is_some() => {
-                let (server, tool) = mcp_ref.expect("checked");
-                Some(Defined::Mcp { server, tool })
-            }
-            None if TAVILY_TOOLS.contains(&name.as_str()) => {
-                let entry = TavilyEntry::parse(&name, std::mem::take(&mut options))?;
-                Some(Defined::Tavily(entry))
-            }
-            None => None,
-        };
-        if is_enabled {
-            enabled.push(ToolConfig {
-                name,
-                needs_approval,
-                env,
-                async_mode: is_async.then_some(execution),
-                options,
-                defined,
-                variables,
-                cache_ttl,
-                result_limit,
-            });
-        }
-    }
-    Ok(enabled)
-}
-
-/// The provider tool an entry names, checked against the model's provider; `None` for a
-/// built-in.
-fn provider_tool(
-    entry: &ToolConfig,
-    provider: &str,
-) -> Result<Option<ProviderExecutedTool>, ConfigError> {
-    let Some((name, needs)) = PROVIDER_TOOLS.iter().find(|(n, _)| *n == entry.name) else {
-        return Ok(None);
-    };
-    if provider != *needs {
-        return Err(error(format!(
-            "config.tools.{name} requires config.model.provider to be {needs}"
-        )));
-    }
-    let options = Value::Object(entry.options.clone());
-    Ok(Some(match *name {
-        "anthropicWebSearch" => anthropic_web_search(options),
-        "openaiWebSearch" => openai_web_search(options),
-        _ => google_search_with(options),
-    }))
 }
 
 #[cfg(test)]

@@ -310,6 +310,7 @@ fn a_prompt_s_tools_take_mcp_entries() {
         webhooks: WebhookPolicy::any(),
         wrap: None,
         mcp: Some(&fake),
+        sandboxed: None,
     };
     let parent = ParentAgent {
         model: Arc::new(ScriptedModel::new([])),

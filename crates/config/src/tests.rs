@@ -413,6 +413,7 @@ async fn parallel_tool_calls_reaches_the_request() {
             webhooks: WebhookPolicy::any(),
             wrap: None,
             mcp: None,
+            sandboxed: None,
         };
         let parent = ParentAgent {
             model: model.clone(),

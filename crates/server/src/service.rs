@@ -380,6 +380,7 @@ impl Service {
             lookup: &lookup,
             webhooks: self.inner.options.webhooks,
             mcp: Some(&mcp),
+            sandboxed: None,
         };
         let parent = ParentAgent {
             model,

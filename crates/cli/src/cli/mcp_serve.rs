@@ -237,6 +237,7 @@ async fn from_config(
         webhooks: WebhookPolicy::any(),
         wrap: None,
         mcp: Some(&clients),
+        sandboxed: None,
     };
     let parent = ParentAgent {
         model,

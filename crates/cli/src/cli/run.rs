@@ -10,16 +10,19 @@ use futures::StreamExt;
 use toolsmith_agent::{
     Agent, ApprovalKey, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput,
 };
-use toolsmith_builtins::Workspace;
+use toolsmith_builtins::{Bash, RunCode, RunCodeLimits, Workspace};
 use toolsmith_core::{
     CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart, SessionState,
-    ToolResultPart, Toolset,
+    SharedTool, ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 use toolsmith_store::SecretKey;
 
-use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
+use toolsmith_config::{
+    AgentConfig, BuildContext, ModelConfig, ParentAgent, SandboxNetwork, SandboxSettings,
+    WebhookPolicy,
+};
 use toolsmith_store::{DurableError, StoredRun, keep_variables, thread_variables};
 
 use super::approve::{ApproveMode, answer, ask_by_default};
@@ -158,6 +161,62 @@ pub(crate) fn workspace(root: &Path, allow_network: bool) -> Result<Arc<Workspac
     Workspace::new(policy).map_err(|e| format!("--root {}: {e}", root.display()))
 }
 
+/// `bash` or `run_code` built for a config's sandbox settings, on the workspace's policy: the
+/// settings replace its limits and add to its environment; a network beyond the workspace's
+/// (`--allow-network`) is refused.
+pub(crate) fn sandboxed_builtin(
+    workspace: &Arc<Workspace>,
+    name: &str,
+    settings: &SandboxSettings,
+) -> Result<SharedTool, String> {
+    let own = workspace.policy();
+    match name {
+        "bash" => {
+            let network = match settings.network {
+                SandboxNetwork::Off => NetworkPolicy::Off,
+                SandboxNetwork::Loopback => NetworkPolicy::LoopbackOnly,
+                SandboxNetwork::Full => NetworkPolicy::Full,
+            };
+            let rank = |n: NetworkPolicy| match n {
+                NetworkPolicy::Off => 0,
+                NetworkPolicy::LoopbackOnly => 1,
+                NetworkPolicy::Full => 2,
+            };
+            if rank(network) > rank(own.network) {
+                let name = ["off", "loopback", "full"][rank(network)];
+                return Err(format!(
+                    "network \"{name}\" is more than the workspace gives: run with \
+                     --allow-network to allow it"
+                ));
+            }
+            let mut policy = own.clone();
+            policy.network = network;
+            policy.limits.timeout = settings.timeout;
+            if let Some(bytes) = settings.max_output_bytes {
+                policy.limits.output_bytes = bytes;
+            }
+            policy.limits.tree_memory_bytes = Some(settings.max_memory_mb << 20);
+            policy.env.set.extend(settings.env.iter().cloned());
+            let bash =
+                Bash::with_policy(Arc::clone(workspace), policy).map_err(|e| e.to_string())?;
+            Ok(Arc::new(bash))
+        }
+        "run_code" => {
+            let limits = RunCodeLimits {
+                memory_bytes: usize::try_from(settings.max_memory_mb << 20)
+                    .map_err(|_| "maxMemoryMB is too large for this machine".to_string())?,
+                deadline: settings.timeout,
+                output_bytes: settings.max_output_bytes.unwrap_or(own.limits.output_bytes),
+                ..RunCodeLimits::default()
+            };
+            Ok(Arc::new(
+                RunCode::new(limits).with_strictness(own.strictness),
+            ))
+        }
+        other => Err(format!("{other} takes no sandbox settings")),
+    }
+}
+
 /// The tools named by `--tools`, or all built-ins (`run` and `mcp serve`).
 pub(crate) fn select_tools(all: Toolset, names: Option<&[String]>) -> Result<Toolset, String> {
     let Some(names) = names else { return Ok(all) };
@@ -209,7 +268,12 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(workspace) => workspace,
         Err(message) => return usage_error(message),
     };
-    let builtins = ask_by_default(toolsmith_builtins::all(&workspace), args.approve);
+    let all = toolsmith_builtins::all(&workspace);
+    let builtins = match config.workspace {
+        // The config's permission mode decides which built-ins ask; --approve answers them.
+        Some(mode) => mode.builtins(all),
+        None => ask_by_default(all, args.approve),
+    };
     let (mcp, file_servers) = match mcp::connect(&args.mcp_configs, &config, args.approve).await {
         Ok(connected) => connected,
         Err(message) => return usage_error(message),
@@ -217,14 +281,50 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     if !args.json {
         mcp::report(&mcp);
     }
+    // Declared variables: --var or --var-file, else the environment.
+    let vars = match variables(&args, &config) {
+        Ok(vars) => vars,
+        Err(message) => return usage_error(message),
+    };
+    let lookup = move |name: &str| {
+        vars.iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let resolve = |spec: &ModelConfig| {
+        let options = ProviderOptions {
+            base_url: spec.base_url.clone(),
+            api_key: None,
+            streaming: spec.stream,
+        };
+        toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
+    };
+    let sandboxed =
+        |name: &str, settings: &SandboxSettings| sandboxed_builtin(&workspace, name, settings);
+    let build = BuildContext {
+        wrap: None,
+        builtins: &builtins,
+        resolve: &resolve,
+        lookup: &lookup,
+        // The config is the user's own: its webhooks may reach any address.
+        webhooks: WebhookPolicy::any(),
+        mcp: Some(&mcp),
+        sandboxed: Some(&sandboxed),
+    };
     let tools = match (&args.tools, &config.tools) {
         (Some(_), Some(_)) => {
             return usage_error("pass either --tools or a config with \"tools\", not both");
         }
-        (Some(names), None) => select_tools(builtins.clone(), Some(names)),
-        // The config is the user's own: its webhooks may reach any address.
+        (Some(names), None) => config
+            .builtins_in(&build)
+            .map_err(|e| e.to_string())
+            .and_then(|builtins| select_tools(builtins, Some(names))),
+        // Without a config, every built-in; a config without "tools" offers the workspace's.
+        (None, None) if args.config.is_none() => Ok(builtins.clone()),
         (None, _) => config
-            .toolset_with(&builtins, provider, WebhookPolicy::any(), Some(&mcp))
+            .toolset_in(&build, provider)
             .map_err(|e| e.to_string()),
     };
     let tools =
@@ -251,34 +351,6 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let model = match toolsmith_providers::resolve(&model_name, &options) {
         Ok(model) => model,
         Err(e) => return usage_error(e),
-    };
-    // Declared variables: --var or --var-file, else the environment.
-    let vars = match variables(&args, &config) {
-        Ok(vars) => vars,
-        Err(message) => return usage_error(message),
-    };
-    let lookup = move |name: &str| {
-        vars.iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(name).ok())
-    };
-    let resolve = |spec: &ModelConfig| {
-        let options = ProviderOptions {
-            base_url: spec.base_url.clone(),
-            api_key: None,
-            streaming: spec.stream,
-        };
-        toolsmith_providers::resolve(&spec.spec(), &options).map_err(|e| e.to_string())
-    };
-    let build = BuildContext {
-        wrap: None,
-        builtins: &builtins,
-        resolve: &resolve,
-        lookup: &lookup,
-        webhooks: WebhookPolicy::any(),
-        mcp: Some(&mcp),
     };
     let parent = ParentAgent {
         model: Arc::clone(&model),

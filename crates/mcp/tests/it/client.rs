@@ -471,6 +471,7 @@ async fn an_agent_built_from_a_config_runs_mcp_tools_and_its_policy_names_them()
         webhooks: WebhookPolicy::any(),
         wrap: None,
         mcp: Some(&clients),
+        sandboxed: None,
     };
     let parent = ParentAgent {
         model: model.clone(),
