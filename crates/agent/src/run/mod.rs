@@ -31,6 +31,7 @@ use crate::step::{ModelTurn, consume};
 use durable::SavePoint;
 use outcome::{
     apply_verdict, approval_pause, emit_outcome, fatal_error, model_output, reporter, result_part,
+    verdict_outcome,
 };
 use setup::{Sources, missing_variables, not_started, variable_cell};
 
@@ -225,11 +226,11 @@ impl Run {
         if let Some(hook) = &agent.snapshot {
             stack.push(SnapshotLayer(hook.clone()));
         }
+        stack.push(agent.cache.clone());
         if let Some(journal) = &journal {
             stack.push(JournalLayer(journal.clone()));
         }
         // Inside the journal: a resumed call gets its recorded outcome, never a cached one.
-        stack.push(agent.cache.clone());
         stack.push(CatchPanicLayer);
         Ok(Run {
             stack: Arc::new(stack),
@@ -559,7 +560,18 @@ impl Run {
                     .map(|job| self.approval_request(&calls[job.index]))
                     .collect();
                 let (emit, stop) = (self.emit.clone(), cancel.child_token());
-                let asking = join_all(requests.into_iter().map(|r| ask(r, stop.clone())));
+                let asking = join_all(asks.iter().zip(requests).map(|(job, request)| {
+                    let (call, emit, asked) =
+                        (&calls[job.index], &emit, ask(request, stop.clone()));
+                    async move {
+                        let verdict = asked.await;
+                        // A call that will not run is reported as soon as it is decided.
+                        if let Some(outcome) = verdict.as_ref().and_then(verdict_outcome) {
+                            emit_outcome(emit, &call.id, &call.name, &call.input, &outcome);
+                        }
+                        verdict
+                    }
+                }));
                 // Reported as soon as it finishes; appended in call order below. Returns at once
                 // on cancellation, keeping the results of finished calls.
                 let ((), verdicts) = {
@@ -571,11 +583,7 @@ impl Run {
                     let index = job.index;
                     let (outcome, answer) = (&mut outcomes[index], &mut answers[index]);
                     approved.extend(apply_verdict(job, verdict, outcome, answer));
-                    if let Some(outcome) = &outcomes[index] {
-                        let call = &calls[index];
-                        emit_outcome(&emit, &call.id, &call.name, &call.input, outcome);
-                        emitted[index] = true;
-                    }
+                    emitted[index] = outcomes[index].is_some();
                 }
                 if !stop.is_cancelled() {
                     let mut done = reporter(&emit, &calls, &mut outcomes, &mut emitted, &stop);

@@ -139,21 +139,31 @@ pub(super) fn apply_verdict(
     outcome: &mut Option<CallOutcome>,
     answer: &mut Option<ToolApprovalResponse>,
 ) -> Option<Job> {
-    match verdict? {
+    let verdict = verdict?;
+    *outcome = verdict_outcome(&verdict);
+    match verdict {
         Verdict::Run(approved) => {
             *answer = Some(approved);
             Some(job)
         }
         Verdict::Deny(denied) => {
-            let reason = denied.reason.clone().unwrap_or_default();
-            *outcome = Some(CallOutcome::Error(ToolError::new(APPROVAL_DENIED, reason)));
             *answer = Some(denied);
             None
         }
-        Verdict::Fail(error) => {
-            *outcome = Some(CallOutcome::Error(error));
-            None
+        Verdict::Fail(_) => None,
+    }
+}
+
+/// The outcome a verdict gives its call without running it: the denial (the model sees
+/// `[DENIED] <reason>`), or the failure; `None` when the call runs.
+pub(super) fn verdict_outcome(verdict: &Verdict) -> Option<CallOutcome> {
+    match verdict {
+        Verdict::Run(_) => None,
+        Verdict::Deny(denied) => {
+            let reason = denied.reason.clone().unwrap_or_default();
+            Some(CallOutcome::Error(ToolError::new(APPROVAL_DENIED, reason)))
         }
+        Verdict::Fail(error) => Some(CallOutcome::Error(error.clone())),
     }
 }
 

@@ -344,7 +344,8 @@ async fn under_the_parallel_policy_approvals_are_awaited_alongside_the_other_cal
         .build();
     let start = Instant::now();
 
-    let out = agent.run("pay").await.unwrap();
+    let (parts, result) = stream_run(&agent, "pay").await;
+    let out = result.unwrap();
 
     // Both asked at once (800 ms, not 1 600), beside the slow call (1 000 ms).
     assert!(
@@ -361,6 +362,16 @@ async fn under_the_parallel_policy_approvals_are_awaited_alongside_the_other_cal
         !entries.iter().any(|e| e == "ran transfer 500"),
         "{entries:?}"
     );
+    // The denial is reported as soon as it is decided, before the slow call ends.
+    let reported: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            RunPart::ToolOutputDenied { tool_call_id, .. }
+            | RunPart::ToolResult { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, ["b", "s", "a"]);
     assert_eq!(
         results(&out.messages),
         [
