@@ -226,11 +226,11 @@ impl Run {
         if let Some(hook) = &agent.snapshot {
             stack.push(SnapshotLayer(hook.clone()));
         }
-        stack.push(agent.cache.clone());
         if let Some(journal) = &journal {
             stack.push(JournalLayer(journal.clone()));
         }
         // Inside the journal: a resumed call gets its recorded outcome, never a cached one.
+        stack.push(agent.cache.clone());
         stack.push(CatchPanicLayer);
         Ok(Run {
             stack: Arc::new(stack),
