@@ -1,11 +1,22 @@
-//! Context economy in a run: results served from the cache, and limits on what the model sees
-//! of a result.
+//! Context economy in a run: results served from the cache (never over the outcome the run's
+//! journal recorded), and limits on what the model sees of a result.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::*;
 use serde_json::{Value, json};
-use toolsmith_core::{ModelOutput, ResultLimit, RunPart, ToolError, ToolMeta, from_fn};
+use toolsmith_agent::{
+    CallOutcome, Committed, DurabilitySnapshot, Intent, LogBatch, RunInput, RunLog, RunLogError,
+    Settled,
+};
+use toolsmith_core::layer::{CacheScope, MemoryCache, ResultCache};
+use toolsmith_core::{
+    Message, ModelOutput, Part, ResultLimit, RunPart, ToolError, ToolMeta, ToolOutput, async_trait,
+    from_fn,
+};
 use toolsmith_providers::{ScriptedCall, Turn};
 
 /// `lookup`: a read-only tool whose results may be cached for a minute.
@@ -64,6 +75,160 @@ async fn a_repeated_call_is_served_from_the_cache_and_marked_in_the_stream() {
         })
         .collect();
     assert_eq!(cached, ["call_1_0"]);
+}
+
+/// A [`MemoryCache`] that remembers the keys put and counts the reads.
+struct Watched {
+    cache: MemoryCache,
+    keys: Mutex<Vec<String>>,
+    reads: AtomicUsize,
+}
+
+#[async_trait]
+impl ResultCache for Watched {
+    async fn get(&self, key: &str) -> Option<ToolOutput> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.cache.get(key).await
+    }
+
+    async fn put(&self, key: String, output: &ToolOutput, ttl: Duration) {
+        self.keys.lock().unwrap().push(key.clone());
+        self.cache.put(key, output, ttl).await;
+    }
+}
+
+/// A run's log in memory: the thread as last saved, and each call's recorded output (by call
+/// id), handed back as the call's fate when it is intended again. Once `crash` is set, the
+/// first commit that settles a call is the process's last: every commit after it fails.
+#[derive(Default)]
+struct MemoryLog {
+    thread: Mutex<Vec<Message>>,
+    outputs: Mutex<HashMap<String, ToolOutput>>,
+    crash: AtomicBool,
+    dead: AtomicBool,
+    /// How many intents it answered with a recorded output.
+    reused: AtomicUsize,
+}
+
+#[async_trait]
+impl RunLog for MemoryLog {
+    async fn commit(&self, batch: LogBatch<'_>) -> Result<Committed, RunLogError> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(RunLogError::new("the process is gone"));
+        }
+        let mut outputs = self.outputs.lock().unwrap();
+        for settled in batch.settled {
+            if let Settled::Succeeded(output) = &settled.settled {
+                outputs.insert(settled.call.tool_call_id.clone(), output.clone());
+            }
+        }
+        if let Some(save) = batch.save {
+            let mut thread = self.thread.lock().unwrap();
+            thread.truncate(save.unchanged);
+            thread.extend_from_slice(save.tail);
+        }
+        let recorded = batch
+            .intend
+            .and_then(|call| outputs.get(&call.tool_call_id).cloned());
+        if recorded.is_some() {
+            self.reused.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.crash.load(Ordering::SeqCst) && !batch.settled.is_empty() {
+            self.dead.store(true, Ordering::SeqCst);
+        }
+        Ok(Committed {
+            intent: recorded.map(|output| Intent::Recorded(Box::new(CallOutcome::Output(output)))),
+        })
+    }
+}
+
+/// A snapshot hook that does nothing: with one, a side-effecting call's outcome is committed
+/// on its own, before the save of its result.
+struct NoSnapshot;
+
+#[async_trait]
+impl DurabilitySnapshot for NoSnapshot {
+    async fn snapshot(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_call_gets_the_journals_outcome_never_the_cached_one() {
+    let runs = Counter::default();
+    let counted = runs.clone();
+    // Idempotent, so cacheable; a side effect, so its outcome is committed before its result
+    // is saved (with a snapshot hook): a crash can fall between the two.
+    let fetch = from_fn("fetch", "Fetches a page.", move |input: Value, _cx| {
+        let runs = counted.clone();
+        async move {
+            runs.hit();
+            Ok::<_, ToolError>(format!("{} (run {})", input["url"], runs.get()))
+        }
+    })
+    .with_meta(
+        ToolMeta::new()
+            .side_effect(true)
+            .idempotent(true)
+            .cache_ttl(Duration::from_secs(60)),
+    );
+    let cache = Arc::new(Watched {
+        cache: MemoryCache::new(100),
+        keys: Mutex::default(),
+        reads: AtomicUsize::new(0),
+    });
+    let model = recording([Turn::call("fetch", json!({"url": "u"})), Turn::text("done")]);
+    let agent = builder(&model)
+        .tool(fetch)
+        .durability_snapshot(NoSnapshot)
+        .result_cache(cache.clone(), CacheScope::Thread)
+        .build();
+    let log = Arc::new(MemoryLog::default());
+    log.crash.store(true, Ordering::SeqCst);
+    let input = |messages: Vec<Message>| {
+        RunInput::new(messages)
+            .with_log(log.clone())
+            .with_run_id("run-1")
+            .with_thread_id("t1")
+    };
+
+    // The call runs and its outcome is journaled; the process dies before its result is saved.
+    let crashed = agent.run(input(vec![Message::user("fetch u")])).await;
+    assert!(crashed.is_err(), "the save after the outcome failed");
+    assert_eq!(runs.get(), 1);
+    let thread = log.thread.lock().unwrap().clone();
+    assert!(
+        !thread
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|p| matches!(p, Part::ToolResult(_))),
+        "the result was not saved: {thread:?}"
+    );
+    // Meanwhile the cache comes to hold something else for the same call.
+    let keys = cache.keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 1, "the call's result was cached");
+    let stale = ToolOutput::text("from the cache");
+    cache
+        .cache
+        .put(keys[0].clone(), &stale, Duration::from_secs(60))
+        .await;
+    let reads = cache.reads.load(Ordering::SeqCst);
+
+    log.crash.store(false, Ordering::SeqCst);
+    log.dead.store(false, Ordering::SeqCst);
+    let out = agent.run(input(thread)).await.unwrap();
+    assert_eq!(out.text, "done");
+    assert_eq!(log.reused.load(Ordering::SeqCst), 1, "the journal answered");
+    assert_eq!(runs.get(), 1, "the tool did not run again");
+    assert_eq!(
+        cache.reads.load(Ordering::SeqCst),
+        reads,
+        "the cache was not asked"
+    );
+    assert_eq!(
+        results(&out.messages),
+        [("call_0_0".to_string(), text("\"u\" (run 1)"))]
+    );
 }
 
 #[tokio::test]
