@@ -150,3 +150,7 @@ pub(crate) fn default_tools(workspace: Option<&WorkspaceConfig>) -> &'static [&'
         _ => WORKSPACE_TOOLS,
     }
 }
+
+#[cfg(test)]
+#[path = "workspace_tests.rs"]
+mod tests;
