@@ -35,6 +35,10 @@ pub struct Capabilities {
     /// Whether the helper could mount a fresh procfs for its pid namespace (a private `/proc`).
     #[serde(default)]
     pub private_proc: bool,
+    /// Whether the helper could install a seccomp filter with a user-notification listener
+    /// (`SECCOMP_FILTER_FLAG_NEW_LISTENER`): loopback-only mediation needs it, with Linux ≥ 5.9.
+    #[serde(default)]
+    pub seccomp_listener: bool,
     /// Whether the runtime runs as uid 0 (`RLIMIT_NPROC` is not enforced for root).
     pub running_as_root: bool,
     /// The kernel release (`uname -r`).
@@ -54,6 +58,9 @@ pub(crate) struct NamespaceProbe {
     /// A procfs mounted for the new pid namespace.
     #[serde(default)]
     pub private_proc: bool,
+    /// A seccomp filter with a user-notification listener.
+    #[serde(default)]
+    pub seccomp_listener: bool,
 }
 
 /// One layer of the policy and whether it is enforced on this machine.
@@ -88,6 +95,7 @@ impl Capabilities {
             pid_namespaces: ns.pid,
             mount_namespaces: ns.mount,
             private_proc: ns.private_proc,
+            seccomp_listener: ns.seccomp_listener,
             running_as_root: rustix::process::geteuid().is_root(),
             kernel: rustix::system::uname()
                 .release()
@@ -155,17 +163,26 @@ impl Capabilities {
                 };
                 layer("network", enforced, detail)
             }
-            NetworkPolicy::LoopbackOnly => layer(
-                "network",
-                netns,
-                if netns {
-                    "private network namespace with only `lo` up".into()
-                } else if self.seccomp {
-                    "no network namespace: degraded to network off (seccomp)".into()
-                } else {
-                    "no network namespace and no seccomp: network is open".into()
-                },
-            ),
+            NetworkPolicy::LoopbackOnly => {
+                let mediated = netns && self.seccomp && self.loopback_mediation();
+                layer(
+                    "network",
+                    netns,
+                    if mediated {
+                        "private network namespace; connect() to the host's loopback \
+                         (127.0.0.0/8, ::1) made by the launcher's seccomp supervisor"
+                            .into()
+                    } else if netns {
+                        "private network namespace with only `lo` up: the host's loopback \
+                         services are unreachable (no seccomp user notification)"
+                            .into()
+                    } else if self.seccomp {
+                        "no network namespace: degraded to network off (seccomp)".into()
+                    } else {
+                        "no network namespace and no seccomp: network is open".into()
+                    },
+                )
+            }
         });
         layers.push(match policy.unix_sockets {
             UnixSockets::Allow => layer("unix sockets", true, "policy allows them".into()),
@@ -212,6 +229,11 @@ impl Capabilities {
 }
 
 impl Capabilities {
+    /// Whether loopback-only can reach the host's loopback: a listener and Linux ≥ 5.9.
+    fn loopback_mediation(&self) -> bool {
+        self.seccomp_listener && crate::exec::kernel_supports_mediation(&self.kernel)
+    }
+
     /// Whether the helper can make a namespace the probe found (without a user namespace only
     /// root can).
     fn can_ns(&self, available: bool) -> bool {

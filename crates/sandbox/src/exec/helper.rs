@@ -75,7 +75,12 @@ pub(crate) fn fail(kind: &str, message: &str) -> ! {
 
 #[allow(unsafe_code)]
 fn probe() -> ! {
-    let mut result = NamespaceProbe::default();
+    // First: after `unshare(CLONE_NEWPID)` below, a fork past the mount probe's (PID 1 of the
+    // new namespace, which exits) would fail.
+    let mut result = NamespaceProbe {
+        seccomp_listener: super::loopback::probe(),
+        ..NamespaceProbe::default()
+    };
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     if setup::unshare(libc::CLONE_NEWUSER).is_ok() {
@@ -120,7 +125,7 @@ fn run() -> ! {
     // `warm`): a Ctrl-C on toolsmith's terminal must not kill it, and the launcher's group kill
     // must reach it.
     rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
-    let (input, rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
+    let (input, mut rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
         Ok(received) => received,
         Err(e) => fail("plan", &format!("cannot read the plan: {e}")),
     };
@@ -132,6 +137,15 @@ fn run() -> ! {
     if plan.argv.is_empty() {
         fail("plan", "empty argv");
     }
+    // Loopback mediation's channel comes last, after the rules' descriptors.
+    let mediation = if plan.seccomp.is_some_and(|s| s.mediate_loopback) {
+        match rule_fds.pop() {
+            Some(fd) => Some(fd),
+            None => fail("plan", "the loopback supervisor's channel did not arrive"),
+        }
+    } else {
+        None
+    };
     let channel =
         setup::stdin_to_channel(plan.stdin_from_stdout).unwrap_or_else(|e| fail("stdio", &e));
     CHANNEL.store(channel, Ordering::Relaxed);
@@ -146,15 +160,21 @@ fn run() -> ! {
     setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
+    let mediation = mediation.as_ref();
     if plan.namespaces.pid {
-        setup::double_fork(&mut || confine_and_exec(&plan, &rule_fds))
+        setup::double_fork(&mut || confine_and_exec(&plan, &rule_fds, mediation))
     }
-    match confine_and_exec(&plan, &rule_fds) {}
+    match confine_and_exec(&plan, &rule_fds, mediation) {}
 }
 
 /// The rest, in PID 1 when there is a pid namespace: mounts, working directory, Landlock,
-/// seccomp, `execve`. Never returns (`Infallible`): it execs or [`fail`]s.
-fn confine_and_exec(plan: &Plan, rule_fds: &[OwnedFd]) -> std::convert::Infallible {
+/// seccomp (with `mediation`, the loopback supervisor's channel: the `connect` filter first, its
+/// listener sent there), `execve`. Never returns (`Infallible`): it execs or [`fail`]s.
+fn confine_and_exec(
+    plan: &Plan,
+    rule_fds: &[OwnedFd],
+    mediation: Option<&OwnedFd>,
+) -> std::convert::Infallible {
     if plan.namespaces.mount {
         mounts::apply(&plan.mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
@@ -164,6 +184,9 @@ fn confine_and_exec(plan: &Plan, rule_fds: &[OwnedFd]) -> std::convert::Infallib
     }
     if let Some(landlock) = &plan.landlock {
         super::landlock::apply(landlock, rule_fds).unwrap_or_else(|e| fail("landlock", &e));
+    }
+    if let Some(channel) = mediation {
+        super::loopback::mediate(channel).unwrap_or_else(|e| fail("seccomp", &e));
     }
     if let Some(seccomp) = &plan.seccomp {
         let program = super::seccomp::program(seccomp).unwrap_or_else(|e| fail("seccomp", &e));

@@ -4,7 +4,7 @@
 //! spare helper, or a fresh one, gets the plan: see [`warm`](super::warm)), the supervisor, then
 //! the channel's report and the git undo. [`Launcher::spawn`] reuses `prepare` and `channel`.
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use super::capture::{self, Captured};
 use super::cgroup::{Cgroup, CgroupSupport};
+use super::loopback;
+use super::plan::LOOPBACK_DEGRADED;
 use super::rules::RuleFds;
 use super::tree::TreeLimits;
 use super::warm::{Waiting, Warm};
@@ -230,13 +232,17 @@ impl Launcher {
         let rule_fds = self.attach_rules(&mut prepared.plan);
         let json =
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
-        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        let mut fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        fds.extend(prepared.loopback.as_ref().map(AsFd::as_fd));
         let Waiting {
             mut process,
             mut channel,
             group,
             warning,
         } = self.hand_over(&json, &fds)?;
+        // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
+        drop(fds);
+        drop(prepared.loopback.take());
         prepared.warnings.extend(warning);
         // If this future is dropped (the call was cancelled), the command still may not leave a
         // change to git behind.
@@ -317,10 +323,22 @@ impl Launcher {
         if let Some(git) = &git {
             plan.protect_git(git);
         }
+        let loopback = match plan.seccomp.as_mut().filter(|s| s.mediate_loopback) {
+            Some(seccomp) => loopback::supervise()
+                .inspect_err(|e| {
+                    seccomp.mediate_loopback = false;
+                    warnings.push(format!(
+                        "{LOOPBACK_DEGRADED}: the supervisor could not be started: {e}"
+                    ));
+                })
+                .ok(),
+            None => None,
+        };
         Ok(Prepared {
             plan,
             warnings,
             git,
+            loopback,
         })
     }
 
@@ -361,6 +379,9 @@ pub(crate) struct Prepared {
     /// The git snapshot taken before the command (protection on), to
     /// [`undo`](GitProtection::undo) once every process of it is gone.
     pub(crate) git: Option<GitProtection>,
+    /// The loopback supervisor's channel, sent last with the plan, when `connect` is mediated
+    /// ([`loopback`](super::loopback)); close it once sent.
+    pub(crate) loopback: Option<OwnedFd>,
 }
 
 /// What a cancelled run still does when its future is dropped: kill the command's process group

@@ -34,6 +34,7 @@ pub mod degrade;
 mod helper;
 mod landlock;
 mod launcher;
+mod loopback;
 mod plan;
 mod process;
 mod rules;
@@ -45,6 +46,7 @@ mod warm;
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
 pub use launcher::{HelperCommand, Launcher, locate_program};
+pub(crate) use plan::kernel_supports_mediation;
 pub use plan::{
     InheritedRule, LandlockPlan, MountPlan, NamespacePlan, Plan, RlimitPlan, SeccompPlan,
 };

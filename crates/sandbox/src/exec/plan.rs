@@ -141,7 +141,16 @@ pub struct SeccompPlan {
     pub deny_inet: bool,
     /// `socket(AF_UNIX)` denied too (`socketpair` still allowed).
     pub deny_unix: bool,
+    /// Loopback-only with the host's loopback: `connect` is mediated by the launcher's
+    /// supervisor (see [`NetworkPolicy::LoopbackOnly`]). The helper installs the `connect`
+    /// filter and sends its listener on the last descriptor received with the plan.
+    #[serde(default)]
+    pub mediate_loopback: bool,
 }
+
+/// The start of the warning when loopback-only cannot reach the host's loopback.
+pub(crate) const LOOPBACK_DEGRADED: &str = "loopback-only network reaches the sandbox's own \
+     loopback only, not the host's loopback services";
 
 /// Device files always writable (`/dev/null`…).
 const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
@@ -243,6 +252,19 @@ impl Plan {
             return Err(ExecError::Unavailable { layer, reason });
         }
         let mut warnings = warnings;
+        // The host's loopback needs the private namespace (the boundary) and the supervisor's
+        // kernel interfaces; without them loopback-only keeps its own `lo` only, which is
+        // stricter, so a fail-closed policy still runs.
+        let mediate_loopback = policy.network == NetworkPolicy::LoopbackOnly
+            && net
+            && caps.seccomp
+            && caps.seccomp_listener
+            && kernel_supports_mediation(&caps.kernel);
+        if policy.network == NetworkPolicy::LoopbackOnly && net && !mediate_loopback {
+            warnings.push(format!(
+                "{LOOPBACK_DEGRADED}: seccomp user notification (Linux 5.9) is unavailable"
+            ));
+        }
         if !pid {
             warnings.push(
                 "no pid namespace: processes that call setsid may outlive the command".into(),
@@ -302,6 +324,7 @@ impl Plan {
             seccomp: caps.seccomp.then_some(SeccompPlan {
                 deny_inet,
                 deny_unix,
+                mediate_loopback,
             }),
             stdin_from_stdout: false,
         };
@@ -315,6 +338,12 @@ impl Plan {
             self.mounts.binds = protection.binds();
         }
     }
+}
+
+/// Whether kernel `release` has what loopback mediation needs (`SECCOMP_ADDFD_FLAG_SETFD`,
+/// Linux 5.9; `pidfd_getfd`, 5.6).
+pub(crate) fn kernel_supports_mediation(release: &str) -> bool {
+    kernel_at_least(release, (5, 9))
 }
 
 /// Whether the kernel release `release` (`6.18.44-foo`) is at least `version`.
@@ -368,6 +397,7 @@ mod tests {
             pid_namespaces: false,
             mount_namespaces: false,
             private_proc: false,
+            seccomp_listener: false,
             running_as_root: false,
             kernel: "test".into(),
         }

@@ -44,11 +44,11 @@ const SYS_OPEN_TREE_ATTR: i64 = 467;
 
 /// `AUDIT_ARCH_*` of this architecture (`seccomp_data.arch`).
 #[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_00B7;
 #[cfg(target_arch = "riscv64")]
-const AUDIT_ARCH: u32 = 0xC000_00F3;
+pub(crate) const AUDIT_ARCH: u32 = 0xC000_00F3;
 
 const SET_ID: u32 = libc::S_ISUID | libc::S_ISGID;
 /// The flags that make `open`/`openat` create a file and use the mode: `O_CREAT` and

@@ -8,7 +8,7 @@
 //! thread, and [`SandboxedChild::finish`], which reaps it and reports the helper's setup error.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ChildStderr, ExitStatus, Stdio};
@@ -325,7 +325,8 @@ impl Launcher {
         // `finish`, which says more than the `EPIPE` here would.
         // On error `spawned` is dropped: the tree is killed and reaped.
         enter_group(spawned.group.as_ref(), Some(spawned.id()))?;
-        let fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        let mut fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
+        fds.extend(prepared.loopback.as_ref().map(AsFd::as_fd));
         let _ = channel::send_plan(&spawned.helper, &json, &fds);
         Ok(spawned)
     }

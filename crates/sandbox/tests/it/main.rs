@@ -14,4 +14,5 @@ mod exec_attacks;
 mod exec_env;
 mod exec_overhead;
 mod fs_attacks;
+mod loopback_attacks;
 mod read_allowlist;

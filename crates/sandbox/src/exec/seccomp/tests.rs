@@ -54,6 +54,7 @@ fn filter() -> BpfProgram {
     program(&SeccompPlan {
         deny_inet: true,
         deny_unix: true,
+        mediate_loopback: false,
     })
     .unwrap()
 }
@@ -65,6 +66,7 @@ fn programs_compile_for_every_combination() {
             let plan = SeccompPlan {
                 deny_inet,
                 deny_unix,
+                mediate_loopback: false,
             };
             assert!(program(&plan).unwrap().len() > 3);
         }
@@ -195,6 +197,7 @@ fn the_program_stays_small() {
     let entries = checks(&SeccompPlan {
         deny_inet: true,
         deny_unix: true,
+        mediate_loopback: false,
     })
     .len();
     assert!(entries >= 30, "{entries}");
