@@ -1,29 +1,5 @@
 //! [`StoreCache`]: tools' cached results kept in a store, so that runs in other processes (and
-//! later runs of this one) are served them too.
-//!
-//! The contract, over any [`CacheStore`]:
-//! - **Keys.** The agent's cache layer names a call by its scope (the thread, or nothing when
-//!   shared), its tool and its canonical input. The store gets a keyed SHA-256 digest of that
-//!   name instead (the key derived from the [`SecretKey`]): fixed in size however large the
-//!   input, and telling nothing of the thread or the input to whoever reads the database.
-//! - **Values.** The whole [`ToolOutput`] (the application's value, what the model sees, the
-//!   artifacts) as JSON, sealed with the secret key (AES-256-GCM) together with the key's
-//!   digest, so a value moved to another key does not open. Sealed because the cache sits
-//!   inside the layer that masks a run's secret variables: what it keeps is the output as the
-//!   tool returned it, secrets and all, which a thread's messages never hold in clear.
-//! - **Expiry.** An entry lives for the tool's `cache_ttl` from its put, by this cache's clock
-//!   (the system's, milliseconds since the epoch, unless [`with_clock`](StoreCache::with_clock)
-//!   gives another): processes sharing a database should keep their clocks in sync. An expired
-//!   entry is never served; reading it deletes it, and a bounded sweep
-//!   ([`SWEEP_LIMIT`] entries, at most once a [`SWEEP_INTERVAL`], after a put) deletes those
-//!   nobody reads again. A put replaces what the key held.
-//! - **Failures never fail a call.** A store that cannot be read is a miss; a value that does
-//!   not open (sealed with another key, altered) or parse is a miss; a put that fails is
-//!   dropped. Each is logged (a `tracing` warning naming the store's error, never the key or
-//!   the value) and the call goes on as if nothing were cached.
-//!
-//! A new secret key makes every earlier entry unreachable (its digests differ): they expire
-//! and are swept as any other.
+//! later runs of this one) are served them too. Its contract is on the type.
 
 use std::fmt;
 use std::sync::Arc;
@@ -49,18 +25,43 @@ const DIGEST_PURPOSE: &str = "result cache keys";
 
 /// Tools' results cached in a store ([`CacheStore`]: every [`Store`](crate::Store) is one):
 /// the [`ResultCache`] to hand an agent (`AgentBuilder::result_cache`) so that its runs, in
-/// this process and others on the same database, share what they cached. See the
-/// [module docs](self) for what is stored and how failures are absorbed.
+/// this process and others on the same database, share what they cached.
+///
+/// The contract, over any backend:
+/// - **Keys.** The agent's cache layer names a call by its scope (the thread, or nothing when
+///   shared), its tool and its canonical input. The store gets a keyed SHA-256 digest of that
+///   name instead (the key derived from the [`SecretKey`]): fixed in size however large the
+///   input, and telling nothing of the thread or the input to whoever reads the database.
+/// - **Values.** The whole [`ToolOutput`] (the application's value, what the model sees, the
+///   artifacts) as JSON, sealed with the secret key (AES-256-GCM) together with the key's
+///   digest, so a value moved to another key does not open. Sealed because the cache sits
+///   inside the layer that masks a run's secret variables: what it keeps is the output as the
+///   tool returned it, secrets and all, which a thread's messages never hold in clear.
+/// - **Expiry.** An entry lives for the tool's `cache_ttl` from its put, by this cache's clock
+///   (the system's, milliseconds since the epoch, unless [`with_clock`](StoreCache::with_clock)
+///   gives another): processes sharing a database should keep their clocks in sync. An expired
+///   entry is never served; reading it deletes it, and a bounded sweep
+///   ([`SWEEP_LIMIT`] entries, at most once a [`SWEEP_INTERVAL`], after a put) deletes those
+///   nobody reads again. A put replaces what the key held.
+/// - **Failures never fail a call.** A store that cannot be read is a miss; a value that does
+///   not open (sealed with another key, altered) or parse is a miss; a put that fails is
+///   dropped. Each is logged (a `tracing` warning naming the store's error, never the key or
+///   the value) and the call goes on as if nothing were cached.
+///
+/// A new secret key makes every earlier entry unreachable (its digests differ): they expire
+/// and are swept as any other.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use toolsmith_core::ToolOutput;
 /// use toolsmith_core::layer::ResultCache;
-/// use toolsmith_store::{MemoryStore, SecretKey, StoreCache};
+/// use toolsmith_store::{MemoryStore, SecretKey, Store, StoreCache};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let cache = StoreCache::new(Arc::new(MemoryStore::new()), SecretKey::generate());
+/// // Any store, as `toolsmith_store::open(url)` gives it.
+/// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+/// let cache = StoreCache::new(store, SecretKey::generate());
 /// let out = ToolOutput::text("3 rows");
 /// cache.put("thread-1\u{0}lookup{}".into(), &out, Duration::from_secs(60)).await;
 /// assert_eq!(cache.get("thread-1\u{0}lookup{}").await, Some(out));

@@ -33,7 +33,9 @@ use crate::{
     ThreadStatus, ThreadWrite,
 };
 
-/// Runs every rule against `store`, which must be empty.
+/// Runs every rule against `store`, which must be empty: threads, messages, claims and holders,
+/// the journal and the ledger, batches, variables, credentials and the result cache
+/// ([`CacheStore`](crate::CacheStore)).
 pub async fn check<S: Store>(store: Arc<S>) {
     threads(&*store).await;
     messages_round_trip(&*store).await;
