@@ -4,9 +4,9 @@
 # `cargo test` runs them as whoever runs it; in CI that is root, for whom the kernel skips
 # some checks (RLIMIT_NPROC, namespace permissions). When this script runs as root and
 # `setpriv` exists, it copies the compiled test binaries that hold the sandbox's attack suites
-# (`fs_attacks`, `exec_attacks`, `degraded`, `read_allowlist`, `cgroup`, `spare_helper`) and the
-# built-in tools' hardening (`run_code`, `run_code_worker`, `file_guards`, `grep_glob`,
-# `grep_cancel`), the `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a
+# (`fs_attacks`, `exec_attacks`, `loopback_attacks`, `degraded`, `read_allowlist`, `cgroup`,
+# `spare_helper`) and the built-in tools' hardening (`run_code`, `run_code_worker`,
+# `file_guards`, `grep_glob`, `grep_cancel`), the `toolsmith-sandbox-exec` helper and the `toolsmith-run-code-worker` into a
 # temporary directory and runs each suite as uid/gid 65534 (nobody) with a clean environment,
 # TOOLSMITH_SANDBOX_HELPER and TOOLSMITH_RUN_CODE_WORKER pointing at the copies and TMPDIR at a
 # directory only that user can write. Otherwise it says why it skips the pass.
@@ -26,6 +26,7 @@ LIMIT="${ATTACK_SUITE_TIMEOUT:-60}"
 SUITES=(
     "fs_attacks       toolsmith-sandbox   it               fs_attacks::"
     "exec_attacks     toolsmith-sandbox   it               exec_attacks::"
+    "loopback_attacks toolsmith-sandbox   it               loopback_attacks::"
     "degraded         toolsmith-sandbox   it               degraded::"
     "read_allowlist   toolsmith-sandbox   it               read_allowlist::"
     "cgroup           toolsmith-sandbox   it               cgroup::"

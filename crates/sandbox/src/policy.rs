@@ -303,7 +303,38 @@ pub enum NetworkPolicy {
     /// by seccomp.
     #[default]
     Off,
-    /// Only the loopback interface of a private network namespace.
+    /// The host's loopback services (a dev server on `127.0.0.1:3000`), as in Smithers, where
+    /// loopback URLs are exempt when the network is off; nothing else.
+    ///
+    /// - **Reachable**: TCP `connect` to `127.0.0.0/8`, `::1`, `::ffff:127.0.0.0/104`, and
+    ///   `0.0.0.0`/`::` (which Linux connects to as the local host) on the host — `localhost`
+    ///   resolves there through `/etc/hosts`; and the command's own servers on its own `lo`
+    ///   (a port it listens on itself stays its own).
+    /// - **Blocked by the kernel**: the command runs in a private network namespace, so every
+    ///   socket it makes is there: any other address (the host's public ones included), UDP
+    ///   and DNS, raw and packet sockets, listeners (`bind` on `0.0.0.0`, `listen` without
+    ///   `bind`: nothing on the host can reach them), `sendto`/`MSG_FASTOPEN`, and the host's
+    ///   abstract Unix sockets (per namespace; Landlock ABI ≥ 6 scopes them too).
+    ///   `io_uring` stays denied.
+    /// - **How**: a seccomp filter sends each `connect` to a supervisor thread in toolsmith
+    ///   (user notification). For a loopback TCP address nothing in the sandbox listens on, it
+    ///   connects a socket of its own in the host's namespace to the address it read and
+    ///   checked, and puts that socket in place of the command's; it never lets the kernel
+    ///   re-read an address it approved. Every other `connect` runs in the private namespace.
+    ///   Not carried over to the host socket: options set before `connect` other than
+    ///   `TCP_NODELAY`, `SO_KEEPALIVE` and `O_NONBLOCK`, and a `bind` before `connect` (that
+    ///   socket stays in the sandbox).
+    /// - **Fallback**: without seccomp user notification (Linux < 5.9, or the helper's probe
+    ///   failed: [`Capabilities::seccomp_listener`](crate::Capabilities::seccomp_listener)),
+    ///   or if the supervisor cannot start, the command gets its namespace's own `lo` only, and
+    ///   the result's warnings start with `loopback-only network reaches the sandbox's own
+    ///   loopback only, not the host's loopback services`; `Capabilities::report` (what
+    ///   `toolsmith doctor` prints) says which. Without a network namespace, network is off
+    ///   instead (a missing layer: fail-closed policies refuse to run).
+    /// - **Cost**: a mediated connect took a median ~115 µs against ~12 µs direct (debug
+    ///   build, 2 shared cores; `loopback_attacks::a_mediated_connect_costs_tens_of_microseconds`);
+    ///   other `connect` calls (Unix sockets) pay one round trip to the supervisor. `Off` and
+    ///   `Full` pay nothing.
     LoopbackOnly,
     /// The host's network.
     Full,

@@ -24,9 +24,12 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   (user, net, pid, mount; identity uid/gid maps; `lo` up for loopback-only), the pid
 ///   namespace double fork (the middle process relays the status, PID 1 gets `PDEATHSIG`),
 ///   the mounts (private propagation, a fresh `/proc`, git protection's binds), `chdir`,
-///   Landlock, seccomp, and finally `execve` of the target with the plan's environment.
-/// - `probe`: tries to unshare user, net, pid and mount namespaces, then bind mounts and a
-///   procfs mount in a child, and prints one JSON line.
+///   Landlock, seccomp (for loopback-only with mediation, first the `connect` filter whose
+///   listener goes to the launcher's supervisor), and finally `execve` of the target with the
+///   plan's environment.
+/// - `probe`: tries a seccomp filter with a user-notification listener in a child, then to
+///   unshare user, net, pid and mount namespaces, then bind mounts and a procfs mount in a
+///   child, and prints one JSON line.
 /// - `degrade -- CMD [ARGS…]`: a testing aid; execs `CMD` under a seccomp filter that makes
 ///   Landlock and openat2 unavailable (`ENOSYS`) and namespaces forbidden (`EPERM`), so `CMD`
 ///   and its children exercise every fallback path (see [`degrade`](super::degrade)).

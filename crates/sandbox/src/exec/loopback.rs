@@ -29,10 +29,10 @@
 //! namespace's loopback only and the result says so in its warnings. If the supervisor
 //! disappears mid-run, the kernel answers the command's `connect` calls with `ENOSYS`.
 //!
-//! Cost: one mediated `connect` to the host's loopback took ~45 µs against ~15 µs unmediated
-//! (measured by `tests/it/loopback.rs`'s `a_mediated_connect_costs_tens_of_microseconds`); other
-//! `connect` calls (Unix sockets, the sandbox's own servers) pay one round trip to the
-//! supervisor. Only this policy pays it.
+//! Cost: a mediated `connect` to the host's loopback took a median ~115 µs against ~12 µs
+//! unmediated (debug build on 2 shared cores; `tests/it/loopback_attacks.rs`'s
+//! `a_mediated_connect_costs_tens_of_microseconds` measures it); other `connect` calls (Unix
+//! sockets) pay one round trip to the supervisor. Only this policy pays it.
 
 mod address;
 mod filter;
