@@ -544,6 +544,44 @@ mod tests {
     }
 
     #[test]
+    fn loopback_only_is_mediated_when_the_kernel_can_else_it_keeps_its_own_lo() {
+        let mut policy = SandboxPolicy::new("/w");
+        policy.network = NetworkPolicy::LoopbackOnly;
+        let request = ExecRequest::new("true", vec![], "/w");
+        let able = Capabilities {
+            seccomp_listener: true,
+            kernel: "5.9.0".into(),
+            ..full()
+        };
+        let (plan, warnings) = Plan::build(&policy, &able, &request, std::iter::empty()).unwrap();
+        assert!(plan.namespaces.net && plan.namespaces.loopback_up);
+        assert!(plan.seccomp.unwrap().mediate_loopback);
+        assert!(!plan.seccomp.unwrap().deny_inet);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for unable in [
+            Capabilities {
+                kernel: "5.8.0".into(),
+                ..able.clone()
+            },
+            Capabilities {
+                seccomp_listener: false,
+                ..able.clone()
+            },
+        ] {
+            let (plan, warnings) =
+                Plan::build(&policy, &unable, &request, std::iter::empty()).unwrap();
+            assert!(plan.namespaces.net && !plan.seccomp.unwrap().mediate_loopback);
+            assert!(warnings[0].starts_with(LOOPBACK_DEGRADED), "{warnings:?}");
+        }
+        // Off and Full are never mediated.
+        for network in [NetworkPolicy::Off, NetworkPolicy::Full] {
+            policy.network = network;
+            let (plan, _) = Plan::build(&policy, &able, &request, std::iter::empty()).unwrap();
+            assert!(!plan.seccomp.unwrap().mediate_loopback);
+        }
+    }
+
+    #[test]
     fn env_is_the_allowlist_plus_explicit_values() {
         let mut policy = SandboxPolicy::new("/w");
         policy.env.set.push(("FOO".into(), "bar".into()));
