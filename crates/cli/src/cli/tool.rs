@@ -91,7 +91,9 @@ async fn call(args: CallArgs) -> ExitCode {
         "call-1".into(),
         tool.spec().shared_name().clone(),
         CancellationToken::new(),
-    );
+    )
+    .with_tool_meta(tool.meta())
+    .numbered();
     let result = match tool.spec().validate(&input) {
         Ok(()) => tool.call(input, &cx).await,
         Err(e) => Err(e),

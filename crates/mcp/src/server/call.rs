@@ -41,7 +41,8 @@ pub(crate) async fn call(
         spec.shared_name().clone(),
         cancel.clone(),
     )
-    .with_defaults(&tool.meta().env);
+    .with_defaults(&tool.meta().env)
+    .with_tool_meta(tool.meta());
 
     let server = session.server();
     let asks = tool
@@ -64,6 +65,8 @@ pub(crate) async fn call(
         .get_progress_token()
         .map(|token| Progress::start(request.peer.clone(), token, name.to_string()));
     let limit = tool.meta().timeout.unwrap_or(server.timeout);
+    // Numbered as it starts, as the agent numbers its calls: a refused call takes no number.
+    let cx = cx.numbered();
     let outcome = run(session, &tool, input, &cx, limit, &cancel).await;
     result::call_result(spec, outcome)
 }

@@ -5,3 +5,4 @@ mod client;
 mod common;
 mod conformance;
 mod server;
+mod server_context;
