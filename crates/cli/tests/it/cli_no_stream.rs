@@ -95,9 +95,8 @@ fn a_config_model_with_stream_false_asks_for_whole_bodies() {
     let (base, received) = serve(whole_turns());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.json");
-    // A config without "tools" offers the workspace's tools: the calculator is asked for.
     let config = json!({"model": {"provider": "openai-compatible", "name": "m", "baseUrl": base,
-        "stream": false}, "tools": {"calculator": {}}});
+        "stream": false}});
     std::fs::write(&path, config.to_string()).unwrap();
     let out = toolsmith(&["--config", path.to_str().unwrap()]);
     check_run(&out, &received);
