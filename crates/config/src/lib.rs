@@ -33,7 +33,22 @@
 //! - `tools`: an object; each entry an object. A tool is enabled iff its entry exists and
 //!   `enabled` is not `false` (`{}` enables it). `enabled`, `needsApproval` and `async` are
 //!   optional booleans, `execution` is `same-invocation` | `external-dispatch`; they are removed
-//!   before the rest of the entry goes to the tool's factory.
+//!   before the rest of the entry goes to the tool's factory. Without a `tools` key: the agent
+//!   harness's workspace tools ([`WORKSPACE_TOOLS`]: `read`, `write`, `edit`, `glob`, `grep`,
+//!   `bash`), not every built-in.
+//! - `workspace` (the agent harness's, top-level configs only): `{"permissionMode"?: "ask" |
+//!   "bypass", "readOnly"?: false}`. `ask` (the default): `write`, `edit`, `bash` ask on every
+//!   call; `bypass`: nothing asks because of the workspace (a tool's own `needsApproval: true`
+//!   and the `approval` policy still do); `readOnly`: only `read` and `glob` are offered, a
+//!   `tools` entry naming another built-in is refused
+//!   (`config.tools.write is not available in a read-only workspace`). See [`WorkspaceConfig`].
+//! - `sandbox` and `tools.<bash|run_code>.sandbox` (RadarOS's): `false` | `true` |
+//!   `{"enabled"?, "timeoutMs"?: 30000, "maxOutputBytes"?, "maxMemoryMB"?: 256, "network"?:
+//!   "off" | "loopback" | "full", "env"?}`, resolved as RadarOS does (a tool-level object
+//!   replaces the agent-level one); no settings means the workspace's own policy, never an
+//!   unconfined tool. The caller builds the tools ([`BuildContext::sandboxed`]); bounds use
+//!   Smithers' texts (`config.tools.bash.sandbox: timeoutMs exceeds 3600000.`). See
+//!   [`SandboxSettings`].
 //! - Tool names: the built-ins (`read`, `write`, `edit`, `grep`, `glob`, `bash`, `run_code`,
 //!   `calculator`, which take no options) and the provider-executed tools `anthropicWebSearch`
 //!   (needs an `anthropic` model), `openaiWebSearch` (needs `openai-responses`) and

@@ -262,10 +262,7 @@ fn the_caller_builds_each_sandboxed_built_in_and_its_metadata_is_kept() {
     );
     // `--tools` picks from the same.
     let picked = config.builtins_in(&cx).unwrap();
-    assert_eq!(
-        picked.get("bash").unwrap().spec().description(),
-        "Rebuilt."
-    );
+    assert_eq!(picked.get("bash").unwrap().spec().description(), "Rebuilt.");
 
     // Settings the caller cannot apply fail the build, naming where they come from.
     let refuse = |_: &str, _: &SandboxSettings| -> Result<SharedTool, String> {

@@ -4,11 +4,14 @@
 //!
 //! - The built-ins that change the workspace or run commands — [`CHANGING_TOOLS`](toolsmith_builtins::CHANGING_TOOLS): `write`,
 //!   `edit`, `bash` — need approval in `toolsmith run` unless `--approve auto` is given, the
-//!   way Smithers-compatible workspaces in `ask` mode treat them. A tool whose approval was
+//!   way the agent harness's workspaces in `ask` mode treat them. A tool whose approval was
 //!   already set keeps it, and a config's `needsApproval` (`true` or `false`) on the tool
 //!   overrides the default, the sub-agents' and prompts' tools included. `run_code` is
 //!   exempt: it has no file system, network or process, so it changes nothing outside its own
 //!   call.
+//! - A config with a `workspace` block replaces that default: its `permissionMode` decides
+//!   which built-ins ask ([`WorkspaceConfig::builtins`](toolsmith_config::WorkspaceConfig::builtins)),
+//!   `--approve auto` included, and `--approve` answers them.
 //! - `--approve ask` (the default) asks on the terminal when standard input is one; when it is
 //!   not, the call is denied with [`NO_TERMINAL`], said on standard error too, and the model
 //!   sees the denial as the call's error result. The run goes on and exits 0 when it finishes.
