@@ -158,7 +158,7 @@ fn enabled_rules_control_keys_and_pass_through() {
         tool.args,
         json!({"type": "web_search_20260318", "name": "web_search", "max_uses": 2, "future": [1]})
     );
-    // No `tools` key: every built-in.
+    // No `tools` key: the workspace tools of the built-ins given (`read` here).
     let all = parse(json!({}))
         .unwrap()
         .toolset(&builtins(), "openai")
