@@ -61,7 +61,7 @@ pub enum SandboxSetting {
 pub enum SandboxNetwork {
     /// None (`"off"`, RadarOS's `allowNetwork: false`, the default).
     Off,
-    /// The loopback interface of a private network namespace (`"loopback"`).
+    /// The host's loopback services only (`"loopback"`): every other address stays blocked.
     Loopback,
     /// The host's network (`"full"`, RadarOS's `allowNetwork: true`).
     Full,
