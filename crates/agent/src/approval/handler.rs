@@ -11,13 +11,14 @@
 //! - A handler that returns an error or panics denies the call ([`HANDLER_FAILED`]): approval
 //!   fails closed. What went wrong goes to the log, never to the model.
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::Value;
 use toolsmith_core::{CancellationToken, ToolApprovalResponse, ToolError, async_trait};
+
+use crate::journal::panic_message;
 
 use super::{AUTO_APPROVED, DENIED_BY_REVIEWER, TIMED_OUT, TIMED_OUT_ERROR, TimeoutAction};
 
@@ -215,12 +216,4 @@ pub(crate) async fn ask(
             }
         },
     })
-}
-
-fn panic_message(panic: &Box<dyn Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_string())
 }

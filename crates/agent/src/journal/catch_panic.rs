@@ -40,7 +40,8 @@ pub(crate) async fn catch_panic(
         })
 }
 
-fn panic_message(panic: &Box<dyn Any + Send>) -> String {
+/// The text of a panic's payload (a `&str` or a `String`; another payload is named as such).
+pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use toolsmith_core::{Message, Pause};
 
-pub(crate) use catch_panic::{CatchPanicLayer, catch_panic};
+pub(crate) use catch_panic::{CatchPanicLayer, catch_panic, panic_message};
 pub(crate) use layer::JournalLayer;
 pub use layer::{EFFECT_REVERTED, EFFECT_UNKNOWN, STORE_FAILED};
 pub use log::{

@@ -450,7 +450,10 @@ fn the_sandbox_helper_entry_has_the_degrade_mode() {
         "probe",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let probe: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let mut probe: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    // Seccomp user notification needs no namespace: the degrade filter leaves it as it is (and
+    // loopback mediation has no network namespace to work from there).
+    probe.as_object_mut().unwrap().remove("seccompListener");
     assert_eq!(
         probe,
         json!({"user": false, "net": false, "pid": false, "mount": false, "privateProc": false}),
