@@ -11,13 +11,14 @@ use toolsmith_agent::{
     Agent, ApprovalKey, Attachments, ExecutionPolicy, RunError, RunInput, RunOutput,
 };
 use toolsmith_builtins::{Bash, RunCode, RunCodeLimits, Workspace};
+use toolsmith_core::layer::CacheScope;
 use toolsmith_core::{
     CancellationToken, Dependencies, Message, ModelOutput, Pause, PauseKind, RunPart, SessionState,
     SharedTool, ToolResultPart, Toolset,
 };
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
-use toolsmith_store::SecretKey;
+use toolsmith_store::{SecretKey, StoreCache};
 
 use toolsmith_config::{
     AgentConfig, BuildContext, ModelConfig, ParentAgent, SandboxNetwork, SandboxSettings,
@@ -385,21 +386,6 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         }
         Some(Err(e)) => return usage_error(format!("--db: {e}")),
     };
-    let agent = builder.build();
-
-    let cancel = CancellationToken::new();
-    tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        }
-    });
-    let lease = match std::time::Duration::try_from_secs_f64(args.lease) {
-        Ok(lease) if !lease.is_zero() => lease,
-        _ => return usage_error("--lease must be a positive number of seconds"),
-    };
     let stored = match &args.db {
         None => None,
         Some(url) => match toolsmith_store::open(url).await {
@@ -415,6 +401,27 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             }
             Err(e) => return usage_error(format!("--db: {e}")),
         },
+    };
+    // A stored thread's cached results outlive the process: a later run of the thread (here or
+    // elsewhere) is served them, sealed with the secret key like its secret variables.
+    if let (Some((store, _)), Some(key)) = (&stored, &secret) {
+        let cache = StoreCache::new(store.clone(), key.clone());
+        builder = builder.result_cache(Arc::new(cache), CacheScope::Thread);
+    }
+    let agent = builder.build();
+
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    });
+    let lease = match std::time::Duration::try_from_secs_f64(args.lease) {
+        Ok(lease) if !lease.is_zero() => lease,
+        _ => return usage_error("--lease must be a positive number of seconds"),
     };
     // The first run's input: the stored thread (claimed for this run) and the prompt.
     let prompt = args.prompt.join(" ");

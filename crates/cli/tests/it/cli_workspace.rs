@@ -5,36 +5,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{run_config, serve, sse};
+use crate::common::{chat_call as call, chat_done as done, run_config, serve};
 use serde_json::{Value, json};
-
-/// A model turn calling `tool` with `input`.
-fn call(tool: &str, input: Value) -> String {
-    let call = json!({"index": 0, "id": "call_1", "type": "function",
-                      "function": {"name": tool, "arguments": input.to_string()}});
-    sse(
-        &[
-            json!({"id": "c", "model": "m", "choices": [{"index": 0,
-                "delta": {"role": "assistant", "tool_calls": [call]}}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-        ],
-        false,
-        true,
-    )
-}
-
-/// A model turn answering `Done.`.
-fn done() -> String {
-    sse(
-        &[
-            json!({"id": "c", "model": "m", "choices": [{"index": 0,
-                "delta": {"role": "assistant", "content": "Done."}}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-        ],
-        false,
-        true,
-    )
-}
 
 /// Runs `config` in `root` on the model turns `turns`, `args` added: the run's parts and the
 /// names of the tools the model was offered first.

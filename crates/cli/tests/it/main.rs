@@ -5,6 +5,7 @@ mod common;
 
 mod cli;
 mod cli_approvals;
+mod cli_cache;
 mod cli_crash;
 mod cli_files;
 mod cli_mcp;

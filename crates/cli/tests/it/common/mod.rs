@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A request the server received: path, lower-case headers, JSON body.
 #[derive(Debug, Clone)]
@@ -122,6 +122,34 @@ pub fn sse(events: &[Value], named: bool, done: bool) -> String {
         out.push_str("data: [DONE]\n\n");
     }
     out
+}
+
+/// A Chat Completions turn (for [`serve`]) calling `tool` with `input`.
+pub fn chat_call(tool: &str, input: Value) -> String {
+    let call = json!({"index": 0, "id": "call_1", "type": "function",
+                      "function": {"name": tool, "arguments": input.to_string()}});
+    sse(
+        &[
+            json!({"id": "c", "model": "m", "choices": [{"index": 0,
+                "delta": {"role": "assistant", "tool_calls": [call]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ],
+        false,
+        true,
+    )
+}
+
+/// A Chat Completions turn answering `Done.`.
+pub fn chat_done() -> String {
+    sse(
+        &[
+            json!({"id": "c", "model": "m", "choices": [{"index": 0,
+                "delta": {"role": "assistant", "content": "Done."}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ],
+        false,
+        true,
+    )
 }
 
 /// `toolsmith run --json --config <config>` on `openai:gpt-x` at `base`, with `args` added, the
