@@ -12,10 +12,11 @@ use tokio_util::task::TaskTracker;
 use toolsmith_agent::{Agent, ApprovalKey};
 use toolsmith_builtins::Workspace;
 use toolsmith_config::{AgentConfig, BuildContext, ModelConfig, ParentAgent, WebhookPolicy};
+use toolsmith_core::layer::CacheScope;
 use toolsmith_core::{AsyncMode, LanguageModel, Toolset};
 use toolsmith_providers::ProviderOptions;
 use toolsmith_sandbox::SandboxPolicy;
-use toolsmith_store::{Account, AgentRecord, SecretKey, ServiceStore, Vault};
+use toolsmith_store::{Account, AgentRecord, SecretKey, ServiceStore, StoreCache, Vault};
 
 use crate::ApiError;
 use crate::async_tools::{self, Coordinator};
@@ -395,6 +396,16 @@ impl Service {
             .map_err(|e| e.to_string())?
             // Runs pause in one request and resume in another, maybe on another replica.
             .approval_key(ApprovalKey::new(self.inner.key.derive("approvals")))
+            // Cached results live in the store: a conversation's later requests are served
+            // them on any replica. Scoped per thread, and a thread is one account's agent's
+            // conversation (`runs::thread_id`): never another account's.
+            .result_cache(
+                Arc::new(StoreCache::new(
+                    self.inner.store.clone(),
+                    self.inner.key.clone(),
+                )),
+                CacheScope::Thread,
+            )
             .build();
         let mcp_endpoint =
             crate::mcp_route::McpEndpoint::new(&config, self.inner.handback.child_token());

@@ -6,6 +6,7 @@ mod chat;
 mod common;
 mod mcp;
 mod replicas;
+mod result_cache;
 mod runs;
 mod shutdown;
 mod variables;
