@@ -16,9 +16,9 @@ struct Payment {
 
 #[tokio::test]
 async fn a_served_tool_sees_its_flags_and_its_number() {
-    let pay = from_fn("pay", "Pays.", |_: Payment, cx: ToolContext| async move {
+    let pay = from_fn("pay", "Pays.", |payment: Payment, cx: ToolContext| async move {
         Ok::<_, ToolError>(json!({
-            "seq": cx.seq(), "sideEffect": cx.side_effect(), "idempotent": cx.idempotent(),
+            "amount": payment.amount, "seq": cx.seq(), "sideEffect": cx.side_effect(), "idempotent": cx.idempotent(),
         }))
     })
     .with_meta(ToolMeta::new().side_effect(true));
@@ -44,8 +44,8 @@ async fn a_served_tool_sees_its_flags_and_its_number() {
     assert_eq!(
         seen,
         [
-            json!({"seq": 1, "sideEffect": true, "idempotent": false}),
-            json!({"seq": 2, "sideEffect": true, "idempotent": false}),
+            json!({"amount": 5, "seq": 1, "sideEffect": true, "idempotent": false}),
+            json!({"amount": 7, "seq": 2, "sideEffect": true, "idempotent": false}),
         ]
     );
 }
