@@ -14,6 +14,8 @@ if [ ! -x crates/server/tests/ai-client/node_modules/.bin/node ]; then
 fi
 # MCP servers and clients from npm and PyPI, which toolsmith-mcp's interop tests drive.
 ./scripts/mcp-peers.sh
+# The OpenTelemetry Python SDK, which checks toolsmith-telemetry's OTLP test receiver.
+./scripts/otel-peers.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -30,13 +30,44 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("the async runtime starts");
+    let telemetry = init_tracing(runtime.handle());
     // The command runs as a task on the runtime's workers, where the connections' tasks and
     // the I/O driver run too; polled by `block_on` on this thread it paid a hop between
     // threads at every wake (measured: about 70 µs a stored tool call on PostgreSQL).
     let command = runtime.spawn(cli::main());
-    match runtime.block_on(command) {
+    let result = runtime.block_on(command);
+    // The last spans and metrics go out on exit (a SIGTERM ends `serve`, `mcp serve` and
+    // `run` through here too), from this thread while the runtime still runs the requests.
+    telemetry.shutdown();
+    match result {
         Ok(code) => code,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(_) => ExitCode::FAILURE,
     }
+}
+
+/// Logs go to stderr, filtered by `TOOLSMITH_LOG` (default: warnings); spans and metrics go
+/// over OTLP when the standard `OTEL_*` variables ask for it (docs/observability.md), whatever
+/// `TOOLSMITH_LOG` says. Variables that cannot be used are reported and export stays off: a
+/// run never fails for its telemetry.
+fn init_tracing(runtime: &tokio::runtime::Handle) -> toolsmith_telemetry::Telemetry {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let telemetry = toolsmith_telemetry::Telemetry::from_env(runtime).unwrap_or_else(|e| {
+        eprintln!("warning: {e}; OpenTelemetry export is off");
+        toolsmith_telemetry::Telemetry::off()
+    });
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLSMITH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter),
+        )
+        .with(telemetry.layer())
+        .init();
+    telemetry
 }

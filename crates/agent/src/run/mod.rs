@@ -5,6 +5,7 @@ mod durable;
 mod outcome;
 mod setup;
 mod start;
+mod telemetry;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -16,7 +17,9 @@ use toolsmith_core::{
     ToolCallPart, ToolError, ToolResultPart, Toolset, Usage,
 };
 
+use futures::FutureExt;
 use futures::future::{join, join_all};
+use tracing::Instrument;
 
 use crate::agent::AgentInner;
 use crate::approval;
@@ -260,8 +263,15 @@ impl Run {
         })
     }
 
-    /// Drives the loop to its end.
-    pub(crate) async fn drive(mut self) -> Result<RunOutput, RunError> {
+    /// Drives the loop to its end, in the run's `invoke_agent` span.
+    pub(crate) async fn drive(self) -> Result<RunOutput, RunError> {
+        let span = telemetry::run_span(&self.agent, &self.scope);
+        let result = self.drive_in_span().instrument(span.clone()).await;
+        telemetry::record_run(&span, &result);
+        result
+    }
+
+    async fn drive_in_span(mut self) -> Result<RunOutput, RunError> {
         let run_id = self.scope.run_id.to_string();
         self.emit.emit(|| RunPart::Start { run_id });
         if let Err(kind) = self.drive_steps().await {
@@ -438,10 +448,14 @@ impl Run {
     /// changes nothing: the process that resumes the run makes it again).
     async fn call_model(&mut self) -> Result<ModelTurn, RunErrorKind> {
         let model = self.agent.model.clone();
+        let span = telemetry::chat_span(&self.agent);
         let call = async {
             let stream = model.stream(&self.request).await?;
+            let stream = telemetry::observe(span.clone(), stream);
             consume(stream, &self.tools, &self.emit).await
-        };
+        }
+        .instrument(span.clone())
+        .inspect(|result| telemetry::record_chat(&span, result));
         tokio::select! {
             biased;
             kind = self.stopped() => Err(kind),

@@ -71,7 +71,6 @@ pub(crate) const EXIT_FAILURE: u8 = 1;
 pub(crate) const EXIT_USAGE: u8 = 2;
 
 pub(crate) async fn main() -> ExitCode {
-    init_tracing();
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::run(*args).await,
@@ -84,16 +83,6 @@ pub(crate) async fn main() -> ExitCode {
         Command::Agents { command } => serve::agents(command).await,
         Command::Mcp { command } => mcp_serve::mcp(command).await,
     }
-}
-
-/// Logs go to stderr, filtered by `TOOLSMITH_LOG` (default: warnings).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLSMITH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }
 
 /// Prints a usage error the way clap does and returns its exit code.

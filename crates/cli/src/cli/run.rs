@@ -411,12 +411,24 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let agent = builder.build();
 
     let cancel = CancellationToken::new();
+    // Ctrl-C or SIGTERM cancels the run, which then ends as usual: its thread saved and its
+    // telemetry flushed on exit.
     tokio::spawn({
         let cancel = cancel.clone();
         async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(term) => term.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                result = tokio::signal::ctrl_c() => if result.is_err() { return },
+                _ = terminated => {}
             }
+            cancel.cancel();
         }
     });
     let lease = match std::time::Duration::try_from_secs_f64(args.lease) {

@@ -5,11 +5,15 @@ use tracing::Instrument;
 use super::{Call, Layer, Next};
 use crate::{ToolError, ToolOutput};
 
-/// Wraps each call in a `tool.call` span and logs the agent harness's lifecycle events, each
-/// with `stepNumber`, `toolName` and `toolCallId`: `tool.call.started`, then
-/// `tool.call.finished` with `durationMs`, or `tool.call.failed` with `durationMs` and the
-/// error (`errorCode`, `error`). Inputs and outputs are not logged: they may hold secrets (an
-/// error's message is the one the model sees, already masked by the secrets layer inside).
+/// Wraps each call in an `execute_tool {name}` span, named and attributed per the
+/// OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name`, `gen_ai.tool.name`,
+/// `gen_ai.tool.call.id`, `gen_ai.tool.type`, and `error.type` with an error status when the
+/// call fails; the dynamic name is in the `otel.name` field `tracing-opentelemetry` reads), and
+/// logs the agent harness's lifecycle events, each with `stepNumber`, `toolName` and
+/// `toolCallId`: `tool.call.started`, then `tool.call.finished` with `durationMs`, or
+/// `tool.call.failed` with `durationMs` and the error (`errorCode`, `error`). Inputs and
+/// outputs are not logged: they may hold secrets (an error's message is the one the model sees,
+/// already masked by the secrets layer inside).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TracingLayer;
 
@@ -18,7 +22,21 @@ impl Layer for TracingLayer {
     async fn call(&self, call: Call<'_>, next: Next<'_>) -> Result<ToolOutput, ToolError> {
         let cx = call.cx;
         let (step, tool, id) = (cx.step(), cx.tool_name(), cx.tool_call_id());
-        let span = tracing::info_span!("tool.call", run_id = cx.run_id());
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = format!("execute_tool {tool}"),
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool,
+            gen_ai.tool.call.id = id,
+            // The conventions' type of a tool the agent runs itself (not an extension or a
+            // data store the model reaches through its provider).
+            gen_ai.tool.type = "function",
+            error.type = tracing::field::Empty,
+            toolsmith.run.id = cx.run_id(),
+        );
+        let outer = span.clone();
         async move {
             tracing::info!(
                 stepNumber = step,
@@ -52,5 +70,9 @@ impl Layer for TracingLayer {
         }
         .instrument(span)
         .await
+        .inspect_err(|e| {
+            outer.record("error.type", e.code());
+            outer.record("otel.status_code", "ERROR");
+        })
     }
 }

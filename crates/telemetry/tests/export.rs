@@ -1,0 +1,386 @@
+//! OTLP export against a real receiver (`receiver`): first checked with the official Python
+//! SDK's exporter, then fed by toolsmith runs: the span tree and attributes of a run with a tool
+//! call and a sub-agent, the metrics, nothing without the variables, a dead endpoint that costs
+//! the run nothing, and a secret that never leaves.
+
+mod receiver;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use receiver::{Receiver, int_attr, string_attr};
+use serde_json::{Map, Value, json};
+use toolsmith_agent::{Agent, RunInput, SubagentTool};
+use toolsmith_core::{Tool, ToolError, ToolMeta, Usage, VariableDecl, VariableKind, from_fn};
+use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
+use toolsmith_telemetry::Telemetry;
+use tracing_subscriber::layer::SubscriberExt;
+
+const SECRET: &str = "sk-canary-5f1e2d3c4b5a";
+
+fn vars(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// Starts export to `endpoint` with a subscriber installed on this thread (the tests run on a
+/// current-thread runtime, so every task of the run sees it); the guard and the telemetry.
+fn install(endpoint: &str) -> (tracing::subscriber::DefaultGuard, Telemetry) {
+    let telemetry = Telemetry::from_vars(
+        vars(vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.to_owned()),
+            ("OTEL_SERVICE_NAME", "toolsmith-test".to_owned()),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=acme".to_owned()),
+        ]),
+        &tokio::runtime::Handle::current(),
+    )
+    .unwrap();
+    assert!(telemetry.is_enabled());
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    (tracing::subscriber::set_default(subscriber), telemetry)
+}
+
+/// Shuts the export down from a thread of its own: it blocks until the last batch is sent on
+/// this runtime, which must keep running meanwhile.
+async fn shutdown(telemetry: Telemetry) {
+    tokio::task::spawn_blocking(move || telemetry.shutdown())
+        .await
+        .unwrap();
+}
+
+fn lookup() -> impl Tool {
+    from_fn(
+        "lookup",
+        "Looks a city up.",
+        |_: Map<String, Value>, _cx| async { Ok::<_, ToolError>(json!({"city": "Paris"})) },
+    )
+}
+
+/// A tool that fails with its secret in every part of the error.
+fn leaky() -> impl Tool {
+    from_fn(
+        "leaky",
+        "Calls the service.",
+        |_: Map<String, Value>, cx| async move {
+            let key = cx.variable("API_KEY").unwrap_or("none").to_string();
+            Err::<Value, _>(
+                ToolError::new("SERVICE", format!("401 for key {key}"))
+                    .with_operator_detail(format!("Authorization: Bearer {key}")),
+            )
+        },
+    )
+    .with_meta(ToolMeta::new().variable(VariableDecl {
+        name: "API_KEY".into(),
+        kind: VariableKind::Secret,
+        required: true,
+        scoped: false,
+        description: "The service's key.".into(),
+    }))
+}
+
+/// The parent calls `lookup` and the `researcher` sub-agent in one step, then answers.
+fn parent_agent() -> Agent {
+    let child = Agent::builder(ScriptedModel::new([
+        Turn::text("Paris.").with_usage(Usage::new(30, 4))
+    ]))
+    .name("researcher")
+    .build();
+    Agent::builder(ScriptedModel::new([
+        Turn::tool_calls([
+            ScriptedCall::new("lookup", json!({"q": "France"})).with_id("c1"),
+            ScriptedCall::new("researcher", json!({"prompt": "Capital?"})).with_id("c2"),
+        ])
+        .with_usage(Usage::new(100, 10)),
+        Turn::text("It is Paris.").with_usage(Usage::new(120, 5)),
+    ]))
+    .name("planner")
+    .tool(lookup())
+    .tool(SubagentTool::new("researcher", "Looks things up.", child))
+    .build()
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
+    let found = named(spans, name);
+    assert_eq!(
+        found.len(),
+        1,
+        "{name}: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    found[0]
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_receiver_decodes_the_official_python_sdk_export() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/.venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs the Python SDK (scripts/otel-peers.sh)"
+        );
+        eprintln!("skipped: run scripts/otel-peers.sh to install the OpenTelemetry Python SDK");
+        return;
+    }
+    let receiver = Receiver::start().await;
+    let status = tokio::process::Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/export_span.py"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let received = receiver.spans();
+    let spans: Vec<Span> = received.iter().map(|(_, s)| s.clone()).collect();
+    assert!(received.iter().all(|(service, _)| service == "python-peer"));
+    let chat = one(&spans, "chat gpt-4o");
+    let tool = one(&spans, "execute_tool lookup");
+    assert_eq!(tool.parent_span_id, chat.span_id);
+    assert_eq!(tool.trace_id, chat.trace_id);
+    assert_eq!(
+        int_attr(&chat.attributes, "gen_ai.usage.input_tokens"),
+        Some(12)
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_exports_its_span_tree_and_metrics() {
+    let receiver = Receiver::start().await;
+    let (guard, telemetry) = install(&receiver.endpoint());
+    let out = parent_agent().run("Where is the Louvre?").await.unwrap();
+    assert_eq!(out.text, "It is Paris.");
+    drop(guard);
+    shutdown(telemetry).await;
+
+    let received = receiver.spans();
+    assert!(
+        received
+            .iter()
+            .all(|(service, _)| service == "toolsmith-test")
+    );
+    assert_eq!(receiver.header("x-tenant").as_deref(), Some("acme"));
+    let spans: Vec<Span> = received.into_iter().map(|(_, s)| s).collect();
+
+    // invoke_agent planner
+    // ├── chat scripted-model (×2)
+    // ├── execute_tool lookup
+    // └── execute_tool researcher
+    //     └── invoke_agent researcher
+    //         └── chat scripted-model
+    let run = one(&spans, "invoke_agent planner");
+    assert_eq!(run.parent_span_id, Vec::<u8>::new());
+    assert_eq!(run.kind, SpanKind::Internal as i32);
+    let a = &run.attributes;
+    assert_eq!(
+        string_attr(a, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        string_attr(a, "gen_ai.agent.name").as_deref(),
+        Some("planner")
+    );
+    assert_eq!(
+        string_attr(a, "gen_ai.provider.name").as_deref(),
+        Some("scripted")
+    );
+    assert_eq!(string_attr(a, "toolsmith.run.id"), Some(out.run_id.clone()));
+    assert_eq!(
+        string_attr(a, "toolsmith.run.outcome").as_deref(),
+        Some("completed")
+    );
+
+    let model = parent_agent().model().model_id().to_owned();
+    let chats = named(&spans, &format!("chat {model}"));
+    assert_eq!(chats.len(), 3);
+    let own_chats: Vec<_> = chats
+        .iter()
+        .filter(|c| c.parent_span_id == run.span_id)
+        .collect();
+    assert_eq!(own_chats.len(), 2);
+    let first = &own_chats[0].attributes;
+    assert_eq!(own_chats[0].kind, SpanKind::Client as i32);
+    assert_eq!(
+        string_attr(first, "gen_ai.operation.name").as_deref(),
+        Some("chat")
+    );
+    assert_eq!(
+        string_attr(first, "gen_ai.request.model"),
+        Some(model.clone())
+    );
+    assert_eq!(int_attr(first, "gen_ai.usage.input_tokens"), Some(100));
+    assert_eq!(int_attr(first, "gen_ai.usage.output_tokens"), Some(10));
+    assert_eq!(
+        string_attr(first, "gen_ai.response.finish_reasons").as_deref(),
+        Some("tool-calls")
+    );
+
+    let tool = one(&spans, "execute_tool lookup");
+    assert_eq!(tool.parent_span_id, run.span_id);
+    assert_eq!(
+        string_attr(&tool.attributes, "gen_ai.tool.name").as_deref(),
+        Some("lookup")
+    );
+    assert_eq!(
+        string_attr(&tool.attributes, "gen_ai.tool.call.id").as_deref(),
+        Some("c1")
+    );
+    assert_eq!(
+        string_attr(&tool.attributes, "gen_ai.tool.type").as_deref(),
+        Some("function")
+    );
+    assert_eq!(string_attr(&tool.attributes, "error.type"), None);
+    // Arguments and results are not recorded.
+    assert!(!String::from_utf8_lossy(&receiver.raw()).contains("France"));
+
+    let sub_call = one(&spans, "execute_tool researcher");
+    let sub_run = one(&spans, "invoke_agent researcher");
+    assert_eq!(sub_call.parent_span_id, run.span_id);
+    assert_eq!(sub_run.parent_span_id, sub_call.span_id);
+    assert!(spans.iter().all(|s| s.trace_id == run.trace_id));
+    let sub_chat = chats
+        .iter()
+        .find(|c| c.parent_span_id == sub_run.span_id)
+        .unwrap();
+    assert_eq!(
+        int_attr(&sub_chat.attributes, "gen_ai.usage.input_tokens"),
+        Some(30)
+    );
+
+    // The metrics, by their instruments' names.
+    let metrics = receiver.metrics();
+    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    for name in [
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.token.usage",
+        "toolsmith.tool.duration",
+        "toolsmith.runs",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let tokens = metrics
+        .iter()
+        .find(|m| m.name == "gen_ai.client.token.usage")
+        .unwrap();
+    let Some(Data::Histogram(tokens)) = &tokens.data else {
+        panic!("{tokens:?}")
+    };
+    let input: u64 = tokens
+        .data_points
+        .iter()
+        .filter(|p| string_attr(&p.attributes, "gen_ai.token.type").as_deref() == Some("input"))
+        .map(|p| p.sum.unwrap() as u64)
+        .sum();
+    assert_eq!(input, 100 + 120 + 30);
+    let runs = metrics.iter().find(|m| m.name == "toolsmith.runs").unwrap();
+    let Some(Data::Sum(runs)) = &runs.data else {
+        panic!("{runs:?}")
+    };
+    let completed: i64 = runs
+        .data_points
+        .iter()
+        .filter(|p| {
+            string_attr(&p.attributes, "toolsmith.run.outcome").as_deref() == Some("completed")
+        })
+        .map(|p| match p.value {
+            Some(opentelemetry_proto::tonic::metrics::v1::number_data_point::Value::AsInt(n)) => n,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(completed, 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_tool_call_is_an_error_span_and_its_secret_never_leaves() {
+    let receiver = Receiver::start().await;
+    let (guard, telemetry) = install(&receiver.endpoint());
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::tool_calls([ScriptedCall::new("leaky", json!({})).with_id("c1")]),
+        Turn::text("done"),
+    ]))
+    .tool(leaky())
+    .build();
+    agent
+        .run(RunInput::from("call it").with_variable("API_KEY", SECRET))
+        .await
+        .unwrap();
+    drop(guard);
+    shutdown(telemetry).await;
+
+    let spans: Vec<Span> = receiver.spans().into_iter().map(|(_, s)| s).collect();
+    let tool = one(&spans, "execute_tool leaky");
+    assert_eq!(
+        string_attr(&tool.attributes, "error.type").as_deref(),
+        Some("SERVICE")
+    );
+    assert_eq!(
+        tool.status.as_ref().map(|s| s.code),
+        Some(StatusCode::Error as i32)
+    );
+    let tool_errors = receiver
+        .metrics()
+        .into_iter()
+        .find(|m| m.name == "toolsmith.tool.errors");
+    assert!(tool_errors.is_some());
+    let raw = receiver.raw();
+    assert!(!raw.is_empty());
+    // The failure's event went out, masked.
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("401 for key [secret]"), "{text}");
+    assert!(!text.contains(SECRET));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn without_the_variables_nothing_is_exported() {
+    let receiver = Receiver::start().await;
+    // Everything but an endpoint, and an endpoint with the SDK disabled.
+    for pairs in [
+        vec![("OTEL_SERVICE_NAME", "x".to_owned())],
+        vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()),
+            ("OTEL_SDK_DISABLED", "true".to_owned()),
+        ],
+    ] {
+        let telemetry =
+            Telemetry::from_vars(vars(pairs), &tokio::runtime::Handle::current()).unwrap();
+        assert!(!telemetry.is_enabled());
+        let layer = telemetry.layer::<tracing_subscriber::Registry>();
+        assert!(layer.is_none());
+        let subscriber = tracing_subscriber::registry().with(layer);
+        let guard = tracing::subscriber::set_default(subscriber);
+        parent_agent().run("Where?").await.unwrap();
+        drop(guard);
+        shutdown(telemetry).await;
+    }
+    assert_eq!(receiver.requests(), 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_dead_endpoint_neither_fails_nor_slows_the_run() {
+    // A port nothing listens on any more.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let (guard, telemetry) = install(&endpoint);
+    let started = Instant::now();
+    for _ in 0..20 {
+        parent_agent().run("Where?").await.unwrap();
+    }
+    drop(guard);
+    shutdown(telemetry).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
