@@ -1,33 +1,56 @@
-//! `toolsmith threads`: the threads a store holds, one thread with its journal, and the revert
-//! of what a thread's file tools changed.
+//! `toolsmith threads`: the threads a store holds (`list`), one thread step by step (`show`),
+//! and the revert of what a thread's file tools changed (`revert`).
+//!
+//! `list` and `show` print for a person (times as `3 min ago` or a local date: `when.rs`;
+//! statuses in words: `list.rs`; steps and their tool calls: `show.rs`) and, with `--json`, the
+//! store's records unchanged for programs.
 
+mod list;
 mod revert;
+mod show;
+mod when;
 
 use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use serde_json::json;
-use toolsmith_core::{Message, Part, Role};
-use toolsmith_store::{JournalEntry, Store, Thread, ThreadQuery};
 
 use super::{EXIT_FAILURE, usage_error};
 
 #[derive(Subcommand)]
 pub(crate) enum ThreadsCommand {
-    /// List the stored threads, the most recently written first.
+    /// List the stored threads, the most recently written first: id, status, messages, and
+    /// when each was last written and created.
+    ///
+    /// Status: new, finished, paused (N waiting), failed, running (pid P) while a live process
+    /// holds the run, interrupted (no live holder: `run --resume` continues it), handed back.
+    /// Times: "just now", "N min ago", "N h ago" within a day, "yesterday HH:MM" on the previous
+    /// calendar day, else the local date "YYYY-MM-DD HH:MM" (time zone: TZ, else the
+    /// system's). --json prints the stored records, times in milliseconds since the epoch.
     List {
         #[command(flatten)]
         db: DbArgs,
         /// At most this many.
         #[arg(long, value_name = "N", default_value_t = 50)]
         limit: usize,
+        /// The time relative times are measured from, in milliseconds since the epoch, instead
+        /// of the clock's: for output that does not change as time passes.
+        #[arg(long, value_name = "MS", hide = true)]
+        now: Option<u64>,
     },
-    /// Print a thread: its state, its messages and its tool-call journal.
+    /// Print a thread step by step: its status and times, each user message, each assistant
+    /// step with its text and tool calls (input, outcome, result, what the journal recorded),
+    /// and totals. Lines are cut to 80 columns; --json prints the stored thread, messages and
+    /// journal in full.
     Show {
         /// The thread's id.
         id: String,
         #[command(flatten)]
         db: DbArgs,
+        /// The time relative times are measured from, in milliseconds since the epoch, instead
+        /// of the clock's: for output that does not change as time passes.
+        #[arg(long, value_name = "MS", hide = true)]
+        now: Option<u64>,
     },
     /// Put back the files the thread's write and edit calls replaced (and remove those they
     /// created), newest first. A file changed since the call wrote it is left alone unless
@@ -55,8 +78,10 @@ pub(crate) async fn threads(command: ThreadsCommand) -> ExitCode {
         Err(e) => return usage_error(format!("--db: {e}")),
     };
     let result = match &command {
-        ThreadsCommand::List { limit, .. } => list(&*store, *limit, db.json).await,
-        ThreadsCommand::Show { id, .. } => show(&*store, id, db.json).await,
+        ThreadsCommand::List { limit, now, .. } => {
+            list::list(&*store, *limit, db.json, clock(*now)).await
+        }
+        ThreadsCommand::Show { id, now, .. } => show::show(&*store, id, db.json, clock(*now)).await,
         ThreadsCommand::Revert(args) => return revert::revert(&*store, args).await,
     };
     match result {
@@ -68,160 +93,11 @@ pub(crate) async fn threads(command: ThreadsCommand) -> ExitCode {
     }
 }
 
-async fn list(store: &dyn Store, limit: usize, json: bool) -> Result<(), String> {
-    let query = ThreadQuery {
-        limit: Some(limit),
-        ..Default::default()
-    };
-    let threads = store.threads(&query).await.map_err(|e| e.to_string())?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&threads).unwrap_or_default()
-        );
-        return Ok(());
-    }
-    if threads.is_empty() {
-        println!("no threads");
-        return Ok(());
-    }
-    println!(
-        "{:<38} {:<8} {:>8} {:<24}",
-        "THREAD", "STATUS", "MESSAGES", "UPDATED (ms since epoch)"
-    );
-    for thread in &threads {
-        println!(
-            "{:<38} {:<8} {:>8} {:<24}",
-            thread.id,
-            thread.status.as_str(),
-            thread.message_count,
-            thread.updated_at
-        );
-    }
-    Ok(())
-}
-
-async fn show(store: &dyn Store, id: &str, json: bool) -> Result<(), String> {
-    let thread = store
-        .thread(id)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("thread {id} does not exist"))?;
-    let messages = store.messages(id).await.map_err(|e| e.to_string())?;
-    let journal = store.journal(id).await.map_err(|e| e.to_string())?;
-    if json {
-        let value = json!({"thread": thread, "messages": messages, "journal": journal});
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
-        return Ok(());
-    }
-    print_thread(&thread);
-    println!("\nmessages:");
-    for (i, message) in messages.iter().enumerate() {
-        print_message(i, message);
-    }
-    println!("\njournal:");
-    if journal.is_empty() {
-        println!("  (no tool calls)");
-    }
-    for entry in &journal {
-        print_entry(entry);
-    }
-    Ok(())
-}
-
-fn print_thread(thread: &Thread) {
-    println!("thread {}", thread.id);
-    println!("  status:   {}", thread.status.as_str());
-    if let Some(run) = &thread.run_id {
-        println!("  run:      {run}");
-    }
-    if let Some(parent) = &thread.parent_id {
-        println!("  parent:   {parent}");
-    }
-    if !thread.tags.is_empty() {
-        println!("  tags:     {}", thread.tags.join(", "));
-    }
-    println!("  version:  {}", thread.version);
-    for pause in &thread.pending {
-        println!(
-            "  waits for: {} of {} {} (call {})",
-            pause.kind.as_str(),
-            pause.tool_name,
-            pause.input,
-            pause.tool_call_id
-        );
-    }
-}
-
-fn print_message(index: usize, message: &Message) {
-    let role = match message.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
-    for part in &message.content {
-        let text = match part {
-            Part::Text { text, .. } => text.clone(),
-            Part::Reasoning { text, .. } => format!("(reasoning) {text}"),
-            Part::ToolCall(call) => format!(
-                "call {} {} {}",
-                call.tool_call_id, call.tool_name, call.input
-            ),
-            Part::ToolResult(result) => format!(
-                "result {} {}: {}",
-                result.tool_call_id,
-                result.tool_name,
-                serde_json::to_string(&result.output).unwrap_or_default()
-            ),
-            Part::ToolApprovalRequest(r) => {
-                format!("approval asked for {} ({})", r.tool_call_id, r.approval_id)
-            }
-            Part::ToolApprovalResponse(a) => format!(
-                "approval {} {}",
-                a.approval_id,
-                if a.approved { "granted" } else { "denied" }
-            ),
-            other => serde_json::to_string(other).unwrap_or_default(),
-        };
-        println!("  [{index}] {role}: {}", one_line(&text));
-    }
-}
-
-fn print_entry(entry: &JournalEntry) {
-    println!(
-        "  #{} {} (call {}, attempt {}): {} [{}]{}",
-        entry.seq,
-        entry.tool_name,
-        entry.tool_call_id,
-        entry.attempt,
-        entry.status.as_str(),
-        if entry.side_effect && !entry.idempotent {
-            "side effect, not idempotent"
-        } else if entry.side_effect {
-            "side effect, idempotent"
-        } else {
-            "read-only"
-        },
-        entry
-            .idempotency_key
-            .as_deref()
-            .map(|k| format!(" key {k}"))
-            .unwrap_or_default()
-    );
-}
-
-/// `text` on one line, cut at 200 characters.
-fn one_line(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &flat[..at]),
-        None => flat,
-    }
+/// The time output is seen from: `--now`, else the clock (ms since the epoch).
+fn clock(now: Option<u64>) -> u64 {
+    now.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    })
 }

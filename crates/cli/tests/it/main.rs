@@ -15,6 +15,7 @@ mod cli_no_stream;
 mod cli_secrets;
 mod cli_serve;
 mod cli_subagents;
+mod cli_threads;
 mod cli_wires;
 mod cli_workspace;
 mod durable;
