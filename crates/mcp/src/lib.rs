@@ -10,3 +10,4 @@
 
 pub mod client;
 pub mod server;
+mod trace;

@@ -1,6 +1,6 @@
 //! OTLP export against a real receiver (`receiver`): first checked with the official Python
 //! SDK's exporter, then fed by toolsmith runs: the span tree and attributes of a run with a tool
-//! call and a sub-agent, the metrics, nothing without the variables, a dead endpoint that costs
+//! call and a sub-agent, an MCP call's trace context carried to its server, the metrics, nothing without the variables, a dead endpoint that costs
 //! the run nothing, and a secret that never leaves.
 
 mod receiver;
@@ -15,7 +15,10 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use receiver::{Receiver, int_attr, string_attr};
 use serde_json::{Map, Value, json};
 use toolsmith_agent::{Agent, RunInput, SubagentTool};
+use toolsmith_config::{McpSelection, McpServers, ToolNames};
 use toolsmith_core::{Tool, ToolError, ToolMeta, Usage, VariableDecl, VariableKind, from_fn};
+use toolsmith_mcp::client::McpClient;
+use toolsmith_mcp::server::{HttpConfig, McpServer, serve_http};
 use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
 use toolsmith_telemetry::Telemetry;
 use tracing_subscriber::layer::SubscriberExt;
@@ -383,4 +386,85 @@ async fn a_dead_endpoint_neither_fails_nor_slows_the_run() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A server over streamable HTTP on a loopback port, serving a `clock` tool; its URL.
+async fn clock_server() -> String {
+    let clock = from_fn(
+        "clock",
+        "Tells the time.",
+        |_: Map<String, Value>, _cx| async { Ok::<_, ToolError>("noon") },
+    );
+    let server = McpServer::new(toolsmith_core::Toolset::new().with(clock));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { serve_http(listener, &server, HttpConfig::new()).await });
+    url
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_mcp_call_carries_its_trace_context_to_the_server() {
+    let receiver = Receiver::start().await;
+    let (guard, telemetry) = install(&receiver.endpoint());
+    let url = clock_server().await;
+    let file = json!({"mcpServers": {"time": {"url": url}}});
+    let entry = McpServers::from_json(&file.to_string()).unwrap().entries()[0].clone();
+    let client = McpClient::connect(&entry).await.unwrap();
+    let tools = client.tools(&McpSelection {
+        server: "time".into(),
+        only: None,
+        needs_approval: ToolNames::None,
+    });
+    // The name the model sees: the server's tool under the server's name.
+    let offered = tools
+        .prepare_tools()
+        .unwrap()
+        .prepare(&tools, toolsmith_core::Toolset::new().with(tools.clone()));
+    let name = offered.names().next().unwrap().to_owned();
+    let agent = Agent::builder(ScriptedModel::new([
+        Turn::tool_calls([ScriptedCall::new(&name, json!({})).with_id("m1")]),
+        Turn::text("It is noon."),
+    ]))
+    .name("timekeeper")
+    .tool(tools)
+    .build();
+    let out = agent.run("What time is it?").await.unwrap();
+    assert_eq!(out.text, "It is noon.");
+    drop(guard);
+    shutdown(telemetry).await;
+
+    let spans: Vec<Span> = receiver.spans().into_iter().map(|(_, s)| s).collect();
+    let run = one(&spans, "invoke_agent timekeeper");
+    let tool = one(&spans, &format!("execute_tool {name}"));
+    let calls = named(&spans, "tools/call clock");
+    assert_eq!(
+        calls.len(),
+        2,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let client_call = calls
+        .iter()
+        .find(|s| s.kind == SpanKind::Client as i32)
+        .unwrap();
+    let server_call = calls
+        .iter()
+        .find(|s| s.kind == SpanKind::Server as i32)
+        .unwrap();
+    assert_eq!(tool.parent_span_id, run.span_id);
+    assert_eq!(client_call.parent_span_id, tool.span_id);
+    // The server's span is the client's child through the request's `_meta`.
+    assert_eq!(server_call.parent_span_id, client_call.span_id);
+    assert_eq!(server_call.trace_id, run.trace_id);
+    for call in [client_call, server_call] {
+        let a = &call.attributes;
+        assert_eq!(
+            string_attr(a, "mcp.method.name").as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(string_attr(a, "gen_ai.tool.name").as_deref(), Some("clock"));
+    }
+    // The server runs the tool under its own span.
+    let served = one(&spans, "execute_tool clock");
+    assert_eq!(served.parent_span_id, server_call.span_id);
 }

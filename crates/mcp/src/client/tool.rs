@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use rmcp::ServiceError;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use serde_json::Value;
 use toolsmith_config::McpSelection;
 use toolsmith_core::{
     Approval, PrepareTools, RunScope, SharedTool, Tool, ToolContext, ToolError, ToolMeta,
     ToolOutput, ToolSpec, Toolset,
 };
+use tracing::{Instrument, Span};
 
 use super::names::unique;
 use super::result::tool_result;
@@ -59,11 +60,31 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, input: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let span = crate::trace::call_span("client", &self.name);
+        let result = self
+            .call_server(input, &span)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &result {
+            crate::trace::record_error(&span, e.code());
+        }
+        result
+    }
+}
+
+impl McpTool {
+    /// The `tools/call` request, with the span's trace context in its `_meta`.
+    async fn call_server(&self, input: Value, span: &Span) -> Result<ToolOutput, ToolError> {
         let connection = &self.connection;
         let server = &connection.entry.name;
         let mut params = CallToolRequestParams::new(self.name.to_string());
         if let Value::Object(arguments) = input {
             params = params.with_arguments(arguments);
+        }
+        let mut meta = RequestMetaObject::new();
+        crate::trace::inject(span, &mut meta);
+        if meta.get_traceparent().is_some() {
+            params.meta = Some(meta);
         }
         // Dropping the request (the time limit below, or the run's own cancellation) sends
         // `notifications/cancelled`.

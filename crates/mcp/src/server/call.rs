@@ -15,12 +15,32 @@ use toolsmith_core::layer::{LayerStack, SecretsLayer, TracingLayer};
 use toolsmith_core::{
     CancellationToken, Concurrency, SharedTool, ToolContext, ToolError, ToolOutput,
 };
+use tracing::Instrument;
 
 use super::session::McpSession;
 use super::{CANCEL_GRACE, CANCELLED, TIMEOUT, TOOL_PANICKED, approval, result};
 
-/// Runs the call of `tool` with `input` that `request` asked for; its result.
+/// Runs the call of `tool` with `input` that `request` asked for, in a `tools/call {tool}`
+/// server span whose parent is the trace context of the request's `_meta`; its result.
 pub(crate) async fn call(
+    session: &McpSession,
+    tool: SharedTool,
+    input: Value,
+    request: &RequestContext<RoleServer>,
+) -> CallToolResult {
+    let span = crate::trace::call_span("server", tool.spec().name());
+    crate::trace::extract(&span, &request.meta);
+    let result = answer(session, tool, input, request)
+        .instrument(span.clone())
+        .await;
+    if result.is_error == Some(true) {
+        // The conventions' type of a call the tool answered with `isError`.
+        crate::trace::record_error(&span, "tool_error");
+    }
+    result
+}
+
+async fn answer(
     session: &McpSession,
     tool: SharedTool,
     input: Value,
