@@ -63,6 +63,9 @@ pub struct ExportConfig {
     pub metrics_interval: Duration,
     /// The resource: `service.name` and `OTEL_RESOURCE_ATTRIBUTES`.
     pub resource: Vec<KeyValue>,
+    /// Whether tool calls' arguments and results are recorded, secrets masked
+    /// (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`; off by default).
+    pub capture_content: bool,
 }
 
 impl ExportConfig {
@@ -135,6 +138,8 @@ impl ExportConfig {
             timeout: millis(&var, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)?,
             metrics_interval: millis(&var, "OTEL_METRIC_EXPORT_INTERVAL", 60_000)?,
             resource: resource(&var),
+            capture_content: var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
         }))
     }
 }

@@ -107,7 +107,8 @@ impl Telemetry {
         }
     }
 
-    /// Starts the exporters `config` describes.
+    /// Starts the exporters `config` describes, and turns the recording of tool calls'
+    /// arguments and results on or off as it says ([`toolsmith_core::layer::capture_content`]).
     ///
     /// # Errors
     ///
@@ -166,6 +167,9 @@ impl Telemetry {
                 )
             }
         };
+        // The switch is the tracing layer's, process-wide: the spans it records are the ones
+        // this export sends.
+        toolsmith_core::layer::capture_content(config.capture_content && traces.is_some());
         Ok(Telemetry { traces, metrics })
     }
 
@@ -189,19 +193,26 @@ impl Telemetry {
                 .with_target("toolsmith", LevelFilter::INFO)
                 .with_target("toolsmith_telemetry", LevelFilter::OFF)
         };
-        let traces = self.traces.as_ref().map(|provider| {
-            tracing_opentelemetry::layer()
-                .with_tracer(provider.tracer("toolsmith"))
-                .with_filter(targets())
-        });
-        let metrics = self.metrics.as_ref().map(|provider| {
-            metrics::SpanMetrics::new(&opentelemetry::metrics::MeterProvider::meter(
-                provider,
-                "toolsmith",
-            ))
-            .with_filter(targets())
-        });
-        Some(Layer::and_then(traces, metrics).boxed())
+        // A vector, not `Option`s: an absent layer must not count as one that wants nothing
+        // (a `None` layer's level hint is `OFF`, which would silence the other).
+        let mut layers: Vec<Box<dyn Layer<S> + Send + Sync + 'static>> = Vec::new();
+        if let Some(provider) = &self.traces {
+            layers.push(
+                tracing_opentelemetry::layer()
+                    .with_tracer(provider.tracer("toolsmith"))
+                    .with_filter(targets())
+                    .boxed(),
+            );
+        }
+        if let Some(provider) = &self.metrics {
+            let meter = opentelemetry::metrics::MeterProvider::meter(provider, "toolsmith");
+            layers.push(
+                metrics::SpanMetrics::new(&meter)
+                    .with_filter(targets())
+                    .boxed(),
+            );
+        }
+        Some(layers.boxed())
     }
 
     /// Exports what is left and stops the exporters. Blocks until done (each export within the

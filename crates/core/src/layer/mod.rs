@@ -51,7 +51,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use self::tracing::TracingLayer;
+pub use self::tracing::{TracingLayer, capture_content};
 pub use cache::{CacheLayer, CacheScope, MemoryCache, ResultCache, cacheable};
 pub use hooks::{HookLayer, ToolHook};
 pub use loop_detection::{LoopAction, LoopDetection, LoopDetectionLayer};

@@ -1,7 +1,9 @@
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tracing::Instrument;
 
+use super::secrets::mask_value;
 use super::{Call, Layer, Next};
 use crate::{ToolError, ToolOutput};
 
@@ -14,8 +16,37 @@ use crate::{ToolError, ToolOutput};
 /// `tool.call.failed` with `durationMs` and the error (`errorCode`, `error`). Inputs and
 /// outputs are not logged: they may hold secrets (an error's message is the one the model sees,
 /// already masked by the secrets layer inside).
+///
+/// With content capture on ([`capture_content`]), the span also records the call's
+/// `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result` as JSON, the run's secret
+/// variables masked in both.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TracingLayer;
+
+static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Turns the recording of tool calls' arguments and results on the `execute_tool` spans on or
+/// off, for the whole process (off by default: they may hold personal data). The binary turns
+/// it on from the OpenTelemetry GenAI conventions' switch,
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Secrets are masked either way.
+///
+/// ```
+/// toolsmith_core::layer::capture_content(false);
+/// ```
+pub fn capture_content(on: bool) {
+    CAPTURE_CONTENT.store(on, Ordering::Relaxed);
+}
+
+/// `value` as JSON with `secrets` masked, for a span.
+fn masked_json(mut value: serde_json::Value, secrets: &[&str]) -> String {
+    if !secrets.is_empty() {
+        let mut secrets = secrets.to_vec();
+        // The longest first, so that a secret containing another is masked whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        mask_value(&mut value, &secrets);
+    }
+    value.to_string()
+}
 
 #[async_trait::async_trait]
 impl Layer for TracingLayer {
@@ -34,9 +65,18 @@ impl Layer for TracingLayer {
             // data store the model reaches through its provider).
             gen_ai.tool.type = "function",
             error.type = tracing::field::Empty,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
             toolsmith.run.id = cx.run_id(),
         );
         let outer = span.clone();
+        // Content only for a span someone records: the serialisation is not free.
+        let capture = CAPTURE_CONTENT.load(Ordering::Relaxed) && !span.is_disabled();
+        if capture {
+            let variables = cx.variables();
+            let arguments = masked_json(call.input.clone(), &variables.secret_values());
+            span.record("gen_ai.tool.call.arguments", arguments);
+        }
         async move {
             tracing::info!(
                 stepNumber = step,
@@ -70,6 +110,15 @@ impl Layer for TracingLayer {
         }
         .instrument(span)
         .await
+        .inspect(|output| {
+            if capture {
+                // Already masked by the secrets layer inside; masked again with the
+                // secrets as the call ended, as that layer does.
+                let variables = cx.scope().variables.current();
+                let result = masked_json(output.value.clone(), &variables.secret_values());
+                outer.record("gen_ai.tool.call.result", result);
+            }
+        })
         .inspect_err(|e| {
             outer.record("error.type", e.code());
             outer.record("otel.status_code", "ERROR");

@@ -1,3 +1,6 @@
+// Each test binary uses a part of the receiver.
+#![allow(dead_code)]
+
 //! A real OTLP/HTTP receiver for the tests: `POST /v1/traces` and `POST /v1/metrics`, the
 //! protobuf bodies decoded with the official `opentelemetry-proto` types and kept.
 
