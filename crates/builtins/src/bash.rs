@@ -33,9 +33,9 @@ pub const PROCESS_CANCELLED: &str = "PROCESS_CANCELLED";
 const MAX_CMD: usize = 8192;
 const MAX_ARGS: usize = 128;
 const MAX_CWD: usize = 1024;
-/// Smithers' caps on a caller's `timeoutMs` and `maxOutputBytes` (the sandbox policy's too).
-const MAX_TIMEOUT_MS: f64 = 3_600_000.0;
-const MAX_OUTPUT_BYTES: f64 = 10_485_760.0;
+/// Smithers' caps on a caller's `timeoutMs` and `maxOutputBytes`: the sandbox policy's own.
+const MAX_TIMEOUT_MS: f64 = toolsmith_sandbox::MAX_TIMEOUT.as_millis() as f64;
+const MAX_OUTPUT_BYTES: f64 = toolsmith_sandbox::MAX_OUTPUT_BYTES as f64;
 
 // No doc comment on the struct: it would become the schema's top-level description.
 #[derive(Deserialize, JsonSchema)]

@@ -31,8 +31,8 @@ mod probe;
 mod root_dir;
 
 pub use policy::{
-    EnvPolicy, Limits, NetworkPolicy, PolicyError, ReadPolicy, SandboxPolicy, Strictness,
-    UnixSockets,
+    EnvPolicy, Limits, MAX_OUTPUT_BYTES, MAX_TIMEOUT, NetworkPolicy, PolicyError, ReadPolicy,
+    SandboxPolicy, Strictness, UnixSockets,
 };
 pub use probe::{Capabilities, Layer};
 pub use root_dir::{RootDir, path_escape, path_escape_via_symlink, path_invalid};
