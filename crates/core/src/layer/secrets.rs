@@ -34,8 +34,7 @@ impl Layer for SecretsLayer {
         if secrets.is_empty() {
             return result;
         }
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
+        masking_order(&mut secrets);
         match result {
             Ok(output) => Ok(mask(output, &secrets)),
             Err(error) => Err(error.mask_with(
@@ -46,6 +45,13 @@ impl Layer for SecretsLayer {
             )),
         }
     }
+}
+
+/// `secrets` in the order they are masked in: the longest first, so that a secret containing
+/// another is masked whole.
+pub(crate) fn masking_order(secrets: &mut Vec<&str>) {
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
 }
 
 pub(crate) fn mask_text(text: &str, secrets: &[&str]) -> String {

@@ -3,7 +3,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
-use super::secrets::mask_value;
+use super::secrets::{mask_value, masking_order};
 use super::{Call, Layer, Next};
 use crate::{ToolError, ToolOutput};
 
@@ -41,8 +41,7 @@ pub fn capture_content(on: bool) {
 fn masked_json(mut value: serde_json::Value, secrets: &[&str]) -> String {
     if !secrets.is_empty() {
         let mut secrets = secrets.to_vec();
-        // The longest first, so that a secret containing another is masked whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        masking_order(&mut secrets);
         mask_value(&mut value, &secrets);
     }
     value.to_string()
