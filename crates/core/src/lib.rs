@@ -14,7 +14,8 @@
 //! - **Run hooks**: what a tool asks of each run it is part of as the run starts: a say in its
 //!   toolset ([`PrepareTools`]) and calls before the model's first step ([`StartCalls`]).
 //! - **Layers**: the middleware around a tool call ([`layer`]).
-//! - **Models and streams**: [`Message`]/[`Part`], [`Usage`], [`FinishReason`], the provider
+//! - **Models and streams**: [`Message`]/[`Part`] (and the provider-invisible
+//!   [`MessageMeta`] of a stored step), [`Usage`], [`FinishReason`], the provider
 //!   interface [`LanguageModel`] with its stream of [`ModelPart`]s, and the run-level stream
 //!   parts [`RunPart`].
 //!
@@ -52,6 +53,7 @@ mod inbox;
 mod kind;
 pub mod layer;
 mod message;
+mod message_meta;
 mod meta;
 mod model;
 mod model_error;
@@ -80,6 +82,7 @@ pub use from_fn::{FnTool, IntoToolOutput, Json, from_fn};
 pub use inbox::{Inbox, InboxTicket};
 pub use kind::{ProviderTool, ToolKind};
 pub use message::{Message, Part, ProviderMetadata, Role, Source, ToolCallPart, ToolResultPart};
+pub use message_meta::MessageMeta;
 pub use meta::{
     Approval, ApprovalPredicate, AsyncMode, Concurrency, Reconcile, ResultLimit,
     ResultLimitStrategy, Revert, ToolMeta, VariableDecl, VariableKind,

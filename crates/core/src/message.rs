@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{ModelOutput, NestedRun, ToolApprovalRequest, ToolApprovalResponse};
+use crate::{MessageMeta, ModelOutput, NestedRun, ToolApprovalRequest, ToolApprovalResponse};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -19,9 +19,11 @@ pub enum Role {
     Tool,
 }
 
-/// One message of a thread: a role and its parts.
+/// One message of a thread: a role and its parts, and what the thread records of how it came
+/// to be ([`MessageMeta`], never sent to a model).
 ///
-/// Serialises as `{"role":"assistant","content":[{"type":"text","text":"…"}, …]}`.
+/// Serialises as `{"role":"assistant","content":[{"type":"text","text":"…"}, …]}`, with
+/// `"meta":{…}` after the content when there is any.
 ///
 /// ```
 /// use toolsmith_core::{Message, Role};
@@ -36,12 +38,31 @@ pub struct Message {
     pub role: Role,
     /// Its parts, in order.
     pub content: Vec<Part>,
+    /// How it came to be: the model step, the calls' times. Provider-invisible: no wire sends
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<MessageMeta>,
 }
 
 impl Message {
     /// A message with the given role and parts.
     pub fn new(role: Role, content: Vec<Part>) -> Self {
-        Message { role, content }
+        Message {
+            role,
+            content,
+            meta: None,
+        }
+    }
+
+    /// The message with `meta` recorded (none when `meta` is empty).
+    pub fn with_meta(mut self, meta: MessageMeta) -> Self {
+        self.meta = (!meta.is_empty()).then_some(meta);
+        self
+    }
+
+    /// Its meta, created empty when it has none.
+    pub fn meta_mut(&mut self) -> &mut MessageMeta {
+        self.meta.get_or_insert_default()
     }
 
     /// A system message.
@@ -236,4 +257,35 @@ pub struct Source {
     /// The title, if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_without_meta_serialises_as_before_and_old_json_reads_back() {
+        let m = Message::user("hi");
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#"{"role":"user","content":[{"type":"text","text":"hi"}]}"#
+        );
+        let read: Message =
+            serde_json::from_str(r#"{"role":"user","content":[{"type":"text","text":"hi"}]}"#)
+                .unwrap();
+        assert_eq!(read, m);
+        assert_eq!(read.meta, None);
+    }
+
+    #[test]
+    fn meta_round_trips_after_the_content() {
+        let m = Message::assistant("ok").with_meta(MessageMeta::new().model("m").timed(1, 2));
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.ends_with(r#","meta":{"model":"m","startedAt":1,"durationMs":2}}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Message>(&json).unwrap(), m);
+        assert_eq!(Message::user("x").with_meta(MessageMeta::new()).meta, None);
+    }
 }
