@@ -1,11 +1,13 @@
 //! Approval requests and answers live in the thread for the record and for resuming; no wire
 //! ever sends them to a model. A thread paused on an approval, then answered, is sent by every
-//! provider as the call and its result only. So is a sub-agent's paused run.
+//! provider as the call and its result only. So is a sub-agent's paused run. The steps'
+//! metadata (model, usage, times) is the thread's record too: a request is the same with it or
+//! without it.
 
 use serde_json::{Value, json};
 use toolsmith_core::{
-    Message, ModelOutput, ModelRequest, NestedRun, Part, Role, ToolApprovalRequest,
-    ToolApprovalResponse, ToolCallPart, ToolResultPart,
+    Message, MessageMeta, ModelOutput, ModelRequest, NestedRun, Part, Role, ToolApprovalRequest,
+    ToolApprovalResponse, ToolCallPart, ToolResultPart, UnifiedFinishReason, Usage,
 };
 use toolsmith_providers::anthropic::AnthropicMessages;
 use toolsmith_providers::google::GoogleGemini;
@@ -138,6 +140,31 @@ fn every_wire_shows_a_denial_with_radaros_marker() {
             let text = body.to_string();
             // The whole text the model is given for the call, as one string.
             assert!(text.contains(&format!("\"{shown}\"")), "{wire}: {text}");
+        }
+    }
+}
+
+#[test]
+fn no_wire_sends_the_steps_metadata() {
+    let plain = answered_thread();
+    let mut with_meta = plain.clone();
+    for message in &mut with_meta.messages {
+        let meta = MessageMeta::new()
+            .model("meta-model-name")
+            .provider("meta-provider")
+            .response_id("resp_meta_secret")
+            .finish_reason(UnifiedFinishReason::ToolCalls)
+            .usage(Usage::new(123_456, 7_891))
+            .timed(1_700_000_000_000, 4_321)
+            .call("call_1", 987_654);
+        *message = message.clone().with_meta(meta);
+    }
+    assert!(with_meta.messages.iter().all(|m| m.meta.is_some()));
+    for ((wire, plain), (_, body)) in bodies(&plain).into_iter().zip(bodies(&with_meta)) {
+        assert_eq!(body, plain, "{wire}: the same request with or without meta");
+        let text = body.to_string();
+        for hidden in ["meta", "resp_meta_secret", "123456", "987654", "durationMs"] {
+            assert!(!text.contains(hidden), "{wire} sends {hidden}: {text}");
         }
     }
 }
