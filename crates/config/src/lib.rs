@@ -91,6 +91,7 @@ mod economy;
 mod entries;
 mod http_call;
 mod mcp;
+mod redact;
 mod reserved;
 mod sandbox;
 mod tavily;
@@ -98,6 +99,7 @@ mod webhook;
 mod workspace;
 
 pub use economy::RouterConfig;
+pub use redact::{REDACTED, redacted};
 use std::path::Path;
 use std::time::Duration;
 

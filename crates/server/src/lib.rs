@@ -15,6 +15,7 @@
 //! | `GET`/`POST`/`DELETE /agents/{agentId}/mcp` | the agent's tools over MCP (streamable HTTP), behind the account's bearer secret |
 //! | `PUT /agents/{agentId}`, `GET /agents`, `DELETE /agents/{agentId}` | the caller's agents |
 //! | `/admin/…` | accounts, agents and credentials, with `TOOLSMITH_ADMIN_SECRET` |
+//! | `/console`, `/console/api/…` | the web console and its API, behind the account's bearer secret |
 //! | any other `GET` | health |
 //!
 //! State lives in a [`ServiceStore`](toolsmith_store::ServiceStore): SQLite for one machine,
@@ -42,6 +43,7 @@ pub mod admin;
 pub mod async_tools;
 pub mod auth;
 pub mod chat;
+mod console;
 mod error;
 mod events;
 mod listen;
@@ -105,6 +107,7 @@ pub fn router(service: Service) -> Router {
             "/admin/accounts/{account}/credentials/{name}",
             put(admin::admin_put_credential),
         )
+        .merge(console::routes())
         .fallback(routes::fallback)
         .method_not_allowed_fallback(routes::fallback)
         .layer(RequestBodyLimitLayer::new(limit))

@@ -105,7 +105,11 @@ async fn begin(
 }
 
 /// Marks the event failed with the error a run could not start with, and returns the error.
-async fn fail_event(service: &Service, request: &RunRequest, error: ApiError) -> ApiError {
+pub(crate) async fn fail_event(
+    service: &Service,
+    request: &RunRequest,
+    error: ApiError,
+) -> ApiError {
     let detail =
         json!({"error": {"message": error.body.get("error").cloned().unwrap_or(Value::Null)}});
     let _ = service

@@ -121,8 +121,8 @@ pub(crate) struct Owner {
 }
 
 impl Owner {
-    const ACCOUNT: &'static str = "account:";
-    const AGENT: &'static str = "agent:";
+    pub(crate) const ACCOUNT: &'static str = "account:";
+    pub(crate) const AGENT: &'static str = "agent:";
     const CONVERSATION: &'static str = "conversation:";
 
     /// The thread's owner, if it is a conversation of the service.
@@ -500,6 +500,8 @@ pub(crate) async fn drive(
         options.heartbeat.max(Duration::from_millis(10)),
     );
     let mut drained = false;
+    // Held to the end, after the event's status is stored: watchers' streams end then.
+    let live = service.inner.live.open(&request.thread);
     let send = |item: Outgoing| {
         if let Some(sink) = &sink {
             // A caller that went away does not stop the run: it is stored as it goes.
@@ -511,6 +513,7 @@ pub(crate) async fn drive(
             part = stream.next() => match part {
                 Some(part) => {
                     crate::variables::record_request(&service, &request, &part).await;
+                    live.publish(&part);
                     if let Some(sink) = &sink {
                         let _ = sink.send(Outgoing::Part(Box::new(part))).await;
                     }
@@ -584,6 +587,7 @@ pub(crate) async fn drive(
     // The stream ends once the event's status is what the run came to: a client that asks for
     // it next finds it.
     drop(sink);
+    drop(live);
     if external_waits {
         continuation::try_continue(&service, &key).await;
     }

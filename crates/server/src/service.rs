@@ -112,6 +112,8 @@ pub(crate) struct Inner {
     pub(crate) handback: CancellationToken,
     /// The runs and same-invocation calls in the background, waited for at shutdown.
     pub(crate) tasks: TaskTracker,
+    /// The runs this process drives, for the console to watch.
+    pub(crate) live: Arc<crate::console::LiveRuns>,
 }
 
 /// `(account, agent id)`.
@@ -179,6 +181,7 @@ impl Service {
             inner: Arc::new(Inner {
                 coordinator: Coordinator::new(store.clone(), tasks.clone()),
                 handback: CancellationToken::new(),
+                live: Arc::default(),
                 tasks,
                 store,
                 token_key: key.derive("completion-tokens"),
@@ -316,14 +319,17 @@ impl Service {
 
     /// The agent config of `record`, unsealed.
     pub(crate) fn config_of(&self, record: &AgentRecord) -> Result<AgentConfig, String> {
+        AgentConfig::from_value(self.config_value(record)?).map_err(|e| e.to_string())
+    }
+
+    /// The agent config of `record`, unsealed, as the JSON it was stored as.
+    pub(crate) fn config_value(&self, record: &AgentRecord) -> Result<Value, String> {
         let text = self
             .inner
             .key
             .open(&record.config)
             .map_err(|e| format!("the agent's config cannot be unsealed: {e}"))?;
-        let value: Value = serde_json::from_slice(&text)
-            .map_err(|e| format!("the agent's config is not JSON: {e}"))?;
-        AgentConfig::from_value(value).map_err(|e| e.to_string())
+        serde_json::from_slice(&text).map_err(|e| format!("the agent's config is not JSON: {e}"))
     }
 
     /// Builds the agent `record` describes: its model (the account's own API key for the

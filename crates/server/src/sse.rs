@@ -69,7 +69,8 @@ pub(crate) fn empty() -> Response {
     stream_response(Body::empty())
 }
 
-fn stream_response(body: Body) -> Response {
+/// A response streaming `body` as server-sent events.
+pub(crate) fn stream_response(body: Body) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(

@@ -4,6 +4,7 @@
 mod async_tools;
 mod chat;
 mod common;
+mod console;
 mod mcp;
 mod replicas;
 mod result_cache;
