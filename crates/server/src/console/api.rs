@@ -260,20 +260,13 @@ pub(crate) async fn run(
 /// The tokens of the run's steps, as their messages record them (`meta.usage`); `null` when
 /// none does.
 fn usage(messages: &[Message]) -> Option<Usage> {
-    let mut total: Option<Usage> = None;
-    for message in messages {
-        let Ok(Value::Object(value)) = serde_json::to_value(message) else {
-            continue;
-        };
-        let step = value
-            .get("meta")
-            .and_then(|m| m.get("usage"))
-            .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok());
-        if let Some(step) = step {
-            *total.get_or_insert_with(Usage::default) += step;
-        }
-    }
-    total
+    messages
+        .iter()
+        .filter_map(|m| m.meta.as_ref()?.usage)
+        .reduce(|mut total, step| {
+            total += step;
+            total
+        })
 }
 
 /// `GET /console/api/runs/{threadId}/live`: the run's parts as they happen ([`super::live`]).
@@ -418,14 +411,10 @@ mod tests {
 
     #[test]
     fn usage_sums_the_steps_that_record_it() {
-        let mut step = serde_json::to_value(Message::user("hi")).unwrap();
-        assert!(usage(&[serde_json::from_value(step.clone()).unwrap()]).is_none());
-        step["meta"] = json!({"usage": Usage::new(3, 4)});
-        let Ok(message) = serde_json::from_value::<Message>(step) else {
-            // Messages without a `meta` field cannot carry it: nothing to sum.
-            return;
-        };
-        let total = usage(&[message.clone(), message]).unwrap();
+        use toolsmith_core::MessageMeta;
+        assert!(usage(&[Message::user("hi")]).is_none());
+        let step = Message::assistant("ok").with_meta(MessageMeta::new().usage(Usage::new(3, 4)));
+        let total = usage(&[Message::user("hi"), step.clone(), step]).unwrap();
         assert_eq!(total, Usage::new(6, 8));
     }
 }
