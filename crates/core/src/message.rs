@@ -65,6 +65,17 @@ impl Message {
         self.meta.get_or_insert_default()
     }
 
+    /// Takes in the record of a message merged into this one (tool messages folded into one):
+    /// this message's own record stays, the other's call times are added; without a record of
+    /// its own, this message takes the other's.
+    pub fn merge_meta(&mut self, other: Option<MessageMeta>) {
+        match (&mut self.meta, other) {
+            (Some(own), Some(other)) => own.calls.extend(other.calls),
+            (own @ None, other) => *own = other,
+            (Some(_), None) => {}
+        }
+    }
+
     /// A system message.
     pub fn system(text: impl Into<String>) -> Self {
         Self::new(Role::System, vec![Part::text(text)])
@@ -287,5 +298,17 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<Message>(&json).unwrap(), m);
         assert_eq!(Message::user("x").with_meta(MessageMeta::new()).meta, None);
+    }
+
+    #[test]
+    fn a_merged_record_keeps_its_own_fields_and_adds_the_call_times() {
+        let mut first = Message::tool_results(vec![]);
+        first.merge_meta(Some(MessageMeta::new().timed(1, 2).call("a", 1)));
+        first.merge_meta(None);
+        first.merge_meta(Some(MessageMeta::new().timed(5, 6).call("b", 3)));
+        assert_eq!(
+            first.meta,
+            Some(MessageMeta::new().timed(1, 2).call("a", 1).call("b", 3))
+        );
     }
 }
