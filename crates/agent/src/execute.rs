@@ -1,7 +1,9 @@
 //! Running prepared calls through the layers: panic isolation, the parallel window and the
-//! exclusive barrier.
+//! exclusive barrier; each call's time, for the thread's record.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -28,7 +30,12 @@ pub(crate) struct CallRunner {
     pub(crate) scope: Arc<RunScope>,
     pub(crate) step: u32,
     pub(crate) cancel: CancellationToken,
+    /// How long each call that ran to its end took, in ms, by call id.
+    pub(crate) times: CallTimes,
 }
+
+/// The calls' times of one runner, in ms by call id, shared with the calls it runs.
+pub(crate) type CallTimes = Arc<Mutex<BTreeMap<String, u64>>>;
 
 impl CallRunner {
     pub(crate) fn job(&self, index: usize, id: &str, tool: SharedTool, input: Value) -> Job {
@@ -67,7 +74,22 @@ impl CallRunner {
             cx,
         } = job;
         let cx = cx.numbered();
-        async move { (index, execute(&stack, &tool, input, &cx).await) }
+        let times = self.times.clone();
+        async move {
+            let started = Instant::now();
+            let outcome = execute(&stack, &tool, input, &cx).await;
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            times
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(cx.tool_call_id().to_string(), ms);
+            (index, outcome)
+        }
+    }
+
+    /// The times of the calls run so far that ran to their end.
+    pub(crate) fn times(&self) -> BTreeMap<String, u64> {
+        self.times.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Runs `jobs` at most `max` at a time, exclusive tools alone, calling `done` as each

@@ -14,7 +14,9 @@ pub(crate) const INTERRUPTED: &str =
 ///   a result; it may not have run.` (an aborted run, a trimmed history, a crash);
 /// - duplicate results and results for calls that do not exist are dropped.
 ///
-/// Tool calls listed in `pending` (awaiting a client's answer) are left unanswered.
+/// Tool calls listed in `pending` (awaiting a client's answer) are left unanswered. The
+/// record of the tool messages ([`Message::meta`]) is kept: the first one's, with the calls'
+/// times of the others.
 ///
 /// Returns how many results were synthesised.
 ///
@@ -60,8 +62,10 @@ pub fn repair_orphans(messages: &mut Vec<Message>, pending: &[&str]) -> usize {
         // Gather the results from the tool messages that follow.
         let mut results: Vec<ToolResultPart> = Vec::new();
         let mut other_parts: Vec<Part> = Vec::new();
+        let mut metas = Vec::new();
         let mut j = i + 1;
         while j < messages.len() && messages[j].role == Role::Tool {
+            metas.push(messages[j].meta.take());
             for part in std::mem::take(&mut messages[j].content) {
                 match part {
                     Part::ToolResult(r) => results.push(r),
@@ -95,7 +99,11 @@ pub fn repair_orphans(messages: &mut Vec<Message>, pending: &[&str]) -> usize {
         let mut content: Vec<Part> = ordered.into_iter().map(Part::ToolResult).collect();
         content.extend(other_parts);
         if !content.is_empty() {
-            messages.insert(i + 1, Message::new(Role::Tool, content));
+            let mut message = Message::new(Role::Tool, content);
+            for meta in metas {
+                message.merge_meta(meta);
+            }
+            messages.insert(i + 1, message);
             i += 1;
         }
         i += 1;

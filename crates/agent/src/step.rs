@@ -19,6 +19,10 @@ pub(crate) struct ModelTurn {
     pub(crate) calls: Vec<PreparedCall>,
     pub(crate) usage: Usage,
     pub(crate) finish_reason: FinishReason,
+    /// The provider's id for the response, if it gave one.
+    pub(crate) response_id: Option<String>,
+    /// The model that answered, if the provider said.
+    pub(crate) response_model: Option<String>,
     /// What the provider said it ignored or dropped (unsupported settings, provider tools).
     pub(crate) warnings: Vec<String>,
 }
@@ -138,6 +142,7 @@ pub(crate) async fn consume(
     let mut content = Vec::new();
     let mut calls = Vec::new();
     let mut warnings = Vec::new();
+    let (mut response_id, mut response_model) = (None, None);
     let mut open = OpenBlocks::default();
     while let Some(part) = stream.next().await {
         match part? {
@@ -289,8 +294,14 @@ pub(crate) async fn consume(
                     calls,
                     usage,
                     finish_reason,
+                    response_id,
+                    response_model,
                     warnings,
                 });
+            }
+            ModelPart::ResponseMetadata { id, model_id } => {
+                response_id = id.or(response_id);
+                response_model = model_id.or(response_model);
             }
             ModelPart::StreamStart { warnings: new } => {
                 for message in new {

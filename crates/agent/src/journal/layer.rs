@@ -39,6 +39,7 @@ impl Layer for JournalLayer {
             Err(e) => return Err(store_failed("record the call before it runs", &e)),
         };
         if let Intent::Recorded(outcome) = intent {
+            journal.note_replayed(call.cx.tool_call_id());
             return recorded(*outcome);
         }
         // From here until an outcome is in hand, a call dropped from above (a timeout, a

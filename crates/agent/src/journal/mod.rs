@@ -37,6 +37,7 @@ mod layer;
 mod log;
 mod snapshot;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -60,6 +61,8 @@ pub(crate) struct Journal {
     outcomes_wait: AtomicBool,
     /// A snapshot hook runs between a call and its save: outcomes never wait then.
     snapshot: bool,
+    /// The calls whose outcome an earlier attempt recorded, reused without running them.
+    replayed: Mutex<HashSet<String>>,
 }
 
 /// What waits for the next commit.
@@ -93,7 +96,21 @@ impl Journal {
             staged: Mutex::default(),
             outcomes_wait: AtomicBool::new(false),
             snapshot,
+            replayed: Mutex::default(),
         }
+    }
+
+    /// Notes that call `tool_call_id` got the outcome an earlier attempt recorded.
+    pub(crate) fn note_replayed(&self, tool_call_id: &str) {
+        let mut replayed = self.replayed.lock().unwrap_or_else(|p| p.into_inner());
+        replayed.insert(tool_call_id.to_owned());
+    }
+
+    /// Whether call `tool_call_id` got the outcome an earlier attempt recorded (it did not run
+    /// in this run: it has no time of its own).
+    pub(crate) fn was_replayed(&self, tool_call_id: &str) -> bool {
+        let replayed = self.replayed.lock().unwrap_or_else(|p| p.into_inner());
+        replayed.contains(tool_call_id)
     }
 
     /// Says whether the loop saves each call's result as soon as the call ends (the step's

@@ -4,6 +4,7 @@ use toolsmith_core::{Message, ModelOutput, ModelToolCall, Part, Role, RunPart, T
 
 use super::Run;
 use super::outcome::{emit_outcome, fatal_error, model_output, result_part};
+use super::record::Stopwatch;
 use super::setup::missing_variables;
 use crate::CallOutcome;
 use crate::RunErrorKind;
@@ -31,6 +32,7 @@ impl Run {
         )
         .map_err(RunErrorKind::Config)?;
         let runner = self.runner(0);
+        let clock = Stopwatch::start();
         let mut parts = Vec::new();
         for (index, (waiting, decision)) in waiting.iter().zip(decisions).enumerate() {
             let call = &waiting.call;
@@ -140,6 +142,7 @@ impl Run {
                 .map(|p| p.path.first().unwrap_or(&p.tool_call_id).as_str())
                 .collect();
             repair_orphans(messages, &still);
+            self.record_times(&runner, &clock);
         }
         self.usage += self.scope.usage.take();
         if self.cancel.is_cancelled() {

@@ -42,6 +42,7 @@ impl Run {
             scope: self.scope.clone(),
             step,
             cancel: self.cancel.clone(),
+            times: Default::default(),
         }
     }
 
@@ -134,13 +135,15 @@ impl Run {
     }
 
     /// The interrupted calls' results went into a tool message of their own: one tool message
-    /// follows the calls.
+    /// follows the calls (with the earlier message's record, and the calls' times of both).
     fn merge_tool_messages(&mut self) {
         let messages = &mut self.request.messages;
         let n = messages.len();
         if n >= 2 && messages[n - 1].role == Role::Tool && messages[n - 2].role == Role::Tool {
             let last = messages.pop().expect("two messages");
-            messages[n - 2].content.extend(last.content);
+            let earlier = &mut messages[n - 2];
+            earlier.content.extend(last.content);
+            earlier.merge_meta(last.meta);
         }
     }
 

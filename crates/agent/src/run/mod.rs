@@ -3,6 +3,7 @@
 mod answer;
 mod durable;
 mod outcome;
+mod record;
 mod setup;
 mod start;
 mod telemetry;
@@ -36,6 +37,7 @@ use outcome::{
     apply_verdict, approval_pause, emit_outcome, fatal_error, model_output, reporter, result_part,
     verdict_outcome,
 };
+use record::Stopwatch;
 use setup::{Sources, missing_variables, not_started, variable_cell};
 
 use crate::{
@@ -333,7 +335,9 @@ impl Run {
         // Results of non-blocking sub-agents that arrived since the last step.
         self.request.messages.extend(self.scope.inbox.take());
         self.refresh_offered();
+        let clock = Stopwatch::start();
         let turn = self.call_model().await?;
+        let meta = self.step_meta(&turn, &clock);
         self.usage += turn.usage;
         self.finish_reason = turn.finish_reason.clone();
 
@@ -349,9 +353,8 @@ impl Run {
             warnings: turn.warnings.clone(),
         };
         let ModelTurn { content, calls, .. } = turn;
-        self.request
-            .messages
-            .push(Message::new(Role::Assistant, content));
+        let message = Message::new(Role::Assistant, content).with_meta(meta);
+        self.request.messages.push(message);
         let had_calls = !calls.is_empty();
         // The step's calls are on record before any of them runs.
         if had_calls {
@@ -485,6 +488,7 @@ impl Run {
         self.request
             .messages
             .push(Message::new(Role::Tool, Vec::new()));
+        let clock = Stopwatch::start();
         let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         let mut jobs = Vec::new();
         // Callback mode: the calls the approval handler decides, and its answers to record.
@@ -555,6 +559,7 @@ impl Run {
                     self.note_answer(answers[index].take());
                     self.append(&calls[index], &outcome, result, true);
                     // Each result is on record before the next call starts.
+                    self.record_times(&runner, &clock);
                     self.save(SavePoint::Progress).await?;
                 }
             }
@@ -609,6 +614,7 @@ impl Run {
                     self.append(call, &outcome, result, !emitted[index]);
                 }
                 // The step's results are on record before the next step.
+                self.record_times(&runner, &clock);
                 self.save(SavePoint::Progress).await?;
             }
         }

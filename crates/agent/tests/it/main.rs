@@ -21,6 +21,7 @@ mod resumable_subagents;
 mod run_log;
 mod smithers_context;
 mod snapshot;
+mod step_meta;
 mod stops_and_pauses;
 mod stream;
 mod subagents;

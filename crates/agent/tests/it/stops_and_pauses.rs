@@ -31,7 +31,7 @@ async fn a_step_without_tool_calls_ends_the_run() {
     assert_eq!(model.call_count(), 1);
     assert_eq!(out.text, "hello");
     assert_eq!(
-        out.messages,
+        plain(&out.messages),
         [Message::user("hi"), Message::assistant("hello")]
     );
 }

@@ -144,6 +144,18 @@ pub fn stored(messages: &[Message]) -> Vec<Message> {
     serde_json::from_str(&serde_json::to_string(messages).unwrap()).unwrap()
 }
 
+/// `messages` without their step metadata ([`Message::meta`]): what a thread says, for
+/// comparing with messages written by hand.
+pub fn plain(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .map(|m| Message {
+            meta: None,
+            ..m.clone()
+        })
+        .collect()
+}
+
 /// Streams a run to its end: every part, then the output.
 pub async fn stream_run(
     agent: &Agent,
