@@ -24,7 +24,7 @@ function h(tag, props, ...children) {
 }
 
 function append(el, children) {
-  for (const child of children.flat(Infinity)) {
+  for (const child of [children].flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -54,6 +54,13 @@ function facts(pairs, cls) {
 // Formatting
 
 const STATUS_WORDS = { idle: 'finished', running: 'running', paused: 'paused', failed: 'failed' };
+const STATUS_TEXT = {
+  live: 'Running in this service.',
+  running: 'Running, but not in this service process: this page reads it again every few seconds.',
+  paused: 'Paused: the run waits for the answers below.',
+  idle: 'The run is finished.',
+  failed: 'The run failed.',
+};
 
 function badge(status, word) {
   return h('span', { class: `badge badge-${status}` }, word || STATUS_WORDS[status] || status);
@@ -295,12 +302,14 @@ async function runsView(ctx, query) {
   const status = h('select', { id: 'f-status' },
     [['', 'All'], ['running', 'Running'], ['paused', 'Paused'], ['idle', 'Finished'], ['failed', 'Failed']]
       .map(([value, text]) => h('option', { value, selected: query.get('status') === value }, text)));
-  const agent = h('select', { id: 'f-agent' }, h('option', { value: '' }, 'All agents'));
+  const wanted = query.get('agent');
+  const agent = h('select', { id: 'f-agent' }, h('option', { value: '' }, 'All agents'),
+    wanted ? h('option', { value: wanted, selected: true }, wanted) : null);
   const refreshed = h('span', { class: 'muted small', 'aria-live': 'off' });
   const body = h('tbody');
   const table = h('table', { class: 'runs' },
     h('caption', { class: 'sr-only' }, 'Runs, most recently updated first'),
-    h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Agent', 'Messages', 'Updated', 'Started'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Agent', 'Messages', 'Updated', 'Started'].map((c) => h('th', { scope: 'col', class: c === 'Messages' ? 'num' : null }, c)))),
     body);
   const empty = h('p', { class: 'empty', hidden: true }, 'No runs match. ', h('a', { href: '#/new' }, 'Start a run'), '.');
   main.append(
@@ -336,8 +345,7 @@ async function runsView(ctx, query) {
   agent.addEventListener('change', filtered);
 
   api('/agents', { signal: ctx.signal }).then((data) => {
-    for (const a of data.agents) agent.append(h('option', { value: a.agentId, selected: query.get('agent') === a.agentId }, a.agentId));
-    if (query.get('agent')) load();
+    for (const a of data.agents) if (a.agentId !== wanted) agent.append(h('option', { value: a.agentId }, a.agentId));
   }).catch((error) => failed(error, ctx));
   await load();
   const timer = setInterval(() => document.hidden || load(), REFRESH_MS);
@@ -361,6 +369,7 @@ function runRow(run) {
 
 function runView(ctx, threadId) {
   const path = `/runs/${encodeURIComponent(threadId)}`;
+  main.append(h('p', { class: 'crumbs' }, h('a', { href: '#/runs' }, '← All runs')));
   const title = heading('Run');
   const status = h('p', { class: 'stream-status', 'aria-live': 'polite', id: 'stream-status' });
   const head = h('div', { class: 'run-head' });
@@ -368,7 +377,6 @@ function runView(ctx, threadId) {
   const transcript = h('ol', { class: 'transcript', 'aria-label': 'Transcript' });
   const extra = h('div');
   const root = h('div', { class: 'run', id: 'run', dataset: { liveParts: 0 } },
-    h('p', { class: 'crumbs' }, h('a', { href: '#/runs' }, '← All runs')),
     head, status, panels,
     h('section', { 'aria-labelledby': 'transcript-title' }, h('h2', { id: 'transcript-title' }, 'Transcript'), transcript),
     extra);
@@ -377,6 +385,7 @@ function runView(ctx, threadId) {
   let stream = null;
   let data = null;
   let poll = null;
+  let lastEmptyEnd = 0;
   const setStatus = (text, live) => {
     status.textContent = text;
     status.classList.toggle('is-live', !!live);
@@ -393,7 +402,13 @@ function runView(ctx, threadId) {
       return failed(error, ctx);
     }
     render();
-    if (data.run.live && !stream) watch();
+    // A stream that ended at once with nothing (the run ending as it was opened) is not opened
+    // again at once.
+    if (data.run.live && !stream) {
+      if (Date.now() - lastEmptyEnd > 1000) watch();
+      else poll = setTimeout(load, 1000);
+      return;
+    }
     // A run that the store says runs, but not here (another replica, or not started yet).
     clearTimeout(poll);
     if (!stream && data.run.status === 'running') poll = setTimeout(load, 2000);
@@ -417,7 +432,7 @@ function runView(ctx, threadId) {
     const rendered = renderTranscript(data.messages || [], { children: data.children || [] });
     transcript.replaceChildren(...rendered.items);
     fill(extra, childrenPanel(rendered.unmatched), journalPanel(data.journal || []));
-    if (!stream) setStatus(run.live ? 'Running in this service.' : `Not running: ${STATUS_WORDS[run.status] || run.status}.`);
+    if (!stream) setStatus(STATUS_TEXT[run.live ? 'live' : run.status] || '');
   };
 
   const watch = () => {
@@ -427,7 +442,7 @@ function runView(ctx, threadId) {
     transcript.append(view.el);
     setStatus('Streaming…', true);
     let started = null;
-    stream = new LiveStream(`${path}/live`, ctx.signal, {
+    stream = new LiveStream(`/console/api${path}/live`, ctx.signal, {
       parts(parts) {
         started ??= performance.now();
         for (const part of parts) view.apply(part);
@@ -440,6 +455,7 @@ function runView(ctx, threadId) {
       },
       end(error) {
         stream = null;
+        if (started === null) lastEmptyEnd = Date.now();
         view.el.remove();
         if (error) failed(error, ctx);
         setStatus('Stream ended; reading the run’s stored state…');
@@ -562,8 +578,8 @@ function journalPanel(journal) {
     h('div', { class: 'table-wrap' }, h('table', { class: 'journal' },
       h('thead', {}, h('tr', {}, ['Seq', 'Tool', 'Call', 'Status', 'Attempt', 'Side effect', 'Output'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, journal.map((j) => h('tr', {},
-        h('td', { class: 'num' }, j.seq), h('td', {}, h('code', {}, j.toolName)), h('td', { class: 'muted' }, j.toolCallId),
-        h('td', {}, h('span', { class: `badge badge-effect-${j.status}` }, j.status)), h('td', { class: 'num' }, j.attempt),
+        h('td', {}, j.seq), h('td', {}, h('code', {}, j.toolName)), h('td', { class: 'muted' }, j.toolCallId),
+        h('td', {}, h('span', { class: `badge badge-effect-${j.status}` }, j.status)), h('td', {}, j.attempt),
         h('td', {}, j.sideEffect ? (j.idempotent ? 'yes, idempotent' : 'yes') : 'no'),
         h('td', {}, j.output === undefined ? '—' : h('details', {}, h('summary', {}, 'Show'), pre(j.output)))))))));
 }
@@ -675,6 +691,11 @@ class ToolCard {
     this.args.textContent = pretty(value);
   }
 
+  approved() {
+    if (!this.settled) this.setState('approved', 'running');
+    this.state.after(h('span', { class: 'approved-mark' }, 'approved by a reviewer'));
+  }
+
   /** A stored result (`ModelOutput`: text, json, content, error-*, execution-denied). */
   output(output) {
     const type = output?.type;
@@ -758,7 +779,7 @@ function renderTranscript(messages, { children = [] } = {}) {
         } else if (part.type === 'tool-approval-response') {
           const c = [...cards.values()].find((x) => x.approvalId === part.approvalId);
           if (c && !part.approved) c.denied(part.reason);
-          else if (c && !c.settled) c.setState('approved', 'running');
+          else if (c) c.approved();
         }
       }
       continue;
