@@ -5,6 +5,7 @@ mod async_tools;
 mod chat;
 mod common;
 mod console;
+mod console_browser;
 mod mcp;
 mod replicas;
 mod result_cache;
