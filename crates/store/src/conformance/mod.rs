@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolsmith_core::{
-    Message, ModelOutput, NestedRun, Part, Pause, PauseKind, Role, ToolApprovalRequest,
-    ToolCallPart, ToolResultPart,
+    InputTokens, Message, MessageMeta, ModelOutput, NestedRun, OutputTokens, Part, Pause,
+    PauseKind, Role, ToolApprovalRequest, ToolCallPart, ToolResultPart, UnifiedFinishReason, Usage,
 };
 
 use crate::{
@@ -139,6 +139,28 @@ fn rich_thread() -> Vec<Message> {
                     pending: vec![pause],
                 }),
             ],
+        )
+        // The step's record: provider-invisible, kept with the message.
+        .with_meta(
+            MessageMeta::new()
+                .model("gpt-ünï")
+                .provider("openai")
+                .response_id("resp_1")
+                .finish_reason(UnifiedFinishReason::ToolCalls)
+                .usage(Usage {
+                    input: InputTokens {
+                        total: Some(120),
+                        cache_read: Some(100),
+                        ..Default::default()
+                    },
+                    output: OutputTokens {
+                        total: Some(14),
+                        reasoning: Some(5),
+                        ..Default::default()
+                    },
+                    server_tool_uses: 1,
+                })
+                .timed(1_700_000_000_000, 812),
         ),
         Message::tool_results(vec![ToolResultPart {
             tool_call_id: "c1".into(),
@@ -146,7 +168,12 @@ fn rich_thread() -> Vec<Message> {
             output: ModelOutput::error_text("denied"),
             provider_executed: false,
             provider_metadata: Default::default(),
-        }]),
+        }])
+        .with_meta(
+            MessageMeta::new()
+                .timed(1_700_000_000_900, 40)
+                .call("c1", 38),
+        ),
     ]
 }
 
@@ -200,7 +227,7 @@ async fn messages_round_trip<S: Store>(store: &S) {
     assert_eq!(
         store.messages("t-rich").await.unwrap(),
         thread,
-        "messages read back exactly as written, every part kind"
+        "messages read back exactly as written, every part kind and the steps' records"
     );
     let stored = store.thread("t-rich").await.unwrap().unwrap();
     assert_eq!(stored.message_count, 4);
