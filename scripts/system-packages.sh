@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, before anything compiles:
 #
-#     scripts/system-packages.sh [postgresql]
+#     scripts/system-packages.sh [postgresql] [npm] [python3] [chromium]
 #
 # Always: cmake, clang and libclang-dev, which building llama.cpp (the embedded local model's
 # engine, compiled from source by the `local` feature) needs: CMake for llama.cpp itself, and
 # libclang for bindgen, which writes its Rust bindings (without it the build dies after minutes
 # in a bindgen panic, "Unable to find libclang"). `postgresql` adds the server the store's
 # PostgreSQL tests start (CI asks for it; without it those tests are skipped and say so);
-# `npm` and `python3` what the service's tests run (the AI SDK's client, the example worker).
+# `npm` and `python3` what the service's tests run (the AI SDK's client, the example worker);
+# `chromium` the browser the web console's test drives (headless, through playwright-core,
+# which downloads no browser of its own).
 #
 # Only what is missing is installed, with apt-get (through sudo when not root), without
 # questions. Where that cannot be done (no apt-get, or neither root nor sudo) it stops at once
@@ -21,6 +23,7 @@ present() {
         cmake | clang | npm | python3) command -v "$1" >/dev/null ;;
         libclang-dev) compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null ;;
         postgresql) compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null ;;
+        chromium) [ -x /usr/bin/chromium ] ;;
         *) return 2 ;;
     esac
 }

