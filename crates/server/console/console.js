@@ -224,9 +224,7 @@ function heading(text, ...after) {
   const title = h('h1', { tabindex: -1 }, text);
   document.title = `${text} · toolsmith console`;
   main.append(h('div', { class: 'view-head' }, title, ...after));
-  if (document.activeElement === document.body || main.contains(document.activeElement) || document.activeElement === main) {
-    title.focus({ preventScroll: true });
-  }
+  title.focus({ preventScroll: true });
   return title;
 }
 

@@ -47,8 +47,12 @@ function check(condition, message) {
 
 async function shot(name) {
   if (!shotsDir) return;
-  // Nothing moving in the picture: no caret, the pulse stopped.
-  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide' });
+  // The page down to the end of its content; nothing moving in it: no caret, the pulse stopped.
+  const height = await page.evaluate(() => Math.ceil(document.querySelector('main').getBoundingClientRect().bottom + window.scrollY));
+  await page.screenshot({
+    path: join(shotsDir, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide',
+    clip: { x: 0, y: 0, width: 1280, height: Math.max(height, 360) },
+  });
   summary.screenshots.push(`${name}.png`);
 }
 
@@ -163,16 +167,25 @@ async function main() {
   check(liveParts >= WORDS, `the page drew ${liveParts} live parts, fewer than the ${WORDS} text deltas`);
   summary.longRun = { words, liveParts, liveDrawMs: liveMs, untilLastWordMs: Math.round(drawn), untilStoredMs: Math.round(performance.now() - t0) };
 
+  step = 'a third run, left waiting for its approval';
+  await startRun('calc', 'And what is 6 * 7 again?');
+  await page.getByRole('button', { name: 'Start run' }).click();
+  await page.getByRole('button', { name: 'Approve' }).waitFor();
+
   step = 'the runs list';
   await page.getByRole('link', { name: 'Runs', exact: true }).click();
   await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
   const rows = page.locator('table.runs tbody tr');
-  await rows.nth(1).waitFor();
-  check(await rows.count() === 2, `the runs list shows the 2 runs, not ${await rows.count()}`);
+  await rows.nth(2).waitFor();
+  check(await rows.count() === 3, `the runs list shows the 3 runs, not ${await rows.count()}`);
   await page.getByLabel('Status').selectOption('paused');
+  await page.waitForFunction(() => document.querySelectorAll('table.runs tbody tr').length === 1);
+  check(await rows.first().locator('.badge').textContent() === 'paused', 'the paused filter shows the paused run');
+  await page.getByLabel('Status').selectOption('failed');
   await page.locator('.empty').filter({ hasText: 'No runs match' }).waitFor();
   await page.getByLabel('Status').selectOption('');
-  await rows.nth(1).waitFor();
+  await rows.nth(2).waitFor();
+  await page.locator('h1').focus();
   await shot('runs');
 
   step = 'the agents';
