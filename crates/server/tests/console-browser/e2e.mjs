@@ -12,7 +12,8 @@
 // appearing; the approval panel reached with the keyboard alone (Tab) and approved with Enter;
 // the run finishing with the model's text; a 1 000-part run rendered whole (its parts counted
 // as the page drew them, and its words in the stored transcript), with the time it took;
-// the runs list and the agents; signing out. Any console error (a CSP violation included) or
+// the runs list and its filter; the agents; an approval with edited arguments (invalid JSON
+// refused on the page first); a denial with a reason; signing out. Any console error (a CSP violation included) or
 // uncaught exception fails it. Prints one JSON summary line on success; exits 1 with a message
 // (and a screenshot of the moment) on failure.
 //
@@ -193,6 +194,28 @@ async function main() {
   await page.getByRole('heading', { name: 'calc', level: 2 }).waitFor();
   await page.locator('.tool-name').filter({ hasText: 'calculator' }).first().waitFor();
   await shot('agents');
+
+  step = 'approving the paused run with edited arguments';
+  await page.getByRole('link', { name: 'Runs', exact: true }).click();
+  await page.locator('table.runs tbody tr').filter({ hasText: 'paused' }).getByRole('link').click();
+  const edit = page.getByLabel('Edit arguments (JSON)');
+  await edit.fill('{"expression": "2 + 2"');
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.locator('.field-error').filter({ hasText: 'not valid JSON' }).waitFor();
+  check(await edit.getAttribute('aria-invalid') === 'true', 'invalid arguments are marked invalid');
+  await edit.fill('{"expression": "2 + 2"}');
+  check(await page.locator('.field-error').count() === 0 || !(await page.locator('.field-error').textContent()), 'valid arguments clear the error');
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.locator('.transcript .text').filter({ hasText: 'The answer is 2 + 2 = 4.' }).waitFor({ timeout: 30000 });
+  await runStatus('finished');
+
+  step = 'denying a call with a reason';
+  await startRun('calc', 'What is 6 * 7, once more?');
+  await page.getByRole('button', { name: 'Start run' }).click();
+  await page.getByLabel('Reason (optional)').fill('Not today');
+  await page.getByRole('button', { name: 'Deny' }).click();
+  await page.locator('.tool .denied').filter({ hasText: 'Denied: Not today' }).waitFor({ timeout: 30000 });
+  await runStatus('finished');
 
   step = 'signing out';
   await page.getByRole('button', { name: 'Sign out' }).click();

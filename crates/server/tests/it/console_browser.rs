@@ -85,9 +85,9 @@ async fn the_console_runs_and_approves_in_a_real_browser() {
     let tools = json!({"calculator": {"needsApproval": true}});
     service.agent("acme", "calc", config(&calc, tools)).await;
     // The pause lets the page, which opens the run's live stream as soon as the run is
-    // accepted, watch every one of the deltas.
+    // accepted, watch every one of the deltas (with room to spare on a busy machine).
     let chatty = mock_model(|_| {
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(2500));
         words()
     });
     service
