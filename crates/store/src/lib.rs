@@ -15,6 +15,8 @@
 
 mod batch;
 pub mod conformance;
+#[cfg(feature = "crash-points")]
+pub mod crash_points;
 mod crypto;
 pub mod durable;
 mod error;

@@ -41,6 +41,13 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 ///
 /// As [`open`].
 pub async fn open_service(url: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
+    let store = open_backend(url).await?;
+    #[cfg(feature = "crash-points")]
+    let store = crate::crash_points::from_env(store)?;
+    Ok(store)
+}
+
+async fn open_backend(url: &str) -> Result<Arc<dyn ServiceStore>, StoreError> {
     if let Some(path) = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
