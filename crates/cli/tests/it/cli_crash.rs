@@ -7,7 +7,7 @@
 //! PostgreSQL server; and two processes resuming one thread at once: exactly one proceeds.
 
 #[path = "../../../store/tests/it/common/pg_server.rs"]
-mod pg_server;
+pub(crate) mod pg_server;
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
@@ -22,13 +22,13 @@ use toolsmith::store::{Store, ThreadStatus};
 use toolsmith::{Part, Role};
 
 /// The lease the test runs use: a killed run's thread can be taken over this long after.
-const LEASE_SECS: f64 = 0.4;
+pub(crate) const LEASE_SECS: f64 = 0.4;
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// The scripted model, deciding from the conversation alone (so that it answers a resumed run
 /// as it would have the first): read and count, then write, then finish.
-fn model(request: &Received) -> String {
+pub(crate) fn model(request: &Received) -> String {
     // A little latency, so that kills land during model calls too.
     std::thread::sleep(Duration::from_millis(15));
     let messages = request.body["messages"]
@@ -102,7 +102,19 @@ fn model(request: &Received) -> String {
 }
 
 /// `toolsmith run` on the scripted model, storing thread `thread` in `db`.
-fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> Command {
+pub(crate) fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> Command {
+    toolsmith_leased(base, db, root, thread, resume, LEASE_SECS)
+}
+
+/// [`toolsmith`] with a lease of `lease` seconds.
+pub(crate) fn toolsmith_leased(
+    base: &str,
+    db: &str,
+    root: &Path,
+    thread: &str,
+    resume: bool,
+    lease: f64,
+) -> Command {
     let config = root.parent().unwrap().join("agent.json");
     if !config.exists() {
         let agent = json!({
@@ -127,7 +139,7 @@ fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> C
             "--thread",
             thread,
         ])
-        .args(["--lease", &LEASE_SECS.to_string()])
+        .args(["--lease", &lease.to_string()])
         .arg("--config")
         .arg(&config)
         .arg("--root")
@@ -153,7 +165,7 @@ fn toolsmith(base: &str, db: &str, root: &Path, thread: &str, resume: bool) -> C
 }
 
 /// Runs `command`, killing it with SIGKILL after `kill_after` if it is still running then.
-fn run_killed(mut command: Command, kill_after: Option<Duration>) -> Option<Output> {
+pub(crate) fn run_killed(mut command: Command, kill_after: Option<Duration>) -> Option<Output> {
     let mut child: Child = command.spawn().expect("the binary runs");
     let Some(after) = kill_after else {
         return Some(child.wait_with_output().unwrap());
@@ -178,7 +190,7 @@ fn kill_point(i: u64, n: u64, span: Duration, salt: u64) -> Duration {
 }
 
 /// A workspace folder `name` in `dir` with the README the scripted runs read.
-fn workspace(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn workspace(dir: &Path, name: &str) -> PathBuf {
     let root = dir.join(name);
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("README.md"), "# A workspace\n").unwrap();
@@ -186,7 +198,7 @@ fn workspace(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// The URL of a SQLite store in `dir`.
-fn sqlite_in(dir: &Path) -> String {
+pub(crate) fn sqlite_in(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("runs.db").display())
 }
 
@@ -262,7 +274,7 @@ async fn crash_and_resume(db: &str, threads: u64) {
 }
 
 /// Every call answered once, the run finished, no side effect twice.
-async fn check_thread(store: &dyn Store, thread: &str, root: &Path) {
+pub(crate) async fn check_thread(store: &dyn Store, thread: &str, root: &Path) {
     let messages = store.messages(thread).await.unwrap();
     let mut calls: HashMap<String, (String, Value)> = HashMap::new();
     let mut results: HashMap<String, u32> = HashMap::new();
