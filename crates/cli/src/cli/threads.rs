@@ -2,12 +2,13 @@
 //! and the revert of what a thread's file tools changed (`revert`).
 //!
 //! `list` and `show` print for a person (times as `3 min ago` or a local date: `when.rs`;
-//! statuses in words: `list.rs`; steps and their tool calls: `show.rs`) and, with `--json`, the
-//! store's records unchanged for programs.
+//! statuses in words: `list.rs`; steps and their tool calls: `show.rs`, with what they spent:
+//! `spent.rs`) and, with `--json`, the store's records unchanged for programs.
 
 mod list;
 mod revert;
 mod show;
+mod spent;
 mod when;
 
 use std::process::ExitCode;
@@ -39,9 +40,10 @@ pub(crate) enum ThreadsCommand {
         now: Option<u64>,
     },
     /// Print a thread step by step: its status and times, each user message, each assistant
-    /// step with its text and tool calls (input, outcome, result, what the journal recorded),
-    /// and totals. Lines are cut to 80 columns; --json prints the stored thread, messages and
-    /// journal in full.
+    /// step with its model call (model, finish reason, time, tokens), text and tool calls
+    /// (input, outcome, result, time, what the journal recorded), and totals (tokens, time).
+    /// Lines are cut to 80 columns; --json prints the stored thread, messages (with each
+    /// step's record) and journal in full.
     Show {
         /// The thread's id.
         id: String,

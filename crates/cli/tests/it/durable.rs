@@ -307,6 +307,14 @@ async fn a_settled_call_whose_result_was_not_saved_is_not_run_again() {
         result_of(&out, "call_1"),
         ModelOutput::json(json!({"paid": "earlier"}))
     );
+    // The result came from the journal: the call did not run here, so it has no time; the
+    // stored thread says so too.
+    let stored = store.messages("t").await.unwrap();
+    assert_eq!(stored, out.messages);
+    let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
+    let times = tool.meta.as_ref().expect("the results' record");
+    assert!(times.calls.is_empty(), "{times:?}");
+    assert!(times.duration_ms.is_some());
 }
 
 #[tokio::test]
@@ -355,7 +363,15 @@ async fn a_stored_run_records_every_call_and_its_thread() {
     let run_id = run.run_id().to_string();
     let out = agent.run(run.input(messages)).await.unwrap();
     assert_eq!(out.text, "Paid.");
-    assert_eq!(store.messages("t").await.unwrap(), out.messages);
+    // The thread is stored as the run left it, each step's record included.
+    let stored = store.messages("t").await.unwrap();
+    assert_eq!(stored, out.messages);
+    let step = stored[1].meta.as_ref().expect("the step's record");
+    assert_eq!(step.provider.as_deref(), Some("scripted"));
+    assert!(step.duration_ms.is_some());
+    let times = stored[2].meta.as_ref().expect("the results' record");
+    let call = stored[1].tool_calls().next().unwrap();
+    assert!(times.calls.contains_key(&call.tool_call_id), "{times:?}");
     let journal = store.journal("t").await.unwrap();
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0].status, EffectStatus::Succeeded);

@@ -2,11 +2,14 @@
 //!
 //! First the thread (status in words as `threads list` gives it, run, parent, tags, when it was
 //! created and last written, what a paused run waits for), then the conversation step by step:
-//! each user message, and each assistant message as a numbered step with its text, reasoning,
-//! and tool calls; a call shows its input, its outcome (`ok`, `error`, `denied`, `waiting for
-//! approval`, `waiting for` the client's result, an external result or its sub-agent, `no result`: the run stopped before it ended), what it
-//! returned, and what the journal recorded of it (status, attempts, side effect). Totals close
-//! the output. Every line is cut to 80 columns; `--json` prints the stored records in full.
+//! each user message, and each assistant message as a numbered step with its model call (model,
+//! finish reason, time, tokens: `spent.rs`), text, reasoning, and tool calls; a call shows its
+//! input, its outcome (`ok`, `error`, `denied`, `waiting for approval`, `waiting for` the
+//! client's result, an external result or its sub-agent, `no result`: the run stopped before it
+//! ended), what it returned, its time, and what the journal recorded of it (status, attempts,
+//! side effect). Totals close the output: steps and calls, then the tokens and time the steps
+//! recorded. A thread stored before steps kept records shows neither model lines, times nor
+//! those totals. Every line is cut to 80 columns; `--json` prints the stored records in full.
 
 use std::collections::HashMap;
 
@@ -14,6 +17,7 @@ use serde_json::json;
 use toolsmith_core::{Message, ModelOutput, Part, PauseKind, Role, ToolCallPart, ToolResultPart};
 use toolsmith_store::{JournalEntry, Store, Thread};
 
+use super::spent::{Spent, duration, model_lines};
 use super::{list, when};
 
 /// The widest line printed.
@@ -64,8 +68,23 @@ fn render(
     for entry in journal {
         entries.insert(entry.tool_call_id.as_str(), entry);
     }
+    // Each call's time, from its tool message's record.
+    let times: HashMap<&str, u64> = messages
+        .iter()
+        .filter_map(|m| m.meta.as_ref())
+        .flat_map(|meta| &meta.calls)
+        .map(|(id, ms)| (id.as_str(), *ms))
+        .collect();
+    let found = Found {
+        results,
+        entries,
+        times,
+    };
     let mut totals = Totals::default();
     for message in messages {
+        if let Some(meta) = &message.meta {
+            totals.spent.add(meta, message.role == Role::Assistant);
+        }
         match message.role {
             Role::System => out.cut(format!("system: {}", text_of(message))),
             Role::User => {
@@ -76,7 +95,7 @@ fn render(
                 totals.steps += 1;
                 out.blank();
                 out.push(format!("step {}", totals.steps));
-                step(&mut out, thread, message, &results, &entries, &mut totals);
+                step(&mut out, thread, message, &found, &mut totals);
             }
             // Results are shown with their calls; a tool message says nothing else.
             Role::Tool => {}
@@ -84,7 +103,17 @@ fn render(
     }
     out.blank();
     out.cut(totals.line());
+    for line in totals.spent.lines() {
+        out.cut(line);
+    }
     out.0
+}
+
+/// What the calls' lines look up by call id: the result, the latest journal entry, the time.
+struct Found<'a> {
+    results: HashMap<&'a str, &'a ToolResultPart>,
+    entries: HashMap<&'a str, &'a JournalEntry>,
+    times: HashMap<&'a str, u64>,
 }
 
 fn header(out: &mut Lines, thread: &Thread, now: u64) {
@@ -117,10 +146,14 @@ fn step(
     out: &mut Lines,
     thread: &Thread,
     message: &Message,
-    results: &HashMap<&str, &ToolResultPart>,
-    entries: &HashMap<&str, &JournalEntry>,
+    found: &Found<'_>,
     totals: &mut Totals,
 ) {
+    if let Some(meta) = &message.meta {
+        for line in model_lines(meta, WIDTH) {
+            out.cut(line);
+        }
+    }
     for part in &message.content {
         match part {
             Part::Text { text, .. } if !text.trim().is_empty() => {
@@ -130,7 +163,7 @@ fn step(
                 out.cut(format!("  reasoning: {}", text.trim()));
             }
             Part::ToolCall(call) => {
-                call_lines(out, thread, message, call, results, entries, totals);
+                call_lines(out, thread, message, call, found, totals);
             }
             Part::File { media_type, .. } => out.cut(format!("  file: {media_type}")),
             Part::Source(_) => totals.sources += 1,
@@ -151,13 +184,12 @@ fn call_lines(
     thread: &Thread,
     message: &Message,
     call: &ToolCallPart,
-    results: &HashMap<&str, &ToolResultPart>,
-    entries: &HashMap<&str, &JournalEntry>,
+    found: &Found<'_>,
     totals: &mut Totals,
 ) {
     totals.calls += 1;
     let id = call.tool_call_id.as_str();
-    let (outcome, returned) = match results.get(id).map(|r| &r.output) {
+    let (outcome, returned) = match found.results.get(id).map(|r| &r.output) {
         Some(ModelOutput::ErrorText { value }) => ("error".to_owned(), Some(value.clone())),
         Some(ModelOutput::ErrorJson { value }) => ("error".to_owned(), Some(value.to_string())),
         Some(ModelOutput::ExecutionDenied { reason }) => ("denied".to_owned(), reason.clone()),
@@ -183,7 +215,10 @@ fn call_lines(
     if let Some(returned) = returned {
         out.cut(format!("    result:  {returned}"));
     }
-    if let Some(entry) = entries.get(id) {
+    if let Some(ms) = found.times.get(id) {
+        out.cut(format!("    time:    {}", duration(*ms)));
+    }
+    if let Some(entry) = found.entries.get(id) {
         let effect = match (entry.side_effect, entry.idempotent) {
             (false, _) => "read-only",
             (true, true) => "side effect, idempotent",
@@ -263,6 +298,8 @@ struct Totals {
     /// Calls without a result: waiting, or stopped.
     open: u64,
     sources: u64,
+    /// The tokens and time the steps recorded.
+    spent: Spent,
 }
 
 impl Totals {
