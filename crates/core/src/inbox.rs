@@ -19,6 +19,7 @@ use crate::Message;
 /// let inbox = Inbox::default();
 /// let ticket = inbox.expect();
 /// assert!(!inbox.is_idle(), "a result is expected");
+/// assert_eq!(inbox.expected(), 1);
 /// ticket.deliver(Message::user("done"));
 /// assert_eq!(inbox.take().len(), 1);
 /// assert!(inbox.is_idle());
@@ -60,6 +61,12 @@ impl Inbox {
     /// Whether results are still expected (announced and not delivered).
     pub fn is_expecting(&self) -> bool {
         self.0.outstanding.load(Ordering::SeqCst) > 0
+    }
+
+    /// How many results are announced and not delivered yet: calls still running outside the
+    /// run (non-blocking sub-agents, async tools).
+    pub fn expected(&self) -> usize {
+        self.0.outstanding.load(Ordering::SeqCst)
     }
 
     /// Waits until a message is queued or nothing more is expected.

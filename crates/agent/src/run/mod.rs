@@ -268,8 +268,9 @@ impl Run {
     /// Drives the loop to its end, in the run's `invoke_agent` span.
     pub(crate) async fn drive(self) -> Result<RunOutput, RunError> {
         let span = telemetry::run_span(&self.agent, &self.scope);
+        let inbox = self.scope.inbox.clone();
         let result = self.drive_in_span().instrument(span.clone()).await;
-        telemetry::record_run(&span, &result);
+        telemetry::record_run(&span, &result, inbox.expected());
         result
     }
 

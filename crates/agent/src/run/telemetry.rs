@@ -4,8 +4,10 @@
 //! - `invoke_agent {agent name}` wraps a run: `gen_ai.operation.name`, `gen_ai.agent.name`,
 //!   `gen_ai.conversation.id` (the thread), `gen_ai.provider.name`, `gen_ai.request.model`,
 //!   `toolsmith.run.id`, then at its end `toolsmith.run.outcome` (`completed`, `paused`,
-//!   `failed`, `cancelled` or `handed_back`), `toolsmith.run.async_pending` (the calls left to
-//!   finish outside the run) and, on failure, `error.type`.
+//!   `failed`, `cancelled` or `handed_back`), `toolsmith.run.async_pending` (the calls a run
+//!   that ended without failing left to finish outside it: its pauses on an external result,
+//!   and the results still expected in its inbox — async tools and non-blocking sub-agents
+//!   still running when it paused) and, on failure, `error.type`.
 //! - `chat {model}` wraps each model call, the stream included: the request's provider and
 //!   model, then the response's id and model, its finish reason and token usage (input,
 //!   output, cache reads and writes, reasoning), `error.type` on failure.
@@ -48,8 +50,8 @@ pub(super) fn run_span(agent: &AgentInner, scope: &RunScope) -> Span {
     span
 }
 
-/// Records how the run ended on its span.
-pub(super) fn record_run(span: &Span, result: &Result<RunOutput, RunError>) {
+/// Records how the run ended on its span; `expected` results were still due in its inbox.
+pub(super) fn record_run(span: &Span, result: &Result<RunOutput, RunError>, expected: usize) {
     match result {
         Ok(output) => {
             let outcome = if output.pending.is_empty() {
@@ -62,8 +64,9 @@ pub(super) fn record_run(span: &Span, result: &Result<RunOutput, RunError>) {
                 .iter()
                 .filter(|p| p.kind == PauseKind::External)
                 .count();
+            let pending = external.saturating_add(expected);
             span.record("toolsmith.run.outcome", outcome);
-            span.record("toolsmith.run.async_pending", as_i64(external as u64));
+            span.record("toolsmith.run.async_pending", as_i64(pending as u64));
         }
         Err(e) => {
             let (outcome, error) = match &e.kind {
