@@ -1,7 +1,9 @@
 //! OTLP export against a real receiver (`receiver`): first checked with the official Python
 //! SDK's exporter, then fed by toolsmith runs: the span tree and attributes of a run with a tool
-//! call and a sub-agent, an MCP call's trace context carried to its server, the metrics, nothing without the variables, a dead endpoint that costs
-//! the run nothing, and a secret that never leaves.
+//! call and a sub-agent, the response's id and model on a real wire's `chat` span (a loopback
+//! Chat Completions server), an MCP call's trace context carried to its server, the metrics
+//! (paused runs and the async calls they left running included), nothing without the
+//! variables, a dead endpoint that costs the run nothing, and a secret that never leaves.
 
 mod receiver;
 
@@ -16,9 +18,12 @@ use receiver::{Receiver, int_attr, string_attr};
 use serde_json::{Map, Value, json};
 use toolsmith_agent::{Agent, RunInput, SubagentTool};
 use toolsmith_config::{McpSelection, McpServers, ToolNames};
-use toolsmith_core::{Tool, ToolError, ToolMeta, Usage, VariableDecl, VariableKind, from_fn};
+use toolsmith_core::{
+    Approval, Message, Tool, ToolError, ToolMeta, Usage, VariableDecl, VariableKind, from_fn,
+};
 use toolsmith_mcp::client::McpClient;
 use toolsmith_mcp::server::{HttpConfig, McpServer, serve_http};
+use toolsmith_providers::openai_chat::OpenAiChat;
 use toolsmith_providers::{ScriptedCall, ScriptedModel, Turn};
 use toolsmith_telemetry::Telemetry;
 use tracing_subscriber::layer::SubscriberExt;
@@ -467,4 +472,168 @@ async fn an_mcp_call_carries_its_trace_context_to_the_server() {
     // The server runs the tool under its own span.
     let served = one(&spans, "execute_tool clock");
     assert_eq!(served.parent_span_id, server_call.span_id);
+}
+
+/// A Chat Completions server on a loopback port answering every request with `events` as
+/// server-sent events; its base URL.
+async fn chat_completions(events: Vec<Value>) -> String {
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    let app = axum::Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", "text/event-stream")], body) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// The value of the sum `name`'s data points whose `key` is `value`, added up.
+fn sum_where(
+    metrics: &[opentelemetry_proto::tonic::metrics::v1::Metric],
+    name: &str,
+    filter: Option<(&str, &str)>,
+) -> i64 {
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
+    metrics
+        .iter()
+        .filter(|m| m.name == name)
+        .flat_map(|m| match &m.data {
+            Some(Data::Sum(sum)) => sum.data_points.clone(),
+            other => panic!("{name} is not a sum: {other:?}"),
+        })
+        .filter(|p| {
+            filter.is_none_or(|(key, value)| {
+                string_attr(&p.attributes, key).as_deref() == Some(value)
+            })
+        })
+        .map(|p| match p.value {
+            Some(Number::AsInt(n)) => n,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_real_wires_chat_span_carries_the_responses_id_and_model() {
+    let receiver = Receiver::start().await;
+    let (id, answered) = ("chatcmpl-7f3a", "gpt-x-2024-08-06");
+    let base = chat_completions(vec![
+        json!({"id": id, "model": answered, "choices": [{"index": 0,
+            "delta": {"role": "assistant", "content": "Hi."}}]}),
+        json!({"id": id, "model": answered, "choices": [{"index": 0, "delta": {},
+            "finish_reason": "stop"}]}),
+        json!({"id": id, "model": answered, "choices": [],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 2}}),
+    ])
+    .await;
+    let model = OpenAiChat::openai("gpt-x", Some("sk-test"), Some(&base)).unwrap();
+    let (guard, telemetry) = install(&receiver.endpoint());
+    let out = Agent::builder(model)
+        .name("greeter")
+        .build()
+        .run("Hello?")
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Hi.");
+    drop(guard);
+    shutdown(telemetry).await;
+
+    let spans: Vec<Span> = receiver.spans().into_iter().map(|(_, s)| s).collect();
+    let chat = one(&spans, "chat gpt-x");
+    let a = &chat.attributes;
+    assert_eq!(
+        string_attr(a, "gen_ai.provider.name").as_deref(),
+        Some("openai")
+    );
+    assert_eq!(
+        string_attr(a, "gen_ai.request.model").as_deref(),
+        Some("gpt-x")
+    );
+    assert_eq!(string_attr(a, "gen_ai.response.id").as_deref(), Some(id));
+    assert_eq!(
+        string_attr(a, "gen_ai.response.model").as_deref(),
+        Some(answered)
+    );
+    assert_eq!(int_attr(a, "gen_ai.usage.input_tokens"), Some(9));
+    // The thread's record of the step says what the span says.
+    let step = out.messages[1].meta.as_ref().expect("the step's record");
+    assert_eq!(step.response_id.as_deref(), Some(id));
+    assert_eq!(step.model.as_deref(), Some(answered));
+    assert_eq!(step.provider.as_deref(), Some("openai"));
+    let usage = step.usage.expect("the step's tokens");
+    assert_eq!((usage.input.total, usage.output.total), (Some(9), Some(2)));
+    // The operation's duration is measured by the model that answered.
+    let metrics = receiver.metrics();
+    let duration = metrics
+        .iter()
+        .find(|m| m.name == "gen_ai.client.operation.duration")
+        .unwrap();
+    let Some(Data::Histogram(duration)) = &duration.data else {
+        panic!("{duration:?}")
+    };
+    assert!(duration.data_points.iter().any(|p| {
+        string_attr(&p.attributes, "gen_ai.response.model").as_deref() == Some(answered)
+    }));
+}
+
+/// A tool that starts its work in the background and returns at once, its result announced to
+/// the run's inbox (as the service's async tools do); the work ends when `release` fires.
+fn crawl(release: tokio::sync::watch::Receiver<bool>) -> impl Tool {
+    from_fn(
+        "crawl",
+        "Crawls a site.",
+        move |_: Map<String, Value>, cx| {
+            let mut release = release.clone();
+            async move {
+                let ticket = cx.scope().inbox.expect();
+                tokio::spawn(async move {
+                    let _ = release.wait_for(|go| *go).await;
+                    ticket.deliver(Message::user("crawled"));
+                });
+                Ok::<_, ToolError>("started")
+            }
+        },
+    )
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_paused_run_and_the_async_calls_it_left_running_are_counted() {
+    let receiver = Receiver::start().await;
+    let (release, released) = tokio::sync::watch::channel(false);
+    let deploy = from_fn("deploy", "Deploys.", |_: Map<String, Value>, _cx| async {
+        Ok::<_, ToolError>("deployed")
+    })
+    .with_meta(ToolMeta::new().approval(Approval::Always));
+    let agent = Agent::builder(ScriptedModel::new([Turn::tool_calls([
+        ScriptedCall::new("crawl", json!({})).with_id("a1"),
+        ScriptedCall::new("deploy", json!({})).with_id("d1"),
+    ])]))
+    .name("operator")
+    .tool(crawl(released))
+    .tool(deploy)
+    .build();
+    let (guard, telemetry) = install(&receiver.endpoint());
+    let out = agent.run("Crawl, then deploy.").await.unwrap();
+    assert_eq!(out.pending.len(), 1, "the deploy waits for approval");
+    drop(guard);
+    shutdown(telemetry).await;
+    release.send(true).unwrap();
+
+    let spans: Vec<Span> = receiver.spans().into_iter().map(|(_, s)| s).collect();
+    let run = one(&spans, "invoke_agent operator");
+    assert_eq!(
+        string_attr(&run.attributes, "toolsmith.run.outcome").as_deref(),
+        Some("paused")
+    );
+    assert_eq!(
+        int_attr(&run.attributes, "toolsmith.run.async_pending"),
+        Some(1)
+    );
+    let metrics = receiver.metrics();
+    let outcome = Some(("toolsmith.run.outcome", "paused"));
+    assert_eq!(sum_where(&metrics, "toolsmith.runs", outcome), 1);
+    let agent_name = Some(("gen_ai.agent.name", "operator"));
+    assert_eq!(sum_where(&metrics, "toolsmith.tool.pending", agent_name), 1);
 }
