@@ -371,7 +371,10 @@ function runView(ctx, threadId) {
   const title = heading('Run');
   const status = h('p', { class: 'stream-status', 'aria-live': 'polite', id: 'stream-status' });
   const head = h('div', { class: 'run-head' });
-  const panels = h('div', { class: 'panels' });
+  const pendingSlot = h('div');
+  const asyncSlot = h('div');
+  const panels = h('div', { class: 'panels' }, pendingSlot, asyncSlot);
+  let shownPending = null;
   const transcript = h('ol', { class: 'transcript', 'aria-label': 'Transcript' });
   const extra = h('div');
   const root = h('div', { class: 'run', id: 'run', dataset: { liveParts: 0 } },
@@ -381,9 +384,15 @@ function runView(ctx, threadId) {
   main.append(root);
 
   let stream = null;
+  let live = null; // the LiveView the stream draws in, last in the transcript
   let data = null;
   let poll = null;
   let lastEmptyEnd = 0;
+  const newLiveView = () => {
+    const view = new LiveView(h('li', { class: 'live', 'aria-label': 'Streaming now' }));
+    transcript.append(view.el);
+    return view;
+  };
   const setStatus = (text, live) => {
     status.textContent = text;
     status.classList.toggle('is-live', !!live);
@@ -426,9 +435,17 @@ function runView(ctx, threadId) {
       ['Updated', when(run.updatedAt)],
       ['Parent run', run.parentId ? h('a', { href: `#/runs/${encodeURIComponent(run.parentId)}` }, 'open') : null],
     ]), h('p', { class: 'ids' }, 'Conversation ', h('code', {}, run.conversationKey), ' · Thread ', h('code', {}, run.threadId))));
-    fill(panels, pendingPanel(data.pending || [], approve), asyncPanel(data.asyncTools || []));
+    // The approvals are drawn again only when they change: a reason or edited arguments being
+    // typed survive the run being read again.
+    const pendingKey = JSON.stringify(data.pending || []);
+    if (pendingKey !== shownPending) {
+      shownPending = pendingKey;
+      fill(pendingSlot, pendingPanel(data.pending || [], approve));
+    }
+    fill(asyncSlot, asyncPanel(data.asyncTools || []));
     const rendered = renderTranscript(data.messages || [], { children: data.children || [] });
     transcript.replaceChildren(...rendered.items);
+    if (stream) transcript.append(live.el);
     fill(extra, childrenPanel(rendered.unmatched), journalPanel(data.journal || []));
     if (!stream) setStatus(STATUS_TEXT[run.live ? 'live' : run.status] || '');
   };
@@ -436,25 +453,28 @@ function runView(ctx, threadId) {
   const watch = () => {
     stream?.stop();
     clearTimeout(poll);
-    const view = new LiveView(h('li', { class: 'live', 'aria-label': 'Streaming now' }));
-    transcript.append(view.el);
+    live = newLiveView();
     setStatus('Streaming…', true);
     let started = null;
     stream = new LiveStream(`/console/api${path}/live`, ctx.signal, {
       parts(parts) {
         started ??= performance.now();
-        for (const part of parts) view.apply(part);
+        for (const part of parts) live.apply(part);
         root.dataset.liveParts = Number(root.dataset.liveParts) + parts.length;
         root.dataset.liveMs = Math.round(performance.now() - started);
       },
       lagged() {
+        // What was missed is in the stored thread: it is read again, and the stream goes on
+        // from the newest parts in a fresh view.
         setStatus('Fell behind the run; reading its stored state…', true);
+        live.el.remove();
+        live = newLiveView();
         load();
       },
       end(error) {
+        // The live view stays until the stored state, read again, replaces it.
         stream = null;
         if (started === null) lastEmptyEnd = Date.now();
-        view.el.remove();
         if (error) failed(error, ctx);
         setStatus('Stream ended; reading the run’s stored state…');
         load();
@@ -467,7 +487,8 @@ function runView(ctx, threadId) {
     try {
       await api(`${path}/approvals`, { method: 'POST', body: { approvals: [answer] }, signal: ctx.signal });
       setStatus(answer.approved ? 'Approved: the run goes on.' : 'Denied: the run goes on.', true);
-      panels.querySelector('.pending')?.remove();
+      pendingSlot.replaceChildren();
+      shownPending = null;
       title.focus();
       watch();
     } catch (error) {
@@ -669,13 +690,15 @@ class ToolCard {
   constructor(toolName, toolCallId) {
     this.state = h('span', { class: 'badge badge-running' }, 'called');
     this.time = h('span', { class: 'muted small' });
+    // Arguments, shown once known (a card can be drawn first from a sub-agent's part).
     this.args = h('pre', { class: 'json', tabindex: 0 });
+    this.argsBox = h('div', { hidden: true }, h('div', { class: 'label' }, 'Arguments'), this.args);
     this.out = h('div', { class: 'tool-out' });
     this.nested = null;
     this.el = h('div', { class: 'tool', dataset: { tool: toolName, call: toolCallId } },
       h('div', { class: 'tool-head' }, h('span', { class: 'kind' }, 'Tool'), h('code', { class: 'tool-name' }, toolName),
         h('span', { class: 'muted small' }, toolCallId), this.state, this.time),
-      h('div', { class: 'label' }, 'Arguments'), this.args, this.out);
+      this.argsBox, this.out);
   }
 
   setState(word, status) {
@@ -687,6 +710,12 @@ class ToolCard {
 
   input(value) {
     this.args.textContent = pretty(value);
+    this.argsBox.hidden = false;
+  }
+
+  inputDelta(text) {
+    this.args.append(text);
+    this.argsBox.hidden = false;
   }
 
   approved() {
@@ -722,9 +751,10 @@ class ToolCard {
     this.out.replaceChildren(h('p', { class: 'denied' }, reason ? `Denied: ${reason}` : 'Denied.'));
   }
 
+  /** The box a sub-agent's run is drawn in, under the call. */
   nest(label) {
     if (!this.nested) {
-      this.nested = h('div', { class: 'nested', role: 'group', 'aria-label': label });
+      this.nested = h('div', { class: 'nested', role: 'group', 'aria-label': label }, h('div', { class: 'nested-label' }, label));
       this.el.append(this.nested);
     }
     return this.nested;
@@ -808,7 +838,7 @@ function renderTranscript(messages, { children = [] } = {}) {
         case 'nested-run': {
           const c = card(part.toolCallId, part.toolName);
           const child = renderTranscript(part.messages || []);
-          append(c.nest(`Sub-agent ${part.toolName}`), h('ol', { class: 'transcript' }, child.items));
+          append(c.nest(`Sub-agent ${childName({ tags: part.tags, threadId: part.toolName })}`), h('ol', { class: 'transcript' }, child.items));
           c.setState('sub-agent paused', 'paused');
           break;
         }
@@ -961,7 +991,7 @@ class LiveView {
       case 'reasoning-start': this.block(part.id, true); break;
       case 'reasoning-delta': this.block(part.id, true).appendData(part.text); break;
       case 'tool-input-start': this.card(part.id, part.toolName).setState('preparing', 'running'); break;
-      case 'tool-input-delta': this.card(part.id).args.append(part.delta); break;
+      case 'tool-input-delta': this.card(part.id).inputDelta(part.delta); break;
       case 'tool-call': {
         const c = this.card(part.toolCallId, part.toolName);
         c.input(part.input);

@@ -152,6 +152,14 @@ async function main() {
 
   step = `a run of ${WORDS} parts`;
   await startRun('chatty', `Count to ${WORDS}.`);
+  // Counts the words drawn in the live view while it is in the document, as they come.
+  await page.evaluate(() => {
+    window.liveWordsSeen = 0;
+    new MutationObserver(() => {
+      const text = document.querySelector('.transcript .live')?.textContent || '';
+      window.liveWordsSeen = Math.max(window.liveWordsSeen, text.match(/w\d{4} /g)?.length || 0);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
   const t0 = performance.now();
   await page.getByRole('button', { name: 'Start run' }).click();
   await page.waitForURL(/#\/runs\/.+/);
@@ -163,10 +171,12 @@ async function main() {
   const liveParts = Number(await run.getAttribute('data-live-parts'));
   const liveMs = Number(await run.getAttribute('data-live-ms'));
   const words = await page.locator('.transcript .msg-assistant .text').evaluateAll(
-    (els) => els.map((e) => e.textContent).join(' ').match(/\bw\d{4}\b/g)?.length || 0);
+    (els) => els.map((e) => e.textContent).join(' ').match(/w\d{4} /g)?.length || 0);
   check(words === WORDS, `the stored transcript shows ${words} of ${WORDS} words`);
   check(liveParts >= WORDS, `the page drew ${liveParts} live parts, fewer than the ${WORDS} text deltas`);
-  summary.longRun = { words, liveParts, liveDrawMs: liveMs, untilLastWordMs: Math.round(drawn), untilStoredMs: Math.round(performance.now() - t0) };
+  const liveWords = await page.evaluate(() => window.liveWordsSeen);
+  check(liveWords === WORDS, `the live view showed ${liveWords} of the ${WORDS} words as they came`);
+  summary.longRun = { words, liveParts, liveWords, liveDrawMs: liveMs, untilLastWordMs: Math.round(drawn), untilStoredMs: Math.round(performance.now() - t0) };
 
   step = 'a third run, left waiting for its approval';
   await startRun('calc', 'And what is 6 * 7 again?');
@@ -217,12 +227,103 @@ async function main() {
   await page.locator('.tool .denied').filter({ hasText: 'Denied: Not today' }).waitFor({ timeout: 30000 });
   await runStatus('finished');
 
+  await fixtures();
+
   step = 'signing out';
   await page.getByRole('button', { name: 'Sign out' }).click();
   await secretField.waitFor();
   check(await page.evaluate(() => sessionStorage.length) === 0, 'signing out leaves the secret in sessionStorage');
 
   check(problems.length === 0, `the page reported errors:\n  ${problems.join('\n  ')}`);
+}
+
+// A run the mock model cannot make, served to the page by intercepting its API calls: a
+// sub-agent's paused run inside its call, reasoning, an error and a denial, a sub-agent's
+// approval, live parts nested two sub-agents deep — and hostile text everywhere, which must
+// stay text.
+const HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
+
+function fixtureRun(live) {
+  const calc = (id) => ({ type: 'tool-call', toolCallId: id, toolName: 'calculator', input: { expression: HOSTILE } });
+  return {
+    run: { threadId: 'fixture', agentId: 'calc', conversationKey: 'fixture', status: 'paused', pending: 1,
+      messageCount: 3, createdAt: Date.now() - 60000, updatedAt: Date.now(), live, parentId: null },
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: `Look into ${HOSTILE}` }] },
+      { role: 'assistant', content: [
+        { type: 'reasoning', text: 'The user wants a look.' },
+        { type: 'text', text: HOSTILE },
+        calc('c1'), calc('c2'),
+        { type: 'tool-call', toolCallId: 'c3', toolName: 'scout', input: { task: 'dig' } },
+        { type: 'nested-run', toolCallId: 'c3', toolName: 'scout', runId: 'r:c3', tags: ['name:scout'], pending: [],
+          messages: [
+            { role: 'user', content: [{ type: 'text', text: 'dig' }] },
+            { role: 'assistant', content: [{ type: 'text', text: `Child found ${HOSTILE}` }, calc('k1'),
+              { type: 'tool-approval-request', approvalId: 'apr_k1', toolCallId: 'k1', toolName: 'calculator', input: {} }] },
+          ] },
+      ], meta: { model: 'gpt-4o', provider: 'openai', finishReason: 'tool-calls', usage: { input: { total: 120 }, output: { total: 14 } }, durationMs: 812 } },
+      { role: 'tool', content: [
+        { type: 'tool-result', toolCallId: 'c1', toolName: 'calculator', output: { type: 'error-text', value: `boom ${HOSTILE}` } },
+        { type: 'tool-result', toolCallId: 'c2', toolName: 'calculator', output: { type: 'execution-denied', reason: HOSTILE } },
+      ], meta: { calls: { c1: 38 } } },
+    ],
+    journal: [], asyncTools: [], usage: { input: { total: 120 }, output: { total: 14 } },
+    pending: [{ kind: 'approval', toolCallId: 'k1', toolName: 'calculator', input: {}, approvalId: 'apr_k1', path: ['c3'], editable: true }],
+  };
+}
+
+const FIXTURE_STREAM = [
+  { type: 'start-step', step: 1 },
+  { type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', text: 'Live thought.' },
+  { type: 'text-start', id: 't1' }, { type: 'text-delta', id: 't1', text: `Live ${HOSTILE}` },
+  { type: 'tool-call', toolCallId: 'c9', toolName: 'scout', input: { task: 'again' } },
+  { type: 'nested', path: [{ toolCallId: 'c9', toolName: 'scout' }], part: { type: 'text-delta', id: 'n1', text: 'Nested words.' } },
+  { type: 'nested', path: [{ toolCallId: 'c9', toolName: 'scout' }, { toolCallId: 'd1', toolName: 'digger' }],
+    part: { type: 'tool-call', toolCallId: 'z1', toolName: 'calculator', input: { expression: '1 + 1' } } },
+  { type: 'nested', path: [{ toolCallId: 'c9', toolName: 'scout' }, { toolCallId: 'd1', toolName: 'digger' }],
+    part: { type: 'tool-error', toolCallId: 'z1', toolName: 'calculator', input: {}, error: { code: 'x', message: `Deep failure ${HOSTILE}` } } },
+  { type: 'tool-output-denied', toolCallId: 'c8', toolName: 'calculator', reason: 'Not now' },
+].map((p) => `data: ${JSON.stringify(p)}\n\n`).join(': keep-alive\n\n');
+
+async function fixtures() {
+  step = 'a fixture run: sub-agents, errors, denials and hostile text';
+  let reads = 0;
+  let releaseStored;
+  const storedRead = new Promise((resolve) => { releaseStored = resolve; });
+  await page.route('**/console/api/runs/fixture', async (route) => {
+    reads += 1;
+    // The read after the stream ends waits until the live view has been checked.
+    if (reads > 1) await storedRead;
+    await route.fulfill({ json: fixtureRun(reads === 1) });
+  });
+  await page.route('**/console/api/runs/fixture/live', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/event-stream', body: FIXTURE_STREAM }));
+  await page.evaluate(() => { location.hash = '#/runs/fixture'; });
+
+  const live = page.locator('.transcript .live');
+  await live.locator('.nested .nested .tool[data-tool="calculator"][data-state="error"]').waitFor();
+  check(await live.locator('.tool[data-tool="scout"] > .nested .text').first().textContent() === 'Nested words.',
+    'a sub-agent\'s live text is drawn in its call');
+  check((await live.locator('.tool[data-call="c8"] .denied').textContent()) === 'Denied: Not now', 'a live denial is drawn');
+  check((await live.textContent()).includes(`Live ${HOSTILE}`), 'live hostile text is shown as text');
+  releaseStored();
+
+  const transcript = page.locator('.transcript');
+  await live.waitFor({ state: 'detached' });
+  check(await transcript.locator('details.reasoning:not([open])').count() === 1, 'stored reasoning is folded');
+  check(await transcript.locator('.tool[data-call="c1"]').getAttribute('data-state') === 'error', 'an error result marks its call');
+  check((await transcript.locator('.tool[data-call="c1"] .tool-out').textContent()).includes(`boom ${HOSTILE}`), 'the error text is shown');
+  check(await transcript.locator('.tool[data-call="c2"]').getAttribute('data-state') === 'denied', 'a denied call is marked denied');
+  const child = transcript.locator('.tool[data-call="c3"] > .nested');
+  check((await child.textContent()).includes(`Child found ${HOSTILE}`), 'the paused sub-agent\'s run is shown in its call');
+  check(await child.locator('.tool[data-call="k1"]').getAttribute('data-state') === 'waiting for approval', 'the sub-agent\'s call waits for approval');
+  check((await page.locator('.approval h3').textContent()).includes('in sub-agent call c3'), 'the approval names the sub-agent call it is in');
+  check((await transcript.locator('.step-meta').first().textContent()).includes('openai:gpt-4o · tool-calls · 120 in · 14 out tokens · 812 ms'),
+    'the step\'s record is shown');
+  const injected = await page.evaluate(() => ({ pwned: window.pwned ?? null, images: document.querySelectorAll('main img').length,
+    scripts: document.querySelectorAll('main script').length }));
+  check(injected.pwned === null && injected.images === 0 && injected.scripts === 0, `hostile text became markup: ${JSON.stringify(injected)}`);
+  await page.unrouteAll();
 }
 
 try {
