@@ -15,7 +15,7 @@ use crate::common::{serve_with, sse};
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
-fn toolsmith(dir: &std::path::Path) -> Command {
+pub(crate) fn toolsmith(dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
     command
         .env("TOOLSMITH_SECRET_KEY", KEY)
@@ -27,19 +27,24 @@ fn toolsmith(dir: &std::path::Path) -> Command {
 
 /// Starts `toolsmith serve` on a free port: the process and its URL.
 fn serve(dir: &std::path::Path, db: &str) -> (Child, String) {
-    let mut child = toolsmith(dir)
-        .args(["serve", "--listen", "127.0.0.1:0", "--db", db])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut command = toolsmith(dir);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--db", db]);
+    let (child, url) = spawn_serve(command);
+    (child, url.unwrap_or_else(|line| panic!("{line}")))
+}
+
+/// Spawns `command` (a `toolsmith serve` on a free port): the process, and its URL — or what
+/// it printed instead of saying where it listens (nothing, if it died first).
+pub(crate) fn spawn_serve(mut command: Command) -> (Child, Result<String, String>) {
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    stderr.read_line(&mut line).unwrap_or_default();
     let url = line
         .trim()
         .strip_prefix("toolsmith serve: listening on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+        .map(str::to_string)
+        .ok_or(line);
     // Keep reading its stderr so that it never blocks on a full pipe.
     std::thread::spawn(move || for _ in stderr.lines() {});
     (child, url)

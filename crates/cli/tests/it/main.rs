@@ -24,3 +24,4 @@ mod handback;
 #[cfg(feature = "local")]
 mod local_model;
 mod revert;
+mod serve_crash_points;
