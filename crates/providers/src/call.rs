@@ -24,27 +24,6 @@ pub struct Decoding<D> {
     pub whole: WholeDecoder,
 }
 
-impl JsonPost {
-    /// A POST of `body`, serialised once.
-    ///
-    /// # Errors
-    ///
-    /// An `Other` error if the body cannot be serialised (a map with non-string keys).
-    pub fn json(
-        provider: impl Into<String>,
-        url: impl Into<String>,
-        body: &Value,
-    ) -> Result<Self, ModelError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("The request could not be serialised: {e}"),
-            )
-        })?;
-        Ok(JsonPost::new(provider, url, bytes.into()))
-    }
-}
-
 /// Sends `post` and decodes the answer. `warnings` (what the request builder ignored or
 /// dropped) are logged once with the provider and model, and lead the stream in its
 /// `StreamStart` part.

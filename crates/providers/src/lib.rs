@@ -33,6 +33,7 @@
 //! [`RetryPolicy`], [`SseEvent`] and [`SseStream`].
 
 pub mod anthropic;
+mod body;
 mod borrowed;
 mod call;
 pub mod decode;

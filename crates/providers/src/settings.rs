@@ -10,7 +10,6 @@
 //! (`LocalModel` and [`ScriptedModel`](crate::ScriptedModel) have no endpoint, key or HTTP
 //! settings: they do not use it.)
 
-use serde_json::Value;
 use toolsmith_core::{ModelError, ModelStream};
 
 use crate::call::{Decoding, WholeDecoder, call};
@@ -87,15 +86,14 @@ impl ModelSettings {
         }
     }
 
-    /// The POST of `body` to `url`, carrying the key (when there is one) and keeping it out of
-    /// every error.
+    /// The POST of `body` (serialised JSON) to `url`, carrying the key (when there is one) and
+    /// keeping it out of every error.
     ///
     /// # Errors
     ///
-    /// An `Other` error if the body cannot be serialised, a `Config` error if the key is not a
-    /// valid header value.
-    pub(crate) fn post(&self, url: String, body: &Value) -> Result<JsonPost, ModelError> {
-        let post = JsonPost::json(&self.provider, url, body)?;
+    /// A `Config` error if the key is not a valid header value.
+    pub(crate) fn post(&self, url: String, body: Vec<u8>) -> Result<JsonPost, ModelError> {
+        let post = JsonPost::new(&self.provider, url, body.into());
         let Some(key) = &self.api_key else {
             return Ok(post);
         };

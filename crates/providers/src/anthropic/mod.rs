@@ -79,7 +79,13 @@ impl AnthropicMessages {
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.settings.model, self.settings.streaming)
+        let (body, warnings) = self.body(request);
+        (body.into_value(), warnings)
+    }
+
+    /// [`request_body`](Self::request_body) before it is serialised.
+    pub(crate) fn body(&self, request: &ModelRequest) -> (crate::body::Body, Vec<String>) {
+        request::build(request, &self.settings.model, self.settings.streaming)
     }
 }
 
@@ -104,10 +110,10 @@ impl LanguageModel for AnthropicMessages {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        let (body, warnings) = self.request_body(request);
+        let (body, warnings) = self.body(request);
         let post = self
             .settings
-            .post(self.endpoint(), &body)?
+            .post(self.endpoint(), body.to_bytes())?
             .header("anthropic-version", ANTHROPIC_VERSION)?;
         let decoder = MessagesStreamDecoder::new();
         self.settings

@@ -1,5 +1,6 @@
 //! Messages API request bodies: system, alternating messages, tools, tool choice, settings.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ContentPart, Message, ModelOutput, ModelRequest, Part, Role, ToolCallPart, ToolChoice,
@@ -7,6 +8,7 @@ use toolsmith_core::{
 };
 
 use super::stream::PROVIDER;
+use crate::body::{Body, tools_json};
 use crate::dialect::{Anthropic, SchemaDialect};
 use crate::provider_tools;
 use crate::request_parts::decimal;
@@ -22,6 +24,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 pub struct RenderedTools {
     /// `{name, description?, input_schema}` entries, then Anthropic's hosted tools verbatim.
     pub tools: Vec<Value>,
+    /// `tools` serialised, as every request body carries it.
+    pub tools_json: Bytes,
     /// Names of other providers' tools, which this wire cannot carry.
     pub dropped: Vec<String>,
 }
@@ -55,6 +59,7 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
         .collect();
     tools.extend(split.hosted.into_iter().map(|tool| tool.args.clone()));
     RenderedTools {
+        tools_json: tools_json(&tools),
         tools,
         dropped: split.dropped,
     }
@@ -67,9 +72,15 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 /// below it). `provider_options["anthropic"]`, when it is an object, is merged into the body
 /// verbatim (`thinking`, `metadata`, `service_tier`…). `seed` is not supported (a warning).
 pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, Vec<String>) {
+    let (body, warnings) = build(request, model, stream);
+    (body.into_value(), warnings)
+}
+
+/// [`build_body`]'s body before it is serialised, the tools spliced in as their JSON text.
+pub(crate) fn build(request: &ModelRequest, model: &str, stream: bool) -> (Body, Vec<String>) {
     let mut warnings = Vec::new();
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
+    let mut body = Body::new();
+    body.insert("model", json!(model));
     let options = match request.provider_options.get(PROVIDER) {
         Some(Value::Object(options)) => Some(options),
         _ => None,
@@ -82,7 +93,7 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
             .unwrap_or(0);
         DEFAULT_MAX_TOKENS.saturating_add(u32::try_from(budget).unwrap_or(u32::MAX))
     });
-    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("max_tokens", json!(max_tokens));
     let system: Vec<String> = request
         .messages
         .iter()
@@ -91,10 +102,10 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
         .filter(|t| !t.is_empty())
         .collect();
     if !system.is_empty() {
-        body.insert("system".into(), json!(system.join("\n\n")));
+        body.insert("system", json!(system.join("\n\n")));
     }
     body.insert(
-        "messages".into(),
+        "messages",
         Value::Array(messages(&request.messages, &mut warnings)),
     );
 
@@ -107,7 +118,7 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
         ));
     }
     if !rendered.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(rendered.tools.clone()));
+        body.splice("tools", rendered.tools_json.clone());
         let mut choice = match &request.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
@@ -117,18 +128,18 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
         if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None {
             choice["disable_parallel_tool_use"] = json!(true);
         }
-        body.insert("tool_choice".into(), choice);
+        body.insert("tool_choice", choice);
     }
 
     let settings = &request.settings;
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), decimal(t));
+        body.insert("temperature", decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), decimal(p));
+        body.insert("top_p", decimal(p));
     }
     if let Some(k) = settings.top_k {
-        body.insert("top_k".into(), json!(k));
+        body.insert("top_k", json!(k));
     }
     if settings.seed.is_some() {
         warnings.push(format!(
@@ -136,15 +147,15 @@ pub fn build_body(request: &ModelRequest, model: &str, stream: bool) -> (Value, 
         ));
     }
     if !settings.stop_sequences.is_empty() {
-        body.insert("stop_sequences".into(), json!(settings.stop_sequences));
+        body.insert("stop_sequences", json!(settings.stop_sequences));
     }
     if let Some(options) = options {
         for (key, value) in options {
             body.insert(key.clone(), value.clone());
         }
     }
-    body.insert("stream".into(), json!(stream));
-    (Value::Object(body), warnings)
+    body.insert("stream", json!(stream));
+    (body, warnings)
 }
 
 /// The thread as alternating `user` / `assistant` messages: system messages are left out (they

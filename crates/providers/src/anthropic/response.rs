@@ -1,5 +1,6 @@
 //! Non-streamed Messages API responses: the JSON body → the same parts as the stream.
 
+use serde::Deserialize;
 use serde_json::Value;
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
@@ -48,7 +49,8 @@ pub fn decode_response(body: &Value) -> Result<Vec<ModelPart>, ModelError> {
             ),
         ));
     }
-    let message: WireMessage = serde_json::from_value(body.clone()).map_err(|error| {
+    // Read from the parsed body in place: `from_value` would need a deep copy of it.
+    let message = WireMessage::deserialize(body).map_err(|error| {
         ModelError::new(
             ModelErrorKind::InvalidResponse,
             format!("The Anthropic response could not be decoded: {error}"),

@@ -120,7 +120,13 @@ impl GoogleGemini {
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
-        build_body(request, &self.settings.model)
+        let (body, warnings) = self.body(request);
+        (body.into_value(), warnings)
+    }
+
+    /// [`request_body`](Self::request_body) before it is serialised.
+    pub(crate) fn body(&self, request: &ModelRequest) -> (crate::body::Body, Vec<String>) {
+        request::build(request, &self.settings.model)
     }
 }
 
@@ -145,8 +151,8 @@ impl LanguageModel for GoogleGemini {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        let (body, warnings) = self.request_body(request);
-        let post = self.settings.post(self.endpoint(), &body)?;
+        let (body, warnings) = self.body(request);
+        let post = self.settings.post(self.endpoint(), body.to_bytes())?;
         let decoder = GeminiStreamDecoder::new();
         self.settings
             .send(post, warnings, decoder, decode_response)

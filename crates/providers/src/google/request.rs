@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ContentPart, Message, ModelOutput, ModelRequest, Part, ProviderMetadata, Role, ToolChoice,
@@ -9,6 +10,7 @@ use toolsmith_core::{
 };
 
 use super::stream::{CODE_EXECUTION, PROVIDER};
+use crate::body::{Body, tools_json};
 use crate::dialect::gemini::is_empty_object;
 use crate::dialect::{self, SchemaDialect};
 use crate::provider_tools;
@@ -94,6 +96,8 @@ pub struct RenderedTools {
     /// The `tools` array: one `{"functionDeclarations": […]}` entry when there are function
     /// tools, then one entry per Google tool (`{"google_search": {…}}`).
     pub tools: Vec<Value>,
+    /// `tools` serialised, as every request body carries it.
+    pub tools_json: Bytes,
     /// Whether function tools are declared (`toolConfig` is sent only then).
     pub has_functions: bool,
     /// Names of other providers' tools, which this wire cannot carry.
@@ -139,6 +143,7 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
         tools.push(Value::Object(entry));
     }
     RenderedTools {
+        tools_json: tools_json(&tools),
         tools,
         has_functions,
         dropped: split.dropped,
@@ -173,8 +178,15 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
 ///   history from another model) has its first call signed [`SKIP_SIGNATURE_VALIDATOR`], with
 ///   one warning naming the calls: otherwise Gemini rejects the request.
 pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
+    let (body, warnings) = build(request, model);
+    (body.into_value(), warnings)
+}
+
+/// [`build_body`]'s body before it is serialised, the tools spliced in as their JSON text
+/// (unless a Gemini 1.x model leaves some out).
+pub(crate) fn build(request: &ModelRequest, model: &str) -> (Body, Vec<String>) {
     let mut warnings = Vec::new();
-    let mut body = Map::new();
+    let mut body = Body::new();
     let (mut contents, system) = contents(&request.messages);
     if requires_signatures(model) {
         let unsigned = sign_unsigned_calls(&mut contents);
@@ -188,9 +200,9 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
             ));
         }
     }
-    body.insert("contents".into(), Value::Array(contents));
+    body.insert("contents", Value::Array(contents));
     if !system.is_empty() {
-        body.insert("systemInstruction".into(), json!({"parts": system}));
+        body.insert("systemInstruction", json!({"parts": system}));
     }
 
     let rendered = request.tools.rendered(DIALECT, render_tools);
@@ -201,21 +213,25 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
             model,
         ));
     }
-    let mut tools = rendered.tools.clone();
-    if gemini_major(model).is_some_and(|major| major < 2) {
+    let searches = |t: &Value| t.get("google_search").is_some();
+    if gemini_major(model).is_some_and(|major| major < 2) && rendered.tools.iter().any(searches) {
         // Gemini 1.x has no `google_search` tool (an "unsupported" warning, as in the agent
         // harness).
-        let before = tools.len();
-        tools.retain(|t| t.get("google_search").is_none());
-        if tools.len() < before {
-            warnings.push(format!(
-                "google_search is not supported by {PROVIDER}/{model} (it needs Gemini 2.0 or \
-                 later); the model will answer without it."
-            ));
+        let tools: Vec<Value> = rendered
+            .tools
+            .iter()
+            .filter(|t| !searches(t))
+            .cloned()
+            .collect();
+        warnings.push(format!(
+            "google_search is not supported by {PROVIDER}/{model} (it needs Gemini 2.0 or \
+             later); the model will answer without it."
+        ));
+        if !tools.is_empty() {
+            body.insert("tools", Value::Array(tools));
         }
-    }
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+    } else if !rendered.tools.is_empty() {
+        body.splice("tools", rendered.tools_json.clone());
     }
     if rendered.has_functions {
         let mut config = Map::new();
@@ -229,7 +245,7 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
             config.insert("allowedFunctionNames".into(), json!([tool_name]));
         }
         body.insert(
-            "toolConfig".into(),
+            "toolConfig",
             json!({"functionCallingConfig": Value::Object(config)}),
         );
         if request.parallel_tool_calls == Some(false) && !request.parallel_tool_calls_defaulted {
@@ -270,14 +286,16 @@ pub fn build_body(request: &ModelRequest, model: &str) -> (Value, Vec<String>) {
                     merge(&mut generation, key, value);
                 }
             } else {
-                merge(&mut body, key, value);
+                // The spliced tools are merged into like any value.
+                body.unsplice(key);
+                merge(body.map_mut(), key, value);
             }
         }
     }
     if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
+        body.insert("generationConfig", Value::Object(generation));
     }
-    (Value::Object(body), warnings)
+    (body, warnings)
 }
 
 /// Sets `key` to `value`, merging objects key by key.

@@ -20,6 +20,7 @@ mod wire;
 use async_trait::async_trait;
 use toolsmith_core::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
+use crate::body::Body;
 use crate::keys;
 use crate::settings::{Auth, ModelBuilder, ModelSettings};
 
@@ -99,14 +100,18 @@ impl OpenAiChat {
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
+        let (body, warnings) = self.body(request);
+        (body.into_value(), warnings)
+    }
+
+    /// [`request_body`](Self::request_body) before it is serialised.
+    pub(crate) fn body(&self, request: &ModelRequest) -> (Body, Vec<String>) {
         let settings = &self.settings;
         let (mut body, warnings) =
-            build_body(request, &settings.provider, &settings.model, self.flavor);
+            request::build(request, &settings.provider, &settings.model, self.flavor);
         // Not streamed: no `stream` key at all (the API's default is one body), since some
         // compatible servers read any `stream` key as a request to stream.
-        if !settings.streaming
-            && let Some(body) = body.as_object_mut()
-        {
+        if !settings.streaming {
             body.remove("stream_options");
             body.remove("stream");
         }
@@ -135,8 +140,8 @@ impl LanguageModel for OpenAiChat {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        let (body, warnings) = self.request_body(request);
-        let post = self.settings.post(self.endpoint(), &body)?;
+        let (body, warnings) = self.body(request);
+        let post = self.settings.post(self.endpoint(), body.to_bytes())?;
         let mut decoder = ChatStreamDecoder::new();
         // A compatible server that drops a stream may answer the same request whole.
         decoder.truncation_hint = self.flavor == Flavor::Compatible;

@@ -1,10 +1,12 @@
 //! Chat Completions request bodies: messages, tools, tool choice, settings.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ContentPart, Message, ModelOutput, ModelRequest, Part, Role, ToolChoice, ToolDeclaration,
 };
 
+use crate::body::{Body, tools_json};
 use crate::dialect::{OpenAi, SchemaDialect};
 use crate::provider_tools;
 use crate::request_parts::{data_url, decimal, is_url, user_content};
@@ -17,6 +19,8 @@ pub const DIALECT: &str = "openai-chat";
 pub struct RenderedTools {
     /// `{"type":"function","function":{…}}` entries.
     pub tools: Vec<Value>,
+    /// `tools` serialised, as every request body carries it.
+    pub tools_json: Bytes,
     /// Names of the provider-executed tools this wire cannot carry.
     pub dropped: Vec<String>,
 }
@@ -44,8 +48,9 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
             }
             json!({"type": "function", "function": function})
         })
-        .collect();
+        .collect::<Vec<_>>();
     RenderedTools {
+        tools_json: tools_json(&tools),
         tools,
         dropped: split.dropped,
     }
@@ -70,11 +75,22 @@ pub fn build_body(
     model: &str,
     flavor: Flavor,
 ) -> (Value, Vec<String>) {
+    let (body, warnings) = build(request, provider, model, flavor);
+    (body.into_value(), warnings)
+}
+
+/// [`build_body`]'s body before it is serialised, the tools spliced in as their JSON text.
+pub(crate) fn build(
+    request: &ModelRequest,
+    provider: &str,
+    model: &str,
+    flavor: Flavor,
+) -> (Body, Vec<String>) {
     let mut warnings = Vec::new();
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
+    let mut body = Body::new();
+    body.insert("model", json!(model));
     body.insert(
-        "messages".into(),
+        "messages",
         Value::Array(messages(&request.messages, &mut warnings)),
     );
 
@@ -88,7 +104,7 @@ pub fn build_body(
         ));
     }
     if !rendered.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(rendered.tools.clone()));
+        body.splice("tools", rendered.tools_json.clone());
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
@@ -97,9 +113,9 @@ pub fn build_body(
                 json!({"type": "function", "function": {"name": tool_name}})
             }
         };
-        body.insert("tool_choice".into(), choice);
+        body.insert("tool_choice", choice);
         if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
+            body.insert("parallel_tool_calls", json!(parallel));
         }
     }
 
@@ -109,13 +125,13 @@ pub fn build_body(
             Flavor::OpenAi => "max_completion_tokens",
             Flavor::Compatible => "max_tokens",
         };
-        body.insert(key.into(), json!(max));
+        body.insert(key, json!(max));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), decimal(t));
+        body.insert("temperature", decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), decimal(p));
+        body.insert("top_p", decimal(p));
     }
     if let Some(k) = settings.top_k {
         match flavor {
@@ -123,24 +139,24 @@ pub fn build_body(
                 "top_k is not supported by {provider}/{model}; ignored."
             )),
             Flavor::Compatible => {
-                body.insert("top_k".into(), json!(k));
+                body.insert("top_k", json!(k));
             }
         }
     }
     if let Some(seed) = settings.seed {
-        body.insert("seed".into(), json!(seed));
+        body.insert("seed", json!(seed));
     }
     if !settings.stop_sequences.is_empty() {
-        body.insert("stop".into(), json!(settings.stop_sequences));
+        body.insert("stop", json!(settings.stop_sequences));
     }
     if let Some(Value::Object(extra)) = request.provider_options.get(provider) {
         for (key, value) in extra {
             body.insert(key.clone(), value.clone());
         }
     }
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    (Value::Object(body), warnings)
+    body.insert("stream", json!(true));
+    body.insert("stream_options", json!({"include_usage": true}));
+    (body, warnings)
 }
 
 fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {

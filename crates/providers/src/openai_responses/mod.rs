@@ -165,8 +165,14 @@ impl OpenAiResponses {
 
     /// The JSON body this model would send for `request`, and the warnings it would report.
     pub fn request_body(&self, request: &ModelRequest) -> (serde_json::Value, Vec<String>) {
+        let (body, warnings) = self.body(request);
+        (body.into_value(), warnings)
+    }
+
+    /// [`request_body`](Self::request_body) before it is serialised.
+    pub(crate) fn body(&self, request: &ModelRequest) -> (crate::body::Body, Vec<String>) {
         let settings = &self.settings;
-        build_body(
+        request::build(
             request,
             &settings.provider,
             &settings.model,
@@ -196,8 +202,8 @@ impl LanguageModel for OpenAiResponses {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
-        let (body, warnings) = self.request_body(request);
-        let post = self.settings.post(self.endpoint(), &body)?;
+        let (body, warnings) = self.body(request);
+        let post = self.settings.post(self.endpoint(), body.to_bytes())?;
         let decoder = ResponsesStreamDecoder::new();
         self.settings
             .send(post, warnings, decoder, decode_response)

@@ -1,10 +1,12 @@
 //! Responses request bodies: settings, tools, tool choice, options; the `input` items are built
 //! in the `input` module.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{ModelRequest, ToolChoice, ToolDeclaration};
 
 use super::input::{InputOptions, input_items};
+use crate::body::{Body, tools_json};
 use crate::dialect::{OpenAi, SchemaDialect};
 use crate::provider_tools;
 use crate::request_parts::decimal;
@@ -17,6 +19,8 @@ pub const DIALECT: &str = "openai-responses";
 pub struct RenderedTools {
     /// Function tools, then this provider's hosted tools (their wire JSON verbatim).
     pub tools: Vec<Value>,
+    /// `tools` serialised, as every request body carries it.
+    pub tools_json: Bytes,
     /// `(declared name, wire type)` of each hosted tool, for `tool_choice`.
     pub hosted: Vec<(String, String)>,
     /// Names of provider tools of other providers, dropped.
@@ -64,6 +68,7 @@ pub fn render_tools(declarations: &[ToolDeclaration]) -> RenderedTools {
     }
     tools.extend(split.hosted.iter().map(|tool| tool.args.clone()));
     RenderedTools {
+        tools_json: tools_json(&tools),
         tools,
         hosted,
         dropped: split.dropped,
@@ -104,14 +109,25 @@ pub fn build_body(
     model: &str,
     stream: bool,
 ) -> (Value, Vec<String>) {
+    let (body, warnings) = build(request, provider, model, stream);
+    (body.into_value(), warnings)
+}
+
+/// [`build_body`]'s body before it is serialised, the tools spliced in as their JSON text.
+pub(crate) fn build(
+    request: &ModelRequest,
+    provider: &str,
+    model: &str,
+    stream: bool,
+) -> (Body, Vec<String>) {
     let mut warnings = Vec::new();
     let options = options(request, provider);
     let store = options.get("store").and_then(Value::as_bool) != Some(false);
 
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
+    let mut body = Body::new();
+    body.insert("model", json!(model));
     let input = input_items(&request.messages, InputOptions { store }, &mut warnings);
-    body.insert("input".into(), Value::Array(input));
+    body.insert("input", Value::Array(input));
 
     let rendered = request.tools.rendered(DIALECT, render_tools);
     if !rendered.dropped.is_empty() {
@@ -122,7 +138,7 @@ pub fn build_body(
         ));
     }
     if !rendered.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(rendered.tools.clone()));
+        body.splice("tools", rendered.tools_json.clone());
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
@@ -134,21 +150,21 @@ pub fn build_body(
                 }
             }
         };
-        body.insert("tool_choice".into(), choice);
+        body.insert("tool_choice", choice);
         if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
+            body.insert("parallel_tool_calls", json!(parallel));
         }
     }
 
     let settings = &request.settings;
     if let Some(max) = settings.max_output_tokens {
-        body.insert("max_output_tokens".into(), json!(max));
+        body.insert("max_output_tokens", json!(max));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), decimal(t));
+        body.insert("temperature", decimal(t));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), decimal(p));
+        body.insert("top_p", decimal(p));
     }
     if settings.top_k.is_some() {
         warnings.push(format!(
@@ -178,8 +194,8 @@ pub fn build_body(
         if !include.contains(&encrypted) {
             include.push(encrypted);
         }
-        body.insert("include".into(), Value::Array(include));
+        body.insert("include", Value::Array(include));
     }
-    body.insert("stream".into(), json!(stream));
-    (Value::Object(body), warnings)
+    body.insert("stream", json!(stream));
+    (body, warnings)
 }

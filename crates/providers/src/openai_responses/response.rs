@@ -5,7 +5,6 @@ use toolsmith_core::{ModelError, ModelErrorKind, ModelPart};
 
 use super::error::provider_error;
 use super::stream::ResponsesStreamDecoder;
-use crate::decode::StreamDecoder;
 
 /// Decodes a non-streamed response body (`"stream": false`) into the parts its stream would
 /// have produced: `StreamStart` (no warnings) first, then metadata, blocks, calls, results and
@@ -13,7 +12,8 @@ use crate::decode::StreamDecoder;
 ///
 /// The body is replayed through [`ResponsesStreamDecoder`] as the events a stream would carry
 /// (`output_item.added`, the text / reasoning / argument events, `output_item.done`, then
-/// `response.completed`), so both paths agree exactly.
+/// `response.completed`), so both paths agree exactly. The events are read as values, never
+/// printed back to text and parsed again.
 ///
 /// # Errors
 ///
@@ -168,5 +168,5 @@ fn decoder_push(
     event: Value,
     parts: &mut Vec<ModelPart>,
 ) -> Result<(), ModelError> {
-    decoder.push(&event.to_string(), parts)
+    decoder.push_value(&event, parts)
 }

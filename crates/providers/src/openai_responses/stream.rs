@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolsmith_core::{
     ModelError, ModelErrorKind, ModelPart, ModelStream, ProviderMetadata, Source,
@@ -202,6 +203,25 @@ impl ResponsesStreamDecoder {
             Err(error) => return self.unreadable(data, &error, out),
         };
         self.apply(&mut event, out)
+    }
+
+    /// One event already parsed (a non-streamed body replayed as its stream's events): read
+    /// straight from the value, its strings borrowed. Printing each event back to text for
+    /// [`push`](StreamDecoder::push) parsed every body twice, its whole `response` object
+    /// included. An event the value does not deserialise into goes through `push` as text, so
+    /// its error (or its being ignored) is the stream's, word for word.
+    pub(super) fn push_value(
+        &mut self,
+        event: &Value,
+        out: &mut Vec<ModelPart>,
+    ) -> Result<(), ModelError> {
+        if self.done {
+            return Ok(());
+        }
+        match Event::deserialize(event) {
+            Ok(mut parsed) => self.apply(&mut parsed, out),
+            Err(_) => self.push(&event.to_string(), out),
+        }
     }
 
     /// The parts of one event, however it was read. Takes the event by reference (its fields
