@@ -475,12 +475,29 @@ const HANDBACK_CHECK: Duration = Duration::from_millis(20);
 
 /// Runs `input` on `built` to its end: parts (and waiting notices) to `sink` when there is
 /// one, the event's status kept, the thread's variables kept, then what async tools need.
-pub(crate) async fn drive(
+///
+/// The run is registered for the console to watch ([`LiveRuns`](crate::console::LiveRuns))
+/// when this is called, before the future first runs: a page told that the run started finds
+/// it live at once.
+pub(crate) fn drive(
     service: Service,
     built: Arc<BuiltAgent>,
     request: RunRequest,
     input: RunInput,
     sink: Option<mpsc::Sender<Outgoing>>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    // Held to the end, after the event's status is stored: watchers' streams end then.
+    let live = service.inner.live.open(&request.thread);
+    drive_live(service, built, request, input, sink, live)
+}
+
+async fn drive_live(
+    service: Service,
+    built: Arc<BuiltAgent>,
+    request: RunRequest,
+    input: RunInput,
+    sink: Option<mpsc::Sender<Outgoing>>,
+    live: crate::console::LiveRun,
 ) {
     let key = event_key(&request.account, &request.agent_id, &request.event_id);
     let coordinator = service.inner.coordinator.clone();
@@ -500,8 +517,6 @@ pub(crate) async fn drive(
         options.heartbeat.max(Duration::from_millis(10)),
     );
     let mut drained = false;
-    // Held to the end, after the event's status is stored: watchers' streams end then.
-    let live = service.inner.live.open(&request.thread);
     let send = |item: Outgoing| {
         if let Some(sink) = &sink {
             // A caller that went away does not stop the run: it is stored as it goes.

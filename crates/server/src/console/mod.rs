@@ -33,7 +33,7 @@ use axum::routing::{get, post};
 
 use crate::Service;
 
-pub(crate) use live::LiveRuns;
+pub(crate) use live::{LiveRun, LiveRuns};
 
 /// The console's routes.
 pub(crate) fn routes() -> Router<Service> {
