@@ -80,14 +80,33 @@ static PAGE: Asset = Asset::new(
     include_str!("../../console/index.html"),
     "text/html; charset=utf-8",
 );
-static SCRIPT: Asset = Asset::new(
-    include_str!("../../console/console.js"),
-    "text/javascript; charset=utf-8",
-);
-static STYLES: Asset = Asset::new(
-    include_str!("../../console/console.css"),
-    "text/css; charset=utf-8",
-);
+
+/// A script module of the page.
+const fn script(body: &'static str) -> Asset {
+    Asset::new(body, "text/javascript; charset=utf-8")
+}
+
+/// The page's script modules and styles, by the name they are served under.
+static ASSETS: [(&str, Asset); 6] = [
+    (
+        "console.js",
+        script(include_str!("../../console/console.js")),
+    ),
+    ("dom.js", script(include_str!("../../console/dom.js"))),
+    ("api.js", script(include_str!("../../console/api.js"))),
+    (
+        "transcript.js",
+        script(include_str!("../../console/transcript.js")),
+    ),
+    ("live.js", script(include_str!("../../console/live.js"))),
+    (
+        "console.css",
+        Asset::new(
+            include_str!("../../console/console.css"),
+            "text/css; charset=utf-8",
+        ),
+    ),
+];
 
 /// `GET /console`.
 pub(crate) async fn page(headers: HeaderMap) -> Response {
@@ -96,9 +115,8 @@ pub(crate) async fn page(headers: HeaderMap) -> Response {
 
 /// `GET /console/assets/{name}`.
 pub(crate) async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Response {
-    match name.as_str() {
-        "console.js" => SCRIPT.serve(&headers),
-        "console.css" => STYLES.serve(&headers),
-        _ => crate::ApiError::not_found("Not found").into_response(),
+    match ASSETS.iter().find(|(served, _)| *served == name) {
+        Some((_, asset)) => asset.serve(&headers),
+        None => crate::ApiError::not_found("Not found").into_response(),
     }
 }

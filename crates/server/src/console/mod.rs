@@ -2,7 +2,7 @@
 //! JSON API it reads, for an operator to see an account's runs as they happen, answer their
 //! approvals, look at its agents and start a run. The user's guide is `docs/console.md`.
 //!
-//! The page (`crates/server/console/`) is plain HTML, CSS and one ES module: nothing to build.
+//! The page (`crates/server/console/`) is plain HTML, CSS and ES modules: nothing to build.
 //! It is served with a Content-Security-Policy that allows only its own script and styles and
 //! requests to this origin, no framing, and `nosniff`. It holds no secret of its own: it asks
 //! for the account's secret, keeps it in the tab's `sessionStorage`, and sends it as the bearer
@@ -12,7 +12,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /console` | the page (no secret needed: it holds no data) |
-//! | `GET /console/assets/{console.js,console.css}` | its script and styles |
+//! | `GET /console/assets/{name}` | its script modules (`console.js` and what it imports) and styles |
 //! | `GET /console/api/session` | `{"account"}`: whose the secret is |
 //! | `GET /console/api/agents` | `{"agents": [{"agentId", "active", "updatedAt", "model", "tools": [{"name", "description", "inputSchema"}], "config"}]}`, credentials in the config hidden ([`toolsmith_config::redacted`]); an agent that does not build has an `error` |
 //! | `GET /console/api/runs?status=&agentId=&limit=` | `{"runs": [{"threadId", "agentId", "conversationKey", "status", "pending", "messageCount", "createdAt", "updatedAt", "live"}]}`, most recently updated first; `status` is `running`, `paused`, `idle` (finished) or `failed`; `limit` 1 to 500, 100 by default |
