@@ -8,6 +8,7 @@ mod cli_approvals;
 mod cli_cache;
 mod cli_crash;
 mod cli_crash_points;
+mod cli_faults;
 mod cli_files;
 mod cli_mcp;
 mod cli_mcp_interop;

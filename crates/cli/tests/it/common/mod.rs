@@ -190,3 +190,23 @@ pub fn on_a_terminal(command: &str, env: &[(&str, &str)], input: &str) -> String
     let out = child.wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout).replace('\r', "")
 }
+
+/// Serves every connection (each on its own thread) with the raw bytes `respond` makes of the
+/// request (a whole HTTP response, or part of one: the connection is closed after them), and
+/// its number from 0; the base URL.
+pub fn serve_raw(respond: impl Fn(usize, &Received) -> Vec<u8> + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let respond = Arc::new(respond);
+    thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { continue };
+            let respond = respond.clone();
+            thread::spawn(move || {
+                let request = read_request(&mut stream);
+                let _ = stream.write_all(&respond(n, &request));
+            });
+        }
+    });
+    base
+}

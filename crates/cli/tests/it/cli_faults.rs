@@ -1,0 +1,176 @@
+//! Provider faults during a durable run: answers of 429 and 500 are retried, a stream cut in the
+//! middle of a tool call fails the run with a clear error and `--resume` goes on — and through
+//! all of it the side-effecting tool (`bash` appending a line to a file: not idempotent) runs
+//! exactly once.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::cli_crash::{sqlite_in, workspace};
+use crate::common::{serve_raw, sse};
+
+/// A whole HTTP response with `status`, `headers` and `body`.
+fn response(status: &str, headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The head of a streamed 200 and `body`, the connection closed after it.
+fn streamed(body: &str) -> Vec<u8> {
+    format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}")
+        .into_bytes()
+}
+
+/// A step that calls `bash` to append `token` to `count.txt`: its events.
+fn count_call(token: &str) -> Vec<Value> {
+    let arguments = json!({"cmd": "sh", "args": ["-c", format!("echo {token} >> count.txt")]});
+    let call = json!({"index": 0, "id": format!("call_{token}"), "type": "function",
+                      "function": {"name": "bash", "arguments": arguments.to_string()}});
+    vec![
+        json!({"id": "c", "model": "m", "choices": [{"index": 0,
+            "delta": {"role": "assistant", "tool_calls": [call]}}]}),
+        json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]
+}
+
+/// The first event of a tool call and half of its arguments: a stream cut mid-call.
+fn cut_call() -> String {
+    let call = json!({"index": 0, "id": "call_cut", "type": "function",
+                      "function": {"name": "bash", "arguments": "{\"cmd\": \"sh\", \"ar"}});
+    sse(
+        &[json!({"id": "c", "model": "m", "choices": [{"index": 0,
+            "delta": {"role": "assistant", "tool_calls": [call]}}]})],
+        false,
+        false,
+    )
+}
+
+fn answer(text: &str) -> String {
+    sse(
+        &[
+            json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
+            json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ],
+        false,
+        true,
+    )
+}
+
+/// Whether the request comes after the tool's result (the run's second step).
+fn after_tool(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+}
+
+/// `toolsmith run` (or `--resume`) of thread `t` on `db`, `bash` allowed.
+fn run(base: &str, db: &str, root: &Path, resume: bool) -> Output {
+    let config = root.join("../agent.json");
+    let agent = json!({"tools": {"bash": {"enabled": true, "needsApproval": false}}});
+    std::fs::write(&config, agent.to_string()).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+    command
+        .args(["run", "--model", "openai:gpt-x", "--base-url", base])
+        .args(["--json", "--db", db, "--thread", "t"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--root")
+        .arg(root)
+        .env_remove("TOOLSMITH_MODEL")
+        .env_remove("TOOLSMITH_DB")
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("TOOLSMITH_SECRET_KEY", "5a".repeat(32))
+        .stdin(Stdio::null());
+    if resume {
+        command.arg("--resume");
+    } else {
+        command.arg("Count once, then say so.");
+    }
+    command.output().unwrap()
+}
+
+fn lines(root: &Path) -> Vec<String> {
+    std::fs::read_to_string(root.join("count.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_and_the_tool_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace(dir.path(), "ws");
+    let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let base = serve_raw(move |n, request| {
+        log.lock().unwrap().push(after_tool(&request.body));
+        match n {
+            0 => response(
+                "429 Too Many Requests",
+                "retry-after: 0\r\n",
+                r#"{"error":{"message":"slow down"}}"#,
+            ),
+            1 => response(
+                "500 Internal Server Error",
+                "",
+                r#"{"error":{"message":"oops"}}"#,
+            ),
+            2 => streamed(&sse(&count_call("one"), false, true)),
+            _ => streamed(&answer("Counted once.")),
+        }
+    });
+    let out = run(&base, &sqlite_in(dir.path()), &root, false);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(&root), ["one"]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [false, false, false, true],
+        "three tries of the first step"
+    );
+}
+
+#[test]
+fn a_stream_cut_mid_tool_call_fails_the_run_and_resuming_runs_the_tool_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace(dir.path(), "ws");
+    let db = sqlite_in(dir.path());
+    // The first step's stream is cut once, the second step's once.
+    let base = serve_raw(move |n, request| match (n, after_tool(&request.body)) {
+        (0, _) => streamed(&cut_call()),
+        (_, false) => streamed(&sse(&count_call("one"), false, true)),
+        (2, true) => streamed(&cut_call()),
+        (_, true) => streamed(&answer("Counted once.")),
+    });
+    let cut = |out: &Output| {
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success(), "the run fails: {stderr}");
+        stderr
+    };
+    let first = run(&base, &db, &root, false);
+    cut(&first);
+    let said = String::from_utf8_lossy(&first.stdout);
+    let truncated =
+        "The Chat Completions stream ended without a finish reason (truncated response).";
+    assert!(said.contains(truncated), "a clear error: {said}");
+    assert!(lines(&root).is_empty(), "a call cut short never ran");
+    let second = cut(&run(&base, &db, &root, true));
+    assert_eq!(lines(&root), ["one"], "{second}");
+    let third = run(&base, &db, &root, true);
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    assert_eq!(lines(&root), ["one"], "the call that ran is not run again");
+}
