@@ -8,7 +8,7 @@
 //! | `toolsmith.tool.duration` | histogram, s | `execute_tool` spans | `gen_ai.tool.name`, `error.type` |
 //! | `toolsmith.tool.errors` | counter, `{call}` | failed `execute_tool` spans | `gen_ai.tool.name`, `error.type` |
 //! | `toolsmith.runs` | counter, `{run}` | `invoke_agent` spans | `gen_ai.agent.name`, `toolsmith.run.outcome` (`paused` counts paused runs) |
-//! | `toolsmith.tool.pending` | counter, `{call}` | paused `invoke_agent` spans | `gen_ai.agent.name`: async tool calls left running outside the run |
+//! | `toolsmith.tool.pending` | counter, `{call}` | paused `invoke_agent` spans; `execute_tool` spans of calls handed to an outside worker (`toolsmith.tool.dispatched`) | `gen_ai.agent.name` (calls a paused run left running), `gen_ai.tool.name` (calls dispatched) |
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -200,6 +200,8 @@ where
                 self.tool_duration.record(seconds, &attributes);
                 if m.fields.contains_key("error.type") {
                     self.tool_errors.add(1, &attributes);
+                } else if m.fields.contains_key("toolsmith.tool.dispatched") {
+                    self.pending.add(1, &m.attributes(&["gen_ai.tool.name"]));
                 }
             }
             _ => {

@@ -599,19 +599,31 @@ fn crawl(release: tokio::sync::watch::Receiver<bool>) -> impl Tool {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_paused_run_and_the_async_calls_it_left_running_are_counted() {
+async fn a_paused_run_and_the_async_calls_it_left_running_or_dispatched_are_counted() {
     let receiver = Receiver::start().await;
     let (release, released) = tokio::sync::watch::channel(false);
     let deploy = from_fn("deploy", "Deploys.", |_: Map<String, Value>, _cx| async {
         Ok::<_, ToolError>("deployed")
     })
     .with_meta(ToolMeta::new().approval(Approval::Always));
+    // As the service's external-dispatch async tools do: the work handed to a worker outside
+    // the run, the call marked dispatched.
+    let notify = from_fn(
+        "notify",
+        "Hands a job out.",
+        |_: Map<String, Value>, _cx| async {
+            tracing::Span::current().record("toolsmith.tool.dispatched", true);
+            Ok::<_, ToolError>("dispatched")
+        },
+    );
     let agent = Agent::builder(ScriptedModel::new([Turn::tool_calls([
         ScriptedCall::new("crawl", json!({})).with_id("a1"),
+        ScriptedCall::new("notify", json!({})).with_id("n1"),
         ScriptedCall::new("deploy", json!({})).with_id("d1"),
     ])]))
     .name("operator")
     .tool(crawl(released))
+    .tool(notify)
     .tool(deploy)
     .build();
     let (guard, telemetry) = install(&receiver.endpoint());
@@ -636,4 +648,8 @@ async fn a_paused_run_and_the_async_calls_it_left_running_are_counted() {
     assert_eq!(sum_where(&metrics, "toolsmith.runs", outcome), 1);
     let agent_name = Some(("gen_ai.agent.name", "operator"));
     assert_eq!(sum_where(&metrics, "toolsmith.tool.pending", agent_name), 1);
+    let dispatched = Some(("gen_ai.tool.name", "notify"));
+    assert_eq!(sum_where(&metrics, "toolsmith.tool.pending", dispatched), 1);
+    let crawled = Some(("gen_ai.tool.name", "crawl"));
+    assert_eq!(sum_where(&metrics, "toolsmith.tool.pending", crawled), 0);
 }

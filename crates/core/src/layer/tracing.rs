@@ -67,6 +67,9 @@ impl Layer for TracingLayer {
             gen_ai.tool.call.arguments = tracing::field::Empty,
             gen_ai.tool.call.result = tracing::field::Empty,
             toolsmith.run.id = cx.run_id(),
+            // Set by a tool that only hands its work to a worker outside the run (the
+            // service's external-dispatch async tools): a call left pending.
+            toolsmith.tool.dispatched = tracing::field::Empty,
         );
         let outer = span.clone();
         // Content only for a span someone records: the serialisation is not free.

@@ -382,6 +382,9 @@ impl Tool for AsyncTool {
                     .await;
                 return Err(error);
             }
+            // Counted as a pending async call (`toolsmith.tool.pending`) by the exported
+            // metrics: the `execute_tool` span it runs in declares the field.
+            tracing::Span::current().record("toolsmith.tool.dispatched", true);
         } else {
             let ticket = cx.scope().inbox.expect();
             lock(&self.coordinator.pending).insert(
