@@ -174,3 +174,107 @@ fn a_stream_cut_mid_tool_call_fails_the_run_and_resuming_runs_the_tool_once() {
     );
     assert_eq!(lines(&root), ["one"], "the call that ran is not run again");
 }
+
+/// A tmpfs of `size` mounted at `path` for the test's length (root only: `None` otherwise).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(path).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then(|| Tmpfs(path.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fills the file system of `dir` with `dir/filler` until it is full.
+fn fill(dir: &Path) {
+    use std::io::Write;
+    let mut filler = std::fs::File::create(dir.join("filler")).unwrap();
+    let block = vec![0u8; 64 * 1024];
+    while filler.write_all(&block).is_ok() {}
+    // What a block could not take, a byte at a time.
+    while filler.write_all(&[0]).is_ok() {}
+    let _ = filler.sync_all();
+}
+
+#[test]
+fn a_full_disk_fails_the_run_clearly_and_it_resumes_once_space_is_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(&dir.path().join("disk"), "2m") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root: a tmpfs can be mounted"
+        );
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    };
+    let root = workspace(dir.path(), "ws");
+    let db = format!("sqlite:{}", disk.0.join("runs.db").display());
+    // The answer after the tool is larger than what is left once the model has filled the
+    // disk (the first time it is asked for it).
+    let big = "All counted. ".repeat(20_000);
+    let filled = std::sync::atomic::AtomicBool::new(false);
+    let disk_path = disk.0.clone();
+    let reply = big.clone();
+    let base = serve_raw(move |_, request| {
+        if !after_tool(&request.body) {
+            return streamed(&sse(&count_call("one"), false, true));
+        }
+        if !filled.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            fill(&disk_path);
+        }
+        streamed(&answer(&reply))
+    });
+    let first = run(&base, &db, &root, false);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(!first.status.success(), "the run fails: {said}");
+    assert!(
+        said.contains("database or disk is full"),
+        "a clear error: {said}"
+    );
+    assert_eq!(lines(&root), ["one"]);
+
+    std::fs::remove_file(disk.0.join("filler")).unwrap();
+    let second = run(&base, &db, &root, true);
+    assert!(
+        second.status.success(),
+        "resumed once space is freed: {}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(lines(&root), ["one"], "the call that ran is not run again");
+    // The file is whole: the thread reads back, its call answered once, the answer stored.
+    let shown = Command::new(env!("CARGO_BIN_EXE_toolsmith"))
+        .args(["threads", "show", "t", "--json", "--db", &db])
+        .env("TOOLSMITH_SECRET_KEY", "5a".repeat(32))
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let thread: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let text = thread.to_string();
+    assert_eq!(
+        text.matches("\"tool-result\"").count(),
+        1,
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(text.contains("All counted. All counted."));
+}
