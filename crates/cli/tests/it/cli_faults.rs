@@ -1,7 +1,8 @@
-//! Provider faults during a durable run: answers of 429 and 500 are retried, a stream cut in the
-//! middle of a tool call fails the run with a clear error and `--resume` goes on — and through
-//! all of it the side-effecting tool (`bash` appending a line to a file: not idempotent) runs
-//! exactly once.
+//! Faults during a durable run: a provider answering 429 and 500 (retried), a provider stream
+//! cut in the middle of a tool call, SQLite on a full disk, PostgreSQL crashing mid-run. Each
+//! fails the run with a clear error or is got over, `--resume` finishes what failed — and
+//! through all of it the side-effecting tool (`bash` appending a line to a file: not
+//! idempotent) runs exactly once.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -9,7 +10,7 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use crate::cli_crash::{sqlite_in, workspace};
+use crate::cli_crash::{pg_server, sqlite_in, workspace};
 use crate::common::{serve_raw, sse};
 
 /// A whole HTTP response with `status`, `headers` and `body`.
@@ -277,4 +278,88 @@ fn a_full_disk_fails_the_run_clearly_and_it_resumes_once_space_is_freed() {
         &text[..text.len().min(2000)]
     );
     assert!(text.contains("All counted. All counted."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_crashing_mid_run_fails_the_run_cleanly_and_it_resumes_once_back() {
+    let Some(server) = pg_server::PgServer::start() else {
+        return;
+    };
+    let db = server.database().await;
+    let server = std::sync::Arc::new(server);
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace(dir.path(), "ws");
+    // While the model answers the step after the tool, the database crashes and comes back a
+    // second later: the step's save finds it gone.
+    let crashed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (pg, once) = (server.clone(), crashed.clone());
+    let base = serve_raw(move |_, request| {
+        if !after_tool(&request.body) {
+            return streamed(&sse(&count_call("one"), false, true));
+        }
+        if !once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            pg.crash();
+            let pg = pg.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                pg.start_again();
+            });
+        }
+        streamed(&answer("Counted once."))
+    });
+    let (base2, db2, root2) = (base.clone(), db.clone(), root.clone());
+    let first = tokio::task::spawn_blocking(move || run(&base2, &db2, &root2, false))
+        .await
+        .unwrap();
+    assert!(crashed.load(std::sync::atomic::Ordering::SeqCst));
+    eprintln!(
+        "PostgreSQL crashed mid-run: the run {}",
+        match first.status.success() {
+            true => "continued".to_string(),
+            false => format!(
+                "failed: {}",
+                String::from_utf8_lossy(&first.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ),
+        }
+    );
+    if !first.status.success() {
+        let said = String::from_utf8_lossy(&first.stdout);
+        let error = said.lines().last().unwrap_or_default();
+        assert!(
+            error.contains("\"type\":\"error\"") && error.contains("store"),
+            "a clear error: {said}"
+        );
+        // Back up (pg_ctl -w waits for it), then resumed.
+        for _ in 0..100 {
+            if tokio_postgres::connect(&db, tokio_postgres::NoTls)
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let (base2, db2, root2) = (base.clone(), db.clone(), root.clone());
+        let second = tokio::task::spawn_blocking(move || run(&base2, &db2, &root2, true))
+            .await
+            .unwrap();
+        assert!(
+            second.status.success(),
+            "{}",
+            String::from_utf8_lossy(&second.stderr)
+        );
+    }
+    assert_eq!(lines(&root), ["one"], "the side effect ran once");
+    let store = toolsmith::store::open(&db).await.unwrap();
+    let messages = store.messages("t").await.unwrap();
+    assert_eq!(messages.last().unwrap().text(), "Counted once.");
+    let results = messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|p| matches!(p, toolsmith::Part::ToolResult(_)))
+        .count();
+    assert_eq!(results, 1, "{messages:#?}");
 }

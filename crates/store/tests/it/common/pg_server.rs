@@ -90,16 +90,23 @@ impl PgServer {
                 "UTF8",
             ],
         );
+        server.launch();
+        Some(server)
+    }
+
+    /// `pg_ctl start`, waiting until the server accepts connections.
+    fn launch(&self) {
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-            server._dir.path().display()
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            self.port,
+            self._dir.path().display()
         );
-        let log = server._dir.path().join("server.log");
-        server.run(
+        let log = self._dir.path().join("server.log");
+        self.run(
             "pg_ctl",
             &[
                 "-D",
-                &server.data_str(),
+                &self.data_str(),
                 "-o",
                 &options,
                 "-l",
@@ -108,7 +115,20 @@ impl PgServer {
                 "start",
             ],
         );
-        Some(server)
+    }
+
+    /// Stops the server as a crash would (`pg_ctl stop -m immediate`: no checkpoint, every
+    /// connection dropped).
+    pub fn crash(&self) {
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data_str(), "-m", "immediate", "stop"],
+        );
+    }
+
+    /// Starts the server again after [`crash`](Self::crash), on the same port and data.
+    pub fn start_again(&self) {
+        self.launch();
     }
 
     fn data_str(&self) -> String {
