@@ -72,7 +72,7 @@ async fn a_streamed_request_refuses_external_dispatch_tools() {
 
 /// Starts an external-dispatch run on `/async` and returns the call's result id once the run
 /// has handed it out.
-async fn dispatched(service: &common::Running, secret: &str, event: &str) -> String {
+pub(crate) async fn dispatched(service: &common::Running, secret: &str, event: &str) -> String {
     let (status, body) = service
         .post("/async", secret, &run_body("calc", event, "c", "6 * 7?"))
         .await;
@@ -94,7 +94,7 @@ async fn dispatched(service: &common::Running, secret: &str, event: &str) -> Str
     panic!("the group of {event} was never sealed");
 }
 
-async fn external_service() -> (common::Running, String) {
+pub(crate) async fn external_service() -> (common::Running, String) {
     let service = common::start(ServiceOptions::default()).await;
     let secret = service.account("acme").await;
     let base = async_model();

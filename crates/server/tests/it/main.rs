@@ -13,3 +13,4 @@ mod runs;
 mod shutdown;
 mod variables;
 mod webhooks;
+mod worker_faults;

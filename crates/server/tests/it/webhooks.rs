@@ -11,14 +11,14 @@ use toolsmith_server::ServiceOptions;
 
 use crate::common::{self, call, config, endpoint, last, mock_model, parse_sse, run_body, text};
 
-fn open() -> ServiceOptions {
+pub(crate) fn open() -> ServiceOptions {
     ServiceOptions {
         webhooks: WebhookPolicy::any(),
         ..ServiceOptions::default()
     }
 }
 
-fn webhook(url: &str, extra: Value) -> Value {
+pub(crate) fn webhook(url: &str, extra: Value) -> Value {
     let mut entry = json!({
         "type": "webhook",
         "url": url,
@@ -34,7 +34,7 @@ fn webhook(url: &str, extra: Value) -> Value {
 
 /// A model that calls `reverse` with "hello", then says what it got (the tool's result, or an
 /// injected message's).
-fn reversing_model() -> String {
+pub(crate) fn reversing_model() -> String {
     mock_model(|body| match last(body) {
         (role, said) if role == "user" && said.starts_with("Async tool result") => text(&format!(
             "Injected: {}",
