@@ -1,19 +1,27 @@
-//! A request body whose tool declarations are spliced in as bytes, serialised once per toolset.
+//! A request body whose tool declarations (and, on Chat Completions, messages) are spliced in as
+//! JSON text instead of being built as `Value`s.
 //!
 //! Every wire renders a toolset once (`ToolDeclarations::rendered`, one cache entry per
 //! dialect), but each request used to put a deep copy of the rendered `Value`s into its body
 //! map, serialise it and free it: on the Chat Completions wire the copy alone was 78 % of
 //! building a body, and each declared tool cost a request about 26 000 instructions (its copy,
 //! a hash table per object under `preserve_order`, its serialisation and its frees; measured
-//! with callgrind on the agent loop against a mock model, `bench/peers`). A [`Body`] keeps the
-//! other members in a `serde_json` map, as the wires build them, and the rendered `tools` array
-//! as the JSON text the wire serialised when it rendered the toolset ([`tools_json`]):
-//! [`Body::to_bytes`] writes the members in order, the tools' bytes copied where their member
-//! stands, so a declared tool costs a request the copy of its bytes (about 400 instructions).
+//! with callgrind on the agent loop against a mock model, `bench/peers`). A [`Body`] holds the
+//! rendered `tools` array as the JSON text the wire serialised when it rendered the toolset
+//! ([`tools_json`]): [`Body::to_bytes`] copies those bytes where the member stands, so a
+//! declared tool costs a request the copy of its bytes (about 400 instructions).
+//!
+//! The members are a short list with `'static` keys rather than a `serde_json::Map`: the map
+//! allocated every key and a hash table for a dozen members that are only ever written in
+//! order. Setting a member that is there replaces it in place, and removing one moves the last
+//! member into its place, exactly as the map did (`Map::remove` is `swap_remove` under
+//! `preserve_order`), so the bytes are the ones the map would have serialised.
 //!
 //! [`Body::into_value`] gives the same body as a `Value` (the spliced text parsed back) for
 //! [`request_body`](crate::OpenAiChat::request_body) and the tests: `to_bytes` is exactly the
 //! compact serialisation of that value, keys in the same order.
+
+use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -24,91 +32,116 @@ pub(crate) fn tools_json(tools: &[Value]) -> Bytes {
     serde_json::to_vec(tools).unwrap_or_default().into()
 }
 
-/// A JSON object body: members in insertion order, one of them possibly spliced in as bytes.
+/// One member's value.
+#[derive(Debug)]
+enum Member {
+    Value(Value),
+    /// JSON text, written as is.
+    Raw(Bytes),
+}
+
+impl Member {
+    fn into_value(self) -> Value {
+        match self {
+            Member::Value(value) => value,
+            // The text was serialised from a value (or written to the same grammar).
+            Member::Raw(json) => serde_json::from_slice(&json).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A JSON object body: members in insertion order, some of them JSON text spliced in.
 #[derive(Debug, Default)]
 pub(crate) struct Body {
-    /// The members; the spliced one holds `null` here, in its place.
-    map: Map<String, Value>,
-    /// The spliced member's key and JSON text.
-    spliced: Option<(&'static str, Bytes)>,
+    members: Vec<(Cow<'static, str>, Member)>,
 }
 
 impl Body {
     /// An empty body.
     pub(crate) fn new() -> Self {
-        Body::default()
+        Body {
+            members: Vec::with_capacity(12),
+        }
     }
 
-    /// Sets `key` to `value` (in place when it is already there). Setting the spliced member
-    /// (a provider option naming it, say) replaces the spliced text, as it would a value.
-    pub(crate) fn insert(&mut self, key: impl Into<String>, value: Value) {
-        let key = key.into();
-        if self.spliced.as_ref().is_some_and(|(k, _)| *k == key) {
-            self.spliced = None;
+    fn position(&self, key: &str) -> Option<usize> {
+        self.members.iter().position(|(k, _)| k == key)
+    }
+
+    fn set(&mut self, key: Cow<'static, str>, member: Member) {
+        match self.position(&key) {
+            Some(at) => self.members[at].1 = member,
+            None => self.members.push((key, member)),
         }
-        self.map.insert(key, value);
+    }
+
+    /// Sets `key` to `value`, in place when it is already there (a provider option naming a
+    /// spliced member replaces it like any other).
+    pub(crate) fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: Value) {
+        self.set(key.into(), Member::Value(value));
     }
 
     /// Sets `key` to the JSON text `json` (one valid JSON value), written as is.
-    pub(crate) fn splice(&mut self, key: &'static str, json: Bytes) {
-        self.map.insert(key.to_owned(), Value::Null);
-        self.spliced = Some((key, json));
+    pub(crate) fn splice(&mut self, key: &'static str, json: impl Into<Bytes>) {
+        self.set(Cow::Borrowed(key), Member::Raw(json.into()));
     }
 
-    /// Removes `key` (with `serde_json`'s `Map::remove`, as the value body did).
+    /// Removes `key` as `serde_json`'s `Map::remove` does under `preserve_order`: the last
+    /// member takes its place.
     pub(crate) fn remove(&mut self, key: &str) -> Option<Value> {
-        if self.spliced.as_ref().is_some_and(|(k, _)| *k == key) {
-            let (_, json) = self.spliced.take()?;
-            self.map.remove(key);
-            return serde_json::from_slice(&json).ok();
+        let at = self.position(key)?;
+        Some(self.members.swap_remove(at).1.into_value())
+    }
+
+    /// The value of `key`, to change in place (a spliced member is parsed into a value first).
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        let at = self.position(key)?;
+        let member = &mut self.members[at].1;
+        if let Member::Raw(json) = member {
+            let value = serde_json::from_slice(json).unwrap_or(Value::Null);
+            *member = Member::Value(value);
         }
-        self.map.remove(key)
-    }
-
-    /// The members, to read or change in place. The spliced member reads as `null` here: its
-    /// bytes are written by [`to_bytes`](Self::to_bytes).
-    pub(crate) fn map_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.map
-    }
-
-    /// Stops splicing `key` (when it is the spliced member): its value is parsed into the map,
-    /// to be changed like any other member.
-    pub(crate) fn unsplice(&mut self, key: &str) {
-        if self.spliced.as_ref().is_some_and(|(k, _)| *k == key)
-            && let Some((key, json)) = self.spliced.take()
-        {
-            let value = serde_json::from_slice(&json).unwrap_or(Value::Null);
-            self.map.insert(key.to_owned(), value);
+        match member {
+            Member::Value(value) => Some(value),
+            Member::Raw(_) => None,
         }
     }
 
-    /// The body serialised: compact JSON, members in order, the spliced text copied in place.
+    /// The body serialised: compact JSON, members in order, spliced text copied in place.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let spliced_len = self.spliced.as_ref().map_or(0, |(_, json)| json.len());
-        let mut out = Vec::with_capacity(spliced_len + 512);
+        let raw: usize = self
+            .members
+            .iter()
+            .map(|(_, member)| match member {
+                Member::Raw(json) => json.len(),
+                Member::Value(_) => 0,
+            })
+            .sum();
+        let mut out = Vec::with_capacity(raw + 256);
         out.push(b'{');
-        for (i, (key, value)) in self.map.iter().enumerate() {
+        for (i, (key, member)) in self.members.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            write_json(&mut out, key);
+            write_json(&mut out, &**key);
             out.push(b':');
-            match &self.spliced {
-                Some((spliced, json)) if spliced == key => out.extend_from_slice(json),
-                _ => write_json(&mut out, value),
+            match member {
+                Member::Raw(json) => out.extend_from_slice(json),
+                Member::Value(value) => write_json(&mut out, value),
             }
         }
         out.push(b'}');
         out
     }
 
-    /// The body as a value: the spliced text parsed in its place.
-    pub(crate) fn into_value(mut self) -> Value {
-        if let Some((key, _)) = &self.spliced {
-            let key = *key;
-            self.unsplice(key);
-        }
-        Value::Object(self.map)
+    /// The body as a value: spliced text parsed in its place.
+    pub(crate) fn into_value(self) -> Value {
+        let map: Map<String, Value> = self
+            .members
+            .into_iter()
+            .map(|(key, member)| (key.into_owned(), member.into_value()))
+            .collect();
+        Value::Object(map)
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`ModelSettings`](crate::ModelSettings)): log the request's warnings, POST the JSON body (with
 //! retries), then decode either the event stream or the whole JSON body into parts.
 
+use reqwest::header::{ACCEPT, HeaderValue};
 use serde_json::Value;
 use toolsmith_core::{ModelError, ModelErrorKind, ModelPart, ModelStream};
 
@@ -49,7 +50,10 @@ pub async fn call<D: StreamDecoder>(
     } else {
         "application/json"
     };
-    let post = post.header("accept", accept)?;
+    let mut post = post;
+    // A constant value: no parsing or copy, as `JsonPost::header` does for any value.
+    post.headers
+        .insert(ACCEPT, HeaderValue::from_static(accept));
     let response = post.send(client, http).await?;
     if decoding.streaming {
         return Ok(decode_sse(

@@ -60,6 +60,8 @@ pub struct JsonPost {
     pub provider: String,
     /// The full URL.
     pub url: String,
+    /// `url` already parsed, when it parses: sent without parsing it again.
+    pub parsed: Option<reqwest::Url>,
     /// Extra headers (authorisation, versions).
     pub headers: HeaderMap,
     /// The serialised JSON body.
@@ -74,6 +76,7 @@ impl JsonPost {
         JsonPost {
             provider: provider.into(),
             url: url.into(),
+            parsed: None,
             headers: HeaderMap::new(),
             body,
             secret: None,
@@ -145,10 +148,13 @@ impl JsonPost {
         settings: &HttpSettings,
     ) -> Result<reqwest::Response, ModelError> {
         let secret = self.secret.as_deref();
-        let request = client
-            .post(&self.url)
+        let request = match &self.parsed {
+            Some(url) => client.post(url.clone()),
+            None => client.post(&self.url),
+        };
+        let request = request
             .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(self.body.clone());
         let response = match tokio::time::timeout(settings.response_timeout, request.send()).await {
             Err(_) => {

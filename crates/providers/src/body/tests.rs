@@ -45,12 +45,11 @@ fn setting_the_spliced_member_replaces_it_in_place() {
 }
 
 #[test]
-fn an_unspliced_member_is_an_ordinary_value() {
+fn a_spliced_member_changed_in_place_is_an_ordinary_value() {
     let mut body = Body::new();
     body.splice("tools", tools_json(&tools()));
     body.insert("stream", json!(true));
-    body.unsplice("tools");
-    body.map_mut()["tools"].as_array_mut().unwrap().pop();
+    body.get_mut("tools").unwrap().as_array_mut().unwrap().pop();
     assert_eq!(
         body.into_value(),
         json!({"tools": [tools()[0].clone()], "stream": true})
@@ -59,6 +58,20 @@ fn an_unspliced_member_is_an_ordinary_value() {
     body.splice("tools", tools_json(&tools()));
     assert_eq!(body.remove("tools"), Some(Value::Array(tools())));
     assert_eq!(body.to_bytes(), b"{}");
+}
+
+#[test]
+fn removing_moves_the_last_member_into_its_place_as_the_map_did() {
+    let mut body = Body::new();
+    let mut map = Map::new();
+    for key in ["a", "b", "c", "d"] {
+        body.insert(key, json!(key));
+        map.insert(key.to_owned(), json!(key));
+    }
+    body.remove("b");
+    map.remove("b");
+    assert_eq!(body.to_bytes(), serde_json::to_vec(&map).unwrap());
+    assert_eq!(body.into_value(), Value::Object(map));
 }
 
 mod wires {

@@ -286,9 +286,15 @@ pub(crate) fn build(request: &ModelRequest, model: &str) -> (Body, Vec<String>) 
                     merge(&mut generation, key, value);
                 }
             } else {
-                // The spliced tools are merged into like any value.
-                body.unsplice(key);
-                merge(body.map_mut(), key, value);
+                // `merge` on the body's members (the spliced tools read as a value).
+                match (body.get_mut(key), value) {
+                    (Some(Value::Object(existing)), Value::Object(fields)) => {
+                        for (key, value) in fields {
+                            merge(existing, key, value);
+                        }
+                    }
+                    _ => body.insert(key.clone(), value.clone()),
+                }
             }
         }
     }

@@ -12,6 +12,7 @@
 //!   for `openai-compatible:` a stream that ends without a finish reason says so in its error.
 
 mod fast;
+mod messages;
 mod request;
 mod response;
 mod stream;

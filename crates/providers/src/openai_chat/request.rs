@@ -2,14 +2,13 @@
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
-use toolsmith_core::{
-    ContentPart, Message, ModelOutput, ModelRequest, Part, Role, ToolChoice, ToolDeclaration,
-};
+use toolsmith_core::{ModelRequest, ToolChoice, ToolDeclaration};
 
+use super::messages::messages_json;
 use crate::body::{Body, tools_json};
 use crate::dialect::{OpenAi, SchemaDialect};
 use crate::provider_tools;
-use crate::request_parts::{data_url, decimal, is_url, user_content};
+use crate::request_parts::{data_url, decimal, is_url};
 
 /// The dialect name the rendered tools are cached under.
 pub const DIALECT: &str = "openai-chat";
@@ -89,10 +88,7 @@ pub(crate) fn build(
     let mut warnings = Vec::new();
     let mut body = Body::new();
     body.insert("model", json!(model));
-    body.insert(
-        "messages",
-        Value::Array(messages(&request.messages, &mut warnings)),
-    );
+    body.splice("messages", messages_json(&request.messages, &mut warnings));
 
     let rendered = request.tools.rendered(DIALECT, render_tools);
     if !rendered.dropped.is_empty() {
@@ -105,15 +101,18 @@ pub(crate) fn build(
     }
     if !rendered.tools.is_empty() {
         body.splice("tools", rendered.tools_json.clone());
-        let choice = match &request.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool { tool_name } => {
-                json!({"type": "function", "function": {"name": tool_name}})
+        // The constant choices as constant text: a `Value` string is an allocation.
+        match &request.tool_choice {
+            ToolChoice::Auto => body.splice("tool_choice", Bytes::from_static(b"\"auto\"")),
+            ToolChoice::None => body.splice("tool_choice", Bytes::from_static(b"\"none\"")),
+            ToolChoice::Required => {
+                body.splice("tool_choice", Bytes::from_static(b"\"required\""));
             }
-        };
-        body.insert("tool_choice", choice);
+            ToolChoice::Tool { tool_name } => body.insert(
+                "tool_choice",
+                json!({"type": "function", "function": {"name": tool_name}}),
+            ),
+        }
         if let Some(parallel) = request.parallel_tool_calls {
             body.insert("parallel_tool_calls", json!(parallel));
         }
@@ -154,41 +153,15 @@ pub(crate) fn build(
             body.insert(key.clone(), value.clone());
         }
     }
-    body.insert("stream", json!(true));
-    body.insert("stream_options", json!({"include_usage": true}));
+    body.insert("stream", Value::Bool(true));
+    body.splice(
+        "stream_options",
+        Bytes::from_static(br#"{"include_usage":true}"#),
+    );
     (body, warnings)
 }
 
-fn messages(thread: &[Message], warnings: &mut Vec<String>) -> Vec<Value> {
-    let mut out = Vec::with_capacity(thread.len());
-    for message in thread {
-        match message.role {
-            Role::System => out.push(json!({"role": "system", "content": message.text()})),
-            Role::User => {
-                if let Some(content) = user_content(
-                    &message.content,
-                    "text",
-                    "Chat Completions",
-                    file_part,
-                    warnings,
-                ) {
-                    out.push(json!({"role": "user", "content": content}));
-                }
-                tool_messages(&message.content, &mut out);
-            }
-            Role::Assistant => {
-                if let Some(assistant) = assistant_message(message) {
-                    out.push(assistant);
-                }
-                tool_messages(&message.content, &mut out);
-            }
-            Role::Tool => tool_messages(&message.content, &mut out),
-        }
-    }
-    out
-}
-
-fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Value> {
+pub(super) fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Value> {
     if media_type.starts_with("image/") {
         return Some(
             json!({"type": "image_url", "image_url": {"url": data_url(media_type, data)}}),
@@ -211,65 +184,4 @@ fn file_part(media_type: &str, data: &str, filename: Option<&str>) -> Option<Val
         }}));
     }
     None
-}
-
-fn assistant_message(message: &Message) -> Option<Value> {
-    let text = message.text();
-    let calls: Vec<Value> = message
-        .tool_calls()
-        .filter(|call| !call.provider_executed)
-        .map(|call| {
-            json!({
-                "id": call.tool_call_id,
-                "type": "function",
-                "function": {"name": call.tool_name, "arguments": call.input.to_string()},
-            })
-        })
-        .collect();
-    if text.is_empty() && calls.is_empty() {
-        return None;
-    }
-    let mut assistant = Map::new();
-    assistant.insert("role".into(), json!("assistant"));
-    // An empty string, not `null`, beside tool calls: OpenAI takes either, but compatible
-    // servers validating `content` as a string (llama-cpp-python answers HTTP 500) reject
-    // `null`; the AI SDK sends `""` too.
-    assistant.insert("content".into(), json!(text));
-    if !calls.is_empty() {
-        assistant.insert("tool_calls".into(), Value::Array(calls));
-    }
-    Some(Value::Object(assistant))
-}
-
-fn tool_messages(parts: &[Part], out: &mut Vec<Value>) {
-    for part in parts {
-        let Part::ToolResult(result) = part else {
-            continue;
-        };
-        if result.provider_executed {
-            continue;
-        }
-        out.push(json!({
-            "role": "tool",
-            "tool_call_id": result.tool_call_id,
-            "content": output_text(&result.output),
-        }));
-    }
-}
-
-fn output_text(output: &ModelOutput) -> String {
-    match output {
-        ModelOutput::Content { value }
-            if value.iter().any(|p| !matches!(p, ContentPart::Text { .. })) =>
-        {
-            // Chat Completions tool messages carry text only.
-            let mut text = output.to_text();
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str("[non-text content omitted]");
-            text
-        }
-        other => other.to_text(),
-    }
 }

@@ -78,7 +78,7 @@ impl<S> Events<S> {
     pub(crate) fn new(bytes: S, idle_timeout: Option<Duration>) -> Self {
         Events {
             bytes: Box::pin(bytes),
-            parser: Parser::default(),
+            parser: Parser::new(),
             idle_timeout,
             idle: None,
             ended: false,

@@ -24,12 +24,25 @@
 //! [`Parser::next_data`] lends it from the buffer, with no copy and no allocation;
 //! [`Parser::next_event`] copies it once into the owned [`SseEvent`]. Consumed bytes are
 //! skipped by an offset; the buffer is compacted only when the consumed part is at least half
-//! of it, so compaction costs amortised O(1) per byte.
+//! of it, so compaction costs amortised O(1) per byte. The buffer is reused from one response
+//! to the next on a thread (see `SPARE`).
+
+use std::cell::Cell;
 
 use memchr::memchr2;
 use toolsmith_core::{ModelError, ModelErrorKind};
 
 use super::SseEvent;
+
+impl Drop for Parser {
+    fn drop(&mut self) {
+        if self.buf.capacity() <= SPARE_MAX {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.clear();
+            SPARE.set(buf);
+        }
+    }
+}
 
 /// The UTF-8 encoding of U+FEFF.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -79,7 +92,24 @@ enum Dispatched {
     Joined,
 }
 
+thread_local! {
+    /// The buffer of the last parser dropped on this thread, emptied, for the next one to take
+    /// ([`Parser::new`]): each response's parser used to allocate its buffer and grow it to the
+    /// size of the body's chunks, and an agent run reads one response per step.
+    static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The largest buffer kept for the next parser: a rare huge chunk is not held on to.
+const SPARE_MAX: usize = 64 * 1024;
+
 impl Parser {
+    /// A parser, its buffer the one the last parser dropped on this thread left.
+    pub(crate) fn new() -> Self {
+        let mut parser = Parser::default();
+        parser.buf = SPARE.take();
+        parser
+    }
+
     /// Appends a chunk of the body.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
