@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use toolsmith_core::layer::{Call, Layer, Next};
+use toolsmith_core::layer::{Call, CallSecrets, Layer, Next};
 use toolsmith_core::{Disposition, ToolError, ToolOutput, async_trait};
 
 use super::{Intent, Journal, LoggedCall, RunLogError, Settled, SettledCall};
@@ -42,6 +42,9 @@ impl Layer for JournalLayer {
             journal.note_replayed(call.cx.tool_call_id());
             return recorded(*outcome);
         }
+        // The record holds no secret: the journal sits inside the secrets layer, so what it is
+        // handed is raw, and it is stored (and shown: `threads show`, the console).
+        let secrets = CallSecrets::starting(call.cx);
         // From here until an outcome is in hand, a call dropped from above (a timeout, a
         // cancelled run) is settled `unknown` with the next commit.
         let stopped = Stopped(Some((journal.clone(), logged)));
@@ -50,7 +53,7 @@ impl Layer for JournalLayer {
             _ => next.run(call).await,
         };
         let logged = stopped.disarm();
-        let settled = match &result {
+        let settled = match &secrets.mask(result.clone()) {
             Ok(output) => Settled::Succeeded(output.clone()),
             // A call that paused (a sub-agent's nested approval) runs again when resumed.
             Err(e) if matches!(e.disposition(), Disposition::Pause(_)) => return result,

@@ -56,7 +56,7 @@ pub use cache::{CacheLayer, CacheScope, MemoryCache, ResultCache, cacheable};
 pub use hooks::{HookLayer, ToolHook};
 pub use loop_detection::{LoopAction, LoopDetection, LoopDetectionLayer};
 pub use result_limit::{ResultLimitLayer, SUMMARIZE_INPUT_CHARS, SUMMARIZE_PROMPT};
-pub use secrets::SecretsLayer;
+pub use secrets::{CallSecrets, SecretsLayer};
 pub(crate) use secrets::{mask_text, mask_value};
 pub use timeout::TimeoutLayer;
 pub use truncate::truncate;

@@ -17,20 +17,54 @@ pub struct SecretsLayer;
 #[async_trait]
 impl Layer for SecretsLayer {
     async fn call(&self, call: Call<'_>, next: Next<'_>) -> Result<ToolOutput, ToolError> {
-        let scope = call.cx.scope().clone();
-        let before: Vec<String> = call
-            .cx
-            .variables()
-            .secret_values()
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let secrets = CallSecrets::starting(call.cx);
         let result = next.run(call).await;
-        // The secrets as the call started and as it ended: one it set or replaced is masked
-        // in both its forms.
-        let variables = scope.variables.current();
+        secrets.mask(result)
+    }
+}
+
+/// The secrets a call's result is masked with: the run's secret variables as the call started
+/// and as it ended (a secret it set or replaced is masked in both its forms). Also for what a
+/// layer inside [`SecretsLayer`] keeps of a call (the journal's record), which must hold no
+/// secret either.
+///
+/// ```
+/// use toolsmith_core::layer::CallSecrets;
+/// use toolsmith_core::{ToolContext, ToolOutput, VariableKind};
+///
+/// let cx = ToolContext::for_test("login");
+/// let secrets = CallSecrets::starting(&cx);
+/// // The call sets a secret: masked in its result all the same.
+/// cx.set_variable("TOKEN", "tok-123456", Some(VariableKind::Secret));
+/// let output = secrets.mask(Ok(ToolOutput::text("the token is tok-123456"))).unwrap();
+/// assert_eq!(output.value, "the token is [secret]");
+/// ```
+pub struct CallSecrets {
+    scope: std::sync::Arc<crate::RunScope>,
+    before: Vec<String>,
+}
+
+impl CallSecrets {
+    /// The secrets of `cx`'s run as its call starts.
+    pub fn starting(cx: &crate::ToolContext) -> Self {
+        CallSecrets {
+            scope: cx.scope().clone(),
+            before: cx
+                .variables()
+                .secret_values()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+
+    /// `result` with the secrets, as the call started and as they are now, masked in
+    /// everything it holds: the value, what the model sees, artifacts, an error's message,
+    /// details and operator detail. Unchanged when the run has none.
+    pub fn mask(&self, result: Result<ToolOutput, ToolError>) -> Result<ToolOutput, ToolError> {
+        let variables = self.scope.variables.current();
         let mut secrets = variables.secret_values();
-        secrets.extend(before.iter().map(String::as_str));
+        secrets.extend(self.before.iter().map(String::as_str));
         if secrets.is_empty() {
             return result;
         }
