@@ -7,7 +7,9 @@ use toolsmith_agent::{
     Agent, AgentBuilder, ApprovalPolicy, PromptTool, SUBAGENT_CREATE, SUBAGENT_MESSAGE,
     SubagentTool, ToolRouter,
 };
-use toolsmith_core::{Approval, LanguageModel, SharedTool, ToolMeta, Toolset};
+use toolsmith_core::{
+    Approval, LanguageModel, SharedTool, ToolMeta, Toolset, VariableDecl, VariableKind,
+};
 
 use super::{
     AgentConfig, ApprovalConfig, ConfigError, McpTools, ModelConfig, SandboxSettings,
@@ -163,6 +165,20 @@ impl AgentConfig {
             .max_steps(self.max_steps.unwrap_or(DEFAULT_MAX_STEPS));
         if let Some(instructions) = &self.instructions {
             builder = builder.instructions(instructions.clone());
+        }
+        // The config's credentials are masked as secret variables are: a name no config can
+        // declare (it has a space), a value no tool is told about but through the mask.
+        for (i, value) in self.credentials.values().iter().enumerate() {
+            let name = format!("config credential {i}");
+            builder = builder
+                .declare_variable(VariableDecl {
+                    name: name.clone(),
+                    kind: VariableKind::Secret,
+                    required: false,
+                    scoped: false,
+                    description: "A credential written in the agent's config.".to_string(),
+                })
+                .variable(name, value.clone());
         }
         if let Some(policy) = self.execution {
             builder = builder.execution(policy);

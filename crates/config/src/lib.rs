@@ -99,7 +99,7 @@ mod webhook;
 mod workspace;
 
 pub use economy::RouterConfig;
-pub use redact::{REDACTED, redacted};
+pub use redact::{Credentials, REDACTED, redacted};
 use std::path::Path;
 use std::time::Duration;
 
@@ -255,6 +255,9 @@ pub struct AgentConfig {
     pub prompts: Vec<PromptEntry>,
     /// Declared variables, in config order.
     pub variables: Vec<VariableEntry>,
+    /// The credentials written in the config (its headers', keys', `env`s' values: what
+    /// [`redacted`] hides), masked in every run of it as secret variables' values are.
+    pub credentials: Credentials,
     /// The MCP servers the config declares (`mcpServers`), in config order.
     pub mcp_servers: McpServers,
     /// `resultLimit`: the limit on what the model sees of a result, for tools without one.
@@ -403,10 +406,14 @@ impl AgentConfig {
                 "sub-agent configs nest more than {MAX_NESTING} deep (does a config name itself?)"
             )));
         }
+        let credentials = Credentials(redact::credentials(&value));
         let Value::Object(mut root) = value else {
             return Err(error("config must be an object"));
         };
-        let mut config = AgentConfig::default();
+        let mut config = AgentConfig {
+            credentials,
+            ..AgentConfig::default()
+        };
         match root.remove("model") {
             None | Some(Value::Null) => {}
             Some(Value::String(spec)) => config.model = Some(ModelConfig::parse(&spec)?),

@@ -49,6 +49,80 @@ pub fn redacted(config: &Value) -> Value {
     }
 }
 
+/// The credentials written in a config ([`AgentConfig::credentials`](crate::AgentConfig)):
+/// their `Debug` shows how many, never what.
+#[derive(Clone, Default, PartialEq)]
+pub struct Credentials(pub(crate) Vec<String>);
+
+impl Credentials {
+    /// The values.
+    pub fn values(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credentials({} {REDACTED})", self.0.len())
+    }
+}
+
+/// The values [`redacted`] hides — credentials written in a config —, to mask wherever they
+/// appear in a run (a worker that echoes a header it was sent, an error that quotes one): each
+/// hidden string or number, and a `Bearer`/`Basic` header's credential alone too. URLs
+/// rewritten for their user or query are given whole.
+pub(crate) fn credentials(config: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    collect(config, &redacted(config), &mut found);
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// What of `original` differs in `shown` (its redacted form), into `found`.
+fn collect(original: &Value, shown: &Value, found: &mut Vec<String>) {
+    match (original, shown) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in a {
+                if let Some(hidden) = b.get(key) {
+                    collect(value, hidden, found);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (value, hidden) in a.iter().zip(b) {
+                collect(value, hidden, found);
+            }
+        }
+        (original, shown) if original == shown => {}
+        (Value::String(text), _) => {
+            let scheme = text.split_once(' ').filter(|(scheme, _)| {
+                scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic")
+            });
+            if let Some((_, credential)) = scheme {
+                found.push(credential.trim().to_string());
+            }
+            // An `env` entry `NAME=value`: its value.
+            if let Some((_, value)) = text.split_once('=').filter(|_| !text.contains("://")) {
+                found.push(value.to_string());
+            }
+            found.push(text.clone());
+        }
+        (Value::Number(n), _) => found.push(n.to_string()),
+        // A value hidden whole (`credentials: {…}`): every string in it.
+        (other, _) => strings(other, found),
+    }
+}
+
+fn strings(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::String(text) => found.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, found)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, found)),
+        _ => {}
+    }
+}
+
 fn redact_entry(key: &str, value: &Value) -> Value {
     let hidden = || Value::String(REDACTED.to_string());
     let scalar = !(value.is_object() || value.is_array() || value.is_null());
@@ -204,6 +278,35 @@ mod tests {
         let shown = redacted(&schema);
         assert_eq!(shown["inputSchema"]["properties"]["key"]["type"], "string");
         assert_eq!(shown["credentials"], REDACTED);
+    }
+
+    #[test]
+    fn the_hidden_values_are_the_credentials_to_mask() {
+        let config = json!({
+            "tools": {"hook": {"url": "https://h/x", "headers": {"Authorization": "Bearer zz-tok"}},
+                      "search": {"apiKey": "zz-key"}},
+            "mcpServers": {"m": {"command": "srv", "env": {"TOKEN": "zz-env"}}},
+            "sandbox": {"env": ["A=zz-pair"]},
+            "credentials": {"user": "zz-user"},
+            "instructions": "Be brief.",
+        });
+        let found = credentials(&config);
+        for want in [
+            "Bearer zz-tok",
+            "zz-tok",
+            "zz-key",
+            "zz-env",
+            "A=zz-pair",
+            "zz-pair",
+            "zz-user",
+        ] {
+            assert!(found.contains(&want.to_string()), "{want} in {found:?}");
+        }
+        assert!(
+            !found
+                .iter()
+                .any(|f| f.contains("brief") || f.contains("https://h/x"))
+        );
     }
 
     #[test]
