@@ -35,7 +35,15 @@ fn serve(dir: &std::path::Path, db: &str) -> (Child, String) {
 
 /// Spawns `command` (a `toolsmith serve` on a free port): the process, and its URL — or what
 /// it printed instead of saying where it listens (nothing, if it died first).
-pub(crate) fn spawn_serve(mut command: Command) -> (Child, Result<String, String>) {
+pub(crate) fn spawn_serve(command: Command) -> (Child, Result<String, String>) {
+    let (child, url, _) = spawn_serve_logged(command);
+    (child, url)
+}
+
+/// [`spawn_serve`], and what the process writes to its standard error from then on.
+pub(crate) fn spawn_serve_logged(
+    mut command: Command,
+) -> (Child, Result<String, String>, Arc<std::sync::Mutex<String>>) {
     let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -46,8 +54,16 @@ pub(crate) fn spawn_serve(mut command: Command) -> (Child, Result<String, String
         .map(str::to_string)
         .ok_or(line);
     // Keep reading its stderr so that it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, url)
+    let log = Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let mut kept = kept.lock().unwrap();
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+    });
+    (child, url, log)
 }
 
 /// A Chat Completions chunk stream answering `text`.

@@ -25,4 +25,5 @@ mod handback;
 #[cfg(feature = "local")]
 mod local_model;
 mod revert;
+mod secrets_canary;
 mod serve_crash_points;
