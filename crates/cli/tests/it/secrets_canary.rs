@@ -417,42 +417,18 @@ async fn no_canary_leaves_the_service() {
         .unwrap();
     assert!(streamed.contains("All done."), "{streamed}");
     let mut answers = streamed.into_bytes();
-    for path in [
-        "/status/e1?agentId=ops".to_string(),
-        "/agents".to_string(),
-        "/console/api/agents".to_string(),
-        "/console/api/runs".to_string(),
-    ] {
-        let body = client
-            .get(format!("{url}{path}"))
-            .bearer_auth(&secret)
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        answers.extend_from_slice(&body);
+    let get = |path: String| {
+        let request = client.get(format!("{url}{path}")).bearer_auth(&secret);
+        async move { request.send().await.unwrap().bytes().await.unwrap() }
+    };
+    for path in ["/status/e1?agentId=ops", "/agents", "/console/api/agents"] {
+        answers.extend_from_slice(&get(path.to_string()).await);
     }
-    let runs: Value = client
-        .get(format!("{url}/console/api/runs"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let runs = get("/console/api/runs".to_string()).await;
+    answers.extend_from_slice(&runs);
+    let runs: Value = serde_json::from_slice(&runs).unwrap();
     let thread = runs["runs"][0]["threadId"].as_str().unwrap().to_string();
-    let detail = client
-        .get(format!("{url}/console/api/runs/{thread}"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let detail = get(format!("/console/api/runs/{thread}")).await;
     assert!(String::from_utf8_lossy(&detail).contains("Checked."));
     answers.extend_from_slice(&detail);
     // Stopped as an operator would: exported spans are flushed on the way out.
