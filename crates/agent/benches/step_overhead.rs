@@ -86,6 +86,13 @@ impl BenchModel {
     }
 }
 
+/// A message as a wire sends it.
+#[derive(serde::Serialize)]
+struct Rendered<'a> {
+    role: toolsmith_core::Role,
+    content: &'a [toolsmith_core::Part],
+}
+
 #[async_trait]
 impl LanguageModel for BenchModel {
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
@@ -95,7 +102,16 @@ impl LanguageModel for BenchModel {
         let tools = request.tools.rendered("bench-openai", |decls| {
             serde_json::to_string(&decls.iter().map(render_tool).collect::<Vec<_>>()).unwrap()
         });
-        let messages = serde_json::to_string(&request.messages).unwrap();
+        // As a wire renders them: role and content (a message's step record stays home).
+        let messages: Vec<Rendered<'_>> = request
+            .messages
+            .iter()
+            .map(|m| Rendered {
+                role: m.role,
+                content: &m.content,
+            })
+            .collect();
+        let messages = serde_json::to_string(&messages).unwrap();
         let body = format!(r#"{{"model":"bench","messages":{messages},"tools":{tools}}}"#);
         black_box(body.len());
         Ok(Self::parts())
