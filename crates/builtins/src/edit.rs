@@ -220,7 +220,7 @@ impl Tool for Edit {
     }
 }
 
-fn apply_patch(current: &str, patch: &str) -> Result<String, ToolError> {
+pub(crate) fn apply_patch(current: &str, patch: &str) -> Result<String, ToolError> {
     unified::apply(current, patch).map_err(|e| match e {
         PatchError::MultipleFiles => ToolError::new(
             "TOOL_PATCH_FAILED",

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -95,19 +95,24 @@ struct Found {
     modified: Option<SystemTime>,
 }
 
+/// The model's pattern, checked against the bounds and compiled as the walk matches it.
+pub(crate) fn matcher(pattern: &str) -> Result<GlobMatcher, ToolError> {
+    pattern::check(pattern).map_err(TooComplex::into_error)?;
+    // `./src/*.rs` means `src/*.rs`: paths are matched without a leading `./`.
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| ToolError::new("TOOL_GLOB_FAILED", e.to_string()))?
+        .compile_matcher())
+}
+
 fn run(
     workspace: &Workspace,
     input: Input,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<String, ToolError> {
-    pattern::check(&input.pattern).map_err(TooComplex::into_error)?;
-    // `./src/*.rs` means `src/*.rs`: paths are matched without a leading `./`.
-    let pattern = input.pattern.strip_prefix("./").unwrap_or(&input.pattern);
-    let matcher = GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| ToolError::new("TOOL_GLOB_FAILED", e.to_string()))?
-        .compile_matcher();
+    let matcher = matcher(&input.pattern)?;
     let target = input.path.unwrap_or_else(|| ".".to_string());
     let base = workspace.root().relative(&target)?;
     let mut found = Vec::new();

@@ -148,18 +148,23 @@ const REGEX_SIZE_LIMIT: usize = 10 << 20;
 /// slower search, never to more memory.
 const REGEX_DFA_CACHE: usize = 64 << 20;
 
+/// The model's pattern, checked against the bounds and compiled as every search uses it.
+pub(crate) fn matcher(pattern: &str) -> Result<RegexMatcher, ToolError> {
+    pattern::check(pattern).map_err(TooComplex::into_error)?;
+    RegexMatcherBuilder::new()
+        .line_terminator(Some(b'\n'))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_CACHE)
+        .build(pattern)
+        .map_err(|e| ToolError::new("TOOL_GREP_FAILED", e.to_string()))
+}
+
 fn run(
     workspace: &Workspace,
     input: Input,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<String, ToolError> {
-    pattern::check(&input.pattern).map_err(TooComplex::into_error)?;
-    let matcher = RegexMatcherBuilder::new()
-        .line_terminator(Some(b'\n'))
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_DFA_CACHE)
-        .build(&input.pattern)
-        .map_err(|e| ToolError::new("TOOL_GREP_FAILED", e.to_string()))?;
+    let matcher = matcher(&input.pattern)?;
     let root = workspace.root();
     let target = input.path.unwrap_or_else(|| ".".to_string());
     let limit = workspace.policy().limits.output_bytes;
@@ -215,7 +220,7 @@ fn run(
 /// A searcher with ripgrep's defaults: line numbers, files with a NUL byte treated as binary
 /// and skipped; lines held up to [`MAX_LINE_BYTES`]. Built once per thread: it owns a large
 /// buffer.
-fn searcher() -> Searcher {
+pub(crate) fn searcher() -> Searcher {
     SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)

@@ -43,6 +43,8 @@ mod bash;
 mod calculator;
 mod edit;
 mod file_change;
+#[doc(hidden)]
+pub mod fuzzing;
 mod glob;
 mod grep;
 mod pattern;

@@ -404,7 +404,7 @@ impl Walker<'_> {
         shown: &Path,
     ) -> Gitignore {
         match read {
-            Ok(Some(bytes)) => self.compile(path, shown, &bytes),
+            Ok(Some(bytes)) => compile(path, shown, &bytes, &mut self.notes),
             Ok(None) => Gitignore::empty(),
             Err(reason) => {
                 self.notes.skipped(shown, &reason);
@@ -459,41 +459,41 @@ impl Walker<'_> {
         let read = read_capped(self.root.dir(), &exclude);
         self.rules_from(read, path, &exclude)
     }
+}
 
-    /// Compiles an ignore file's bytes into rules for the directory `path`, as
-    /// `GitignoreBuilder::add` reads a file: lines split at `\n` (a `\r` before it dropped), a
-    /// byte-order mark before the first one ignored, reading stopped at the first line that is
-    /// not UTF-8. A line over the pattern bounds is skipped with a note.
-    fn compile(&mut self, path: &Path, shown: &Path, bytes: &[u8]) -> Gitignore {
-        let mut builder = GitignoreBuilder::new(path);
-        let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-        if lines.last().is_some_and(|line| line.is_empty()) {
-            lines.pop();
-        }
-        for (index, line) in lines.into_iter().enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Ok(line) = std::str::from_utf8(line) else {
-                break;
-            };
-            let line = if index == 0 {
-                line.trim_start_matches('\u{feff}')
-            } else {
-                line
-            };
-            if let Err(too_complex) = pattern::check(line) {
-                self.notes.push(format!(
-                    "[ignore file {}: line {} skipped: {}]",
-                    display_path(shown),
-                    index + 1,
-                    too_complex.message()
-                ));
-                continue;
-            }
-            // An invalid line is skipped, the others kept, as ripgrep does.
-            let _ = builder.add_line(None, line);
-        }
-        builder.build().unwrap_or_else(|_| Gitignore::empty())
+/// Compiles an ignore file's bytes into rules for the directory `path`, as
+/// `GitignoreBuilder::add` reads a file: lines split at `\n` (a `\r` before it dropped), a
+/// byte-order mark before the first one ignored, reading stopped at the first line that is
+/// not UTF-8. A line over the pattern bounds is skipped with a note in `notes`.
+pub(crate) fn compile(path: &Path, shown: &Path, bytes: &[u8], notes: &mut Notes) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(path);
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|line| line.is_empty()) {
+        lines.pop();
     }
+    for (index, line) in lines.into_iter().enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Ok(line) = std::str::from_utf8(line) else {
+            break;
+        };
+        let line = if index == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        if let Err(too_complex) = pattern::check(line) {
+            notes.push(format!(
+                "[ignore file {}: line {} skipped: {}]",
+                display_path(shown),
+                index + 1,
+                too_complex.message()
+            ));
+            continue;
+        }
+        // An invalid line is skipped, the others kept, as ripgrep does.
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
 /// Reads the regular file `path` beneath `dir` if it is at most [`MAX_IGNORE_FILE_BYTES`]:

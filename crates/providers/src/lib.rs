@@ -65,6 +65,10 @@ pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
 pub use registry::{PROVIDERS, ProviderOptions, resolve};
 pub use retry::RetryPolicy;
+/// How an error response's `retry-after-ms` / `retry-after` headers are read, for the fuzz
+/// targets (`fuzz/` at the repository's root): not part of the API.
+#[doc(hidden)]
+pub use retry::retry_after_header;
 pub use scripted::{ScriptedCall, ScriptedError, ScriptedModel, Turn};
 pub use settings::{ModelBuilder, ModelSettings};
 pub use sse::{SseEvent, SseStream};

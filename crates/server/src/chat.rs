@@ -207,7 +207,7 @@ fn encode(item: &Outgoing, message_id: &str) -> Vec<u8> {
 
 /// What the last message of a chat request asks for.
 #[derive(Debug, Default, PartialEq)]
-struct Turn {
+pub(crate) struct Turn {
     /// The assistant message the answer continues (the last one's id when it is the
     /// assistant's), else a new id.
     message_id: String,
@@ -220,7 +220,7 @@ struct Turn {
 }
 
 /// Reads the request body's chat id and last message.
-fn parse(body: &[u8]) -> Result<(String, Turn), ApiError> {
+pub(crate) fn parse(body: &[u8]) -> Result<(String, Turn), ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("Invalid request JSON: {e}")))?;
     let id = match value.get("id") {

@@ -46,6 +46,8 @@ pub mod chat;
 mod console;
 mod error;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 mod listen;
 mod mcp;
 mod mcp_route;

@@ -94,6 +94,10 @@ use toolsmith_config::AgentConfig;
 use toolsmith_core::{SharedTool, Toolset, Variables};
 
 pub use http::{HttpConfig, MCP_PATH, McpHttpService, http_service, serve_http};
+/// The stdio transport's reading of one line (a `tools/call` read directly, anything else by
+/// rmcp), for the fuzz targets (`fuzz/` at the repository's root): not part of the API.
+#[doc(hidden)]
+pub use lines::decode as decode_line;
 pub use session::McpSession;
 pub use stdio::{serve_stdio, serve_stream};
 

@@ -153,8 +153,9 @@ impl MessagesStreamDecoder {
     }
 
     /// [`push`](StreamDecoder::push), trying the hand-written reader of the hot event shapes
-    /// first when `fast` (always, outside the tests that compare the two paths).
-    pub(super) fn push_with(
+    /// first when `fast` (always, but in the tests and fuzz targets comparing the two paths).
+    #[doc(hidden)]
+    pub fn push_with(
         &mut self,
         data: &str,
         out: &mut Vec<ModelPart>,

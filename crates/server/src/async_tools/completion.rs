@@ -106,7 +106,7 @@ pub(crate) async fn complete(
 }
 
 /// The body's settlement, or the harness's 400.
-fn parse_body(body: &[u8]) -> Result<AsyncSettlement, ApiError> {
+pub(crate) fn parse_body(body: &[u8]) -> Result<AsyncSettlement, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("Invalid request JSON: {e}")))?;
     let Value::Object(mut body) = value else {
