@@ -93,7 +93,8 @@ pub fn retry_info_delay(body: &Value) -> Option<Duration> {
         }
         _ => return None,
     };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    // Not `from_secs_f64`, which panics past `Duration::MAX` (a `"1e20s"` did).
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// The error for a non-success response: its kind from the status, its message from the body

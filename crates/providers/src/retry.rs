@@ -82,7 +82,8 @@ impl RetryPolicy {
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // Not `from_secs_f64`, which panics past `Duration::MAX` (`retry-after: 1e20` did).
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -93,13 +94,13 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 
 /// The delay a response asks for: `retry-after-ms` (OpenAI) or `retry-after`.
 pub fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers
+    if let Some(delay) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(delay);
     }
     headers
         .get(reqwest::header::RETRY_AFTER)

@@ -31,3 +31,4 @@ mod openai_responses_errors;
 mod openai_responses_fixtures;
 mod openai_responses_request;
 mod openai_responses_stream;
+mod retry_delays;
