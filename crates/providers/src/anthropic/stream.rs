@@ -1,6 +1,6 @@
 //! Messages API stream decoding: events in, [`ModelPart`]s out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -33,7 +33,8 @@ pub const TRUNCATED: &str = "The Anthropic stream ended before message_stop (tru
 ///   and tool input (`input_json_delta`). A `tool_use` block is a client call; a
 ///   `server_tool_use` or `mcp_tool_use` block a provider-executed one. Input that never got a
 ///   delta is the start block's `input` (`{}` when empty); the concatenated deltas always equal
-///   the [`ModelPart::ToolCall`]'s input.
+///   the [`ModelPart::ToolCall`]'s input. A block without an id, or with the id of an earlier
+///   block of the response, gets a generated one (`toolu_generated_<n>`).
 /// - Every `*_tool_result` block (`web_search_tool_result`, `web_fetch_tool_result`,
 ///   `code_execution_tool_result`, `bash_code_execution_tool_result`,
 ///   `text_editor_code_execution_tool_result`, `tool_search_tool_result`, `mcp_tool_result`…)
@@ -111,6 +112,8 @@ pub struct MessagesStreamDecoder {
     finish_metadata: Map<String, Value>,
     /// Provider-executed calls' names, to name their results.
     server_tools: HashMap<String, String>,
+    /// The ids of the response's tool blocks so far.
+    tool_ids: HashSet<Arc<str>>,
     generated_ids: usize,
     done: bool,
 }
@@ -406,13 +409,21 @@ impl MessagesStreamDecoder {
         out: &mut Vec<ModelPart>,
     ) -> Block {
         let provider_executed = kind != "tool_use";
+        // An id an earlier block of the response has (a server repeating one) would make two
+        // calls one: that block gets a generated id, as a Chat Completions call does.
         let id: Arc<str> = match block.shift_remove("id") {
-            Some(Value::String(id)) if !id.is_empty() => id.into(),
-            _ => {
-                self.generated_ids += 1;
-                format!("toolu_generated_{}", self.generated_ids).into()
+            Some(Value::String(id)) if !id.is_empty() && !self.tool_ids.contains(id.as_str()) => {
+                id.into()
             }
+            _ => loop {
+                self.generated_ids += 1;
+                let id = format!("toolu_generated_{}", self.generated_ids);
+                if !self.tool_ids.contains(id.as_str()) {
+                    break id.into();
+                }
+            },
         };
+        self.tool_ids.insert(id.clone());
         let name = match block.shift_remove("name") {
             Some(Value::String(name)) => name,
             _ => String::new(),

@@ -237,6 +237,47 @@ fn a_new_message_without_message_stop_continues_the_response() {
     assert_eq!(finish.unified, UnifiedFinishReason::ToolCalls);
 }
 
+/// Two tool blocks with one id (a server repeating it) were two calls with the same id, the
+/// second's input started while the first's was open: anything keyed by the call id (results,
+/// approvals, the journal) would take them for one. The second gets a generated id, as an id
+/// the server had already used for a generated one is not reused either. Found by fuzzing.
+#[test]
+fn a_repeated_tool_id_is_replaced_by_a_generated_one() {
+    let s = decode_lines(&chunks_to_sse([
+        r#"{"type":"message_start","message":{"id":"msg_a","model":"c","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"g","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"x\":1}"}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"y\":2}"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_generated_1","name":"h","input":{"z":3}}}"#,
+        r#"{"type":"content_block_stop","index":2}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":2}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]));
+    assert!(s.error.is_none(), "{:?}", s.error);
+    let calls: Vec<(&str, &str, &str)> = s
+        .calls
+        .iter()
+        .map(|c| (&*c.tool_call_id, &*c.tool_name, &*c.input))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("toolu_1", "f", r#"{"x":1}"#),
+            ("toolu_generated_1", "g", r#"{"y":2}"#),
+            ("toolu_generated_2", "h", r#"{"z":3}"#),
+        ]
+    );
+    let starts = s
+        .parts
+        .iter()
+        .filter(|p| matches!(p, ModelPart::ToolInputStart { .. }))
+        .count();
+    assert_eq!(starts, 3);
+}
+
 /// Bad input never panics: fixture events shuffled, dropped, duplicated and cut short.
 #[test]
 fn shuffled_and_mangled_events_never_panic() {
