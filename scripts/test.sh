@@ -31,6 +31,13 @@ echo "== benches build"
 # The command's crate (toolsmith-cli) has no benches; excluding it keeps its default `local`
 # feature (llama.cpp) out of this release build.
 cargo bench --workspace --exclude toolsmith-cli --locked --no-run --quiet
+# The fuzz targets (fuzz/, its own cargo project): a libFuzzer build of them all takes ~25 min
+# here, too slow for CI, so CI replays their corpora through the same checks instead (every file,
+# a few seconds); scripts/fuzz.sh runs libFuzzer (docs/reliability.md, "Fuzzing").
+echo "== fuzz corpora"
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo clippy --manifest-path fuzz/Cargo.toml --locked --lib --tests -- -D warnings
+cargo test --manifest-path fuzz/Cargo.toml --locked --lib
 echo "== cargo test"
 cargo test --workspace --locked
 # Last, so that cargo test's summary lines stay visible above it; its own last line is a plain
