@@ -1,5 +1,7 @@
 //! The helper a launcher starts ahead of its next launch (the *spare*): it serves that launch,
-//! waits in a session of its own, is replaced when it died, and dies with its launcher.
+//! waits in a session of its own, is replaced when it died, and dies with its launcher. Prepared
+//! ahead (its namespaces entered before its plan), it serves only the plans of the policy it was
+//! prepared for, and no two commands share a namespace.
 //!
 //! The tests look at this process' children in `/proc`, so they take turns. Alone in its
 //! binary, not a module of `tests/it`: every launcher keeps a spare helper, and these tests
@@ -11,10 +13,12 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use toolsmith_sandbox::SandboxPolicy;
-use toolsmith_sandbox::exec::{ExecRequest, Launcher};
+use toolsmith_sandbox::exec::{Ahead, ExecRequest, Launcher, Plan};
+use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -143,6 +147,8 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
     launcher.run(&echo(&root, "one")).await.unwrap();
     let spares = wait_for_spares();
     assert!(!spares.is_empty());
+    // A prepared spare's PID 1 goes with it (`PR_SET_PDEATHSIG`).
+    let pid1s: Vec<u32> = spares.iter().flat_map(|p| children(*p)).collect();
     drop(launcher);
     let until = Instant::now() + Duration::from_secs(5);
     while spares.iter().any(|p| alive(*p)) && Instant::now() < until {
@@ -150,6 +156,10 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
     }
     // Gone from /proc: killed and reaped (a zombie would still be listed).
     assert!(!spares.iter().any(|p| alive(*p)), "{:?}", helpers());
+    while pid1s.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!pid1s.iter().any(|p| alive(*p) && !zombie(*p)), "{pid1s:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,4 +183,222 @@ async fn concurrent_launches_each_get_a_helper() {
             run.await.unwrap();
         }
     }
+}
+
+/// The children of `pid` (a prepared spare has one: its pid namespace's PID 1).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Whether this machine gives a launch user, network, pid and mount namespaces (a spare is then
+/// prepared in them); prints the skip line otherwise.
+fn namespaces() -> bool {
+    let caps = common::caps();
+    common::require(
+        "namespaces",
+        (caps.user_namespaces || caps.running_as_root)
+            && caps.net_namespaces
+            && caps.pid_namespaces
+            && caps.mount_namespaces,
+    )
+}
+
+/// A spare that has entered its namespaces: its PID 1 is forked, in a network namespace other
+/// than this process'. Waits for one (5 s at most).
+fn wait_for_prepared_spare() -> Option<(u32, u32)> {
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        for spare in wait_for_spares() {
+            if let Some(&pid1) = children(spare).first()
+                && std::fs::read_link(format!("/proc/{pid1}/ns/net")).is_ok_and(|ns| ns != ours)
+            {
+                return Some((spare, pid1));
+            }
+        }
+        if Instant::now() > until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[tokio::test]
+async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_share_one() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let launcher = launcher(&root);
+    let kinds = ["net", "pid", "mnt", "user"];
+    let links: Vec<String> = kinds.iter().map(|k| format!("/proc/self/ns/{k}")).collect();
+    let request = ExecRequest::new("readlink", links.clone(), &root);
+    // The first launch starts a helper of its own; each one after it is served by the spare
+    // prepared while the one before ran.
+    launcher.run(&request).await.unwrap();
+    let ours: Vec<String> = links
+        .iter()
+        .map(|l| {
+            std::fs::read_link(l)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    // The namespaces' files stay open, so no namespace number is reused (the kernel recycles
+    // them once a namespace is gone).
+    let mut held = Vec::new();
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for round in 0..3 {
+        let (_, pid1) = wait_for_prepared_spare().expect("a prepared spare");
+        let prepared: Vec<String> = kinds
+            .iter()
+            .map(|k| {
+                let path = format!("/proc/{pid1}/ns/{k}");
+                held.push(std::fs::File::open(&path).unwrap());
+                std::fs::read_link(&path)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let out = launcher.run(&request).await.unwrap();
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let got: Vec<String> = out.stdout.lines().map(String::from).collect();
+        assert_eq!(
+            got, prepared,
+            "round {round}: the command runs in its spare's namespaces"
+        );
+        seen.push(got);
+    }
+    for (i, kind) in kinds.iter().enumerate() {
+        let mut all: BTreeSet<&str> = seen.iter().map(|s| s[i].as_str()).collect();
+        assert_eq!(all.len(), seen.len(), "{kind} namespaces shared: {seen:?}");
+        all.insert(&ours[i]);
+        assert_eq!(
+            all.len(),
+            seen.len() + 1,
+            "{kind}: toolsmith's own: {seen:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_listener_of_one_command_is_not_in_the_next_ones_network() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() || !common::require("python", common::python()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut policy = SandboxPolicy::new(&root);
+    policy.network = NetworkPolicy::LoopbackOnly;
+    let launcher = Launcher::new(common::helper(), policy);
+    // Its pid, then the listening sockets on 127.0.0.1:47613 (0xB9FD, state 0A) in
+    // /proc/net/tcp.
+    let script = |bind: bool| {
+        format!(
+            "import os, socket\n\
+             if {bind}:\n    s = socket.socket(); s.bind(('127.0.0.1', 47613)); s.listen()\n\
+             print(os.getpid())\n\
+             print(sum(1 for l in open('/proc/net/tcp') if ':B9FD ' in l and l.split()[3] == '0A'))",
+            bind = if bind { "True" } else { "False" }
+        )
+    };
+    let python =
+        |bind: bool| ExecRequest::new(common::PYTHON, vec!["-c".into(), script(bind)], &root);
+    let first = launcher.run(&python(true)).await.unwrap();
+    assert_eq!(first.exit_code, 0, "{first:?}");
+    assert!(wait_for_prepared_spare().is_some());
+    let second = launcher.run(&python(false)).await.unwrap();
+    assert_eq!(second.exit_code, 0, "{second:?}");
+    let (first, second): (Vec<&str>, Vec<&str>) = (
+        first.stdout.lines().collect(),
+        second.stdout.lines().collect(),
+    );
+    assert_eq!(first[1], "1", "the first command listens: {first:?}");
+    assert_eq!(
+        second[1], "0",
+        "the first command's listener is visible: {second:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_spare_whose_pid_1_died_is_replaced_by_a_fresh_helper() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let launcher = launcher(&root);
+    launcher.run(&echo(&root, "one")).await.unwrap();
+    let (spare, pid1) = wait_for_prepared_spare().expect("a prepared spare");
+    let pid1 = rustix::process::Pid::from_raw(pid1 as i32).unwrap();
+    rustix::process::kill_process(pid1, rustix::process::Signal::KILL).unwrap();
+    // The spare relays its PID 1's death and exits.
+    let until = Instant::now() + Duration::from_secs(5);
+    while alive(spare) && !zombie(spare) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let out = launcher.run(&echo(&root, "after")).await.unwrap();
+    assert_eq!((out.exit_code, out.stdout.as_str()), (0, "after\n"));
+}
+
+#[tokio::test]
+async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join("ran");
+    let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
+    let caps = common::caps();
+    // Prepared for `network: full` (no network namespace), given the plan of `network: off`.
+    let mut full = SandboxPolicy::new(&root);
+    full.network = NetworkPolicy::Full;
+    let (full_plan, _) = Plan::build(&full, caps, &request, std::iter::empty()).unwrap();
+    let (off_plan, _) = Plan::build(
+        &SandboxPolicy::new(&root),
+        caps,
+        &request,
+        std::iter::empty(),
+    )
+    .unwrap();
+    let ahead = Ahead::of(&full_plan).expect("a preparation");
+    assert!(!ahead.admits(&off_plan));
+
+    let (mut ours, theirs) = UnixStream::pair().unwrap();
+    let mut helper = std::process::Command::new(common::helper_path())
+        .arg("spare")
+        .arg(serde_json::to_string(&ahead).unwrap())
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.write_all(b"!").unwrap();
+    let mut ready = [0u8; 1];
+    ours.read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"+", "the helper prepared");
+    ours.write_all(&serde_json::to_vec(&off_plan).unwrap())
+        .unwrap();
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = helper.wait().unwrap();
+    let mut report = String::new();
+    ours.read_to_string(&mut report).unwrap();
+    assert_eq!(status.code(), Some(125), "{report}");
+    assert!(
+        report.contains(r#""kind":"plan""#) && report.contains("prepared for other namespaces"),
+        "{report}"
+    );
+    assert!(!marker.exists(), "the command ran");
 }

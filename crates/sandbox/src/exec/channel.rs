@@ -7,11 +7,22 @@
 //! never holds it, so nothing it prints can pass for a setup error (stderr is the command's
 //! own), and EOF without data means the target was executed. With a pid namespace the middle
 //! process of the double fork closes it at once; only PID 1 keeps it.
+//!
+//! A spare helper that prepares ahead ([`Ahead`](super::Ahead)) first exchanges two bytes on it:
+//! [`GO`] from the launcher, then [`READY`] (or a report) from the helper.
 
 use std::io::Read;
 use std::os::unix::net::UnixStream;
 
 use super::ExecError;
+
+/// The byte the launcher sends a spare helper ([`Ahead`](super::Ahead)) once the helper is in
+/// its tree's control group: prepare now (what it forks is then inside the group too).
+pub(crate) const GO: u8 = b'!';
+
+/// The byte a spare helper sends once its preparation is made. A report (`{`…) or EOF in its
+/// place means the preparation failed.
+pub(crate) const READY: u8 = b'+';
 
 /// The most bytes of a report the launcher reads (a report is one short JSON object).
 const REPORT_MAX: usize = 64 * 1024;

@@ -2,13 +2,14 @@
 
 mod mounts;
 mod setup;
+mod spare;
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::plan::Plan;
+use super::plan::{MountPlan, Plan};
 use super::{EXEC_FAILED_STATUS, HELPER_ARG, SETUP_FAILED_STATUS, channel};
 use crate::probe::NamespaceProbe;
 
@@ -27,6 +28,13 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   Landlock, seccomp (for loopback-only with mediation, first the `connect` filter whose
 ///   listener goes to the launcher's supervisor), and finally `execve` of the target with the
 ///   plan's environment.
+/// - `spare PREPARATION` (a spare helper, see [`Ahead`](super::Ahead)): closes stray fds, calls
+///   `setsid`, waits for the launcher's go (it is in its control group then), sets
+///   `PR_SET_PDEATHSIG`, unshares the namespaces of the preparation, forks PID 1 (a plain fork:
+///   it waits, and a vfork parent would wait uninterruptibly), makes the mounts private and
+///   mounts `/proc`, tells the launcher it is ready, then reads its plan and, once it has
+///   checked the preparation is the plan's own, applies the rest as `run` does from the
+///   rlimits on.
 /// - `probe`: tries a seccomp filter with a user-notification listener in a child, then to
 ///   unshare user, net, pid and mount namespaces, then bind mounts and a procfs mount in a
 ///   child, and prints one JSON line.
@@ -49,11 +57,12 @@ pub fn helper_main() -> ! {
     }
     match args.first().and_then(|a| a.to_str()) {
         None | Some("run") => run(),
+        Some("spare") => spare::run(args.get(1).and_then(|a| a.to_str())),
         Some("probe") => probe(),
         Some("degrade") => super::degrade::main(&args[1..]),
         Some(other) => fail(
             "usage",
-            &format!("unknown mode {other:?} (run|probe|degrade)"),
+            &format!("unknown mode {other:?} (run|spare|probe|degrade)"),
         ),
     }
 }
@@ -128,6 +137,41 @@ fn run() -> ! {
     // `warm`): a Ctrl-C on toolsmith's terminal must not kill it, and the launcher's group kill
     // must reach it.
     rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
+    let Received {
+        plan,
+        rule_fds,
+        mediation,
+    } = receive();
+    let parent = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if parent() != plan.parent_pid {
+        fail("parent", "the launcher is gone");
+    }
+    setup::set_pdeathsig();
+    if parent() != plan.parent_pid {
+        fail("parent", "the launcher is gone");
+    }
+    setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
+    setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
+    setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
+    let mediation = mediation.as_ref();
+    if plan.namespaces.pid {
+        setup::double_fork(&mut || confine_and_exec(&plan, &plan.mounts, &rule_fds, mediation))
+    }
+    match confine_and_exec(&plan, &plan.mounts, &rule_fds, mediation) {}
+}
+
+/// A plan read from the channel, with what came with it.
+pub(super) struct Received {
+    pub(super) plan: Plan,
+    /// The Landlock rules' descriptors.
+    pub(super) rule_fds: Vec<OwnedFd>,
+    /// The loopback supervisor's channel, when `connect` is mediated.
+    pub(super) mediation: Option<OwnedFd>,
+}
+
+/// Reads the plan from the channel (fd 0) to EOF, checks it, moves the channel off fd 0 (see
+/// [`setup::stdin_to_channel`]) and reports there from then on.
+fn receive() -> Received {
     let (input, mut rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
         Ok(received) => received,
         Err(e) => fail("plan", &format!("cannot read the plan: {e}")),
@@ -152,34 +196,25 @@ fn run() -> ! {
     let channel =
         setup::stdin_to_channel(plan.stdin_from_stdout).unwrap_or_else(|e| fail("stdio", &e));
     CHANNEL.store(channel, Ordering::Relaxed);
-    let parent = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
-    if parent() != plan.parent_pid {
-        fail("parent", "the launcher is gone");
+    Received {
+        plan,
+        rule_fds,
+        mediation,
     }
-    setup::set_pdeathsig();
-    if parent() != plan.parent_pid {
-        fail("parent", "the launcher is gone");
-    }
-    setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
-    setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
-    setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
-    let mediation = mediation.as_ref();
-    if plan.namespaces.pid {
-        setup::double_fork(&mut || confine_and_exec(&plan, &rule_fds, mediation))
-    }
-    match confine_and_exec(&plan, &rule_fds, mediation) {}
 }
 
-/// The rest, in PID 1 when there is a pid namespace: mounts, working directory, Landlock,
-/// seccomp (with `mediation`, the loopback supervisor's channel: the `connect` filter first, its
-/// listener sent there), `execve`. Never returns (`Infallible`): it execs or [`fail`]s.
+/// The rest, in PID 1 when there is a pid namespace: `mounts` (the plan's, or what a spare did
+/// not make ahead), working directory, Landlock, seccomp (with `mediation`, the loopback
+/// supervisor's channel: the `connect` filter first, its listener sent there), `execve`. Never
+/// returns (`Infallible`): it execs or [`fail`]s.
 fn confine_and_exec(
     plan: &Plan,
+    mounts: &MountPlan,
     rule_fds: &[OwnedFd],
     mediation: Option<&OwnedFd>,
 ) -> std::convert::Infallible {
     if plan.namespaces.mount {
-        mounts::apply(&plan.mounts).unwrap_or_else(|e| fail("mounts", &e));
+        mounts::apply(mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
     // After the mounts: a working directory inside a protected path must be the new mount.
     if let Err(e) = std::env::set_current_dir(&plan.cwd) {

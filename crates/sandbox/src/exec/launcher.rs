@@ -17,7 +17,7 @@ use super::plan::LOOPBACK_DEGRADED;
 use super::rules::RuleFds;
 use super::tree::TreeLimits;
 use super::warm::{Waiting, Warm};
-use super::{ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
+use super::{Ahead, ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
 use crate::probe::NamespaceProbe;
 use crate::{Capabilities, SandboxPolicy, git};
 
@@ -76,7 +76,8 @@ impl HelperCommand {
         command
     }
 
-    /// Starts the helper in `run` mode, its stdin the helper's end of a new channel; returns the
+    /// Starts the helper in `run` mode (in `spare` mode with `ahead`: it prepares that much
+    /// before its plan, see [`Ahead`]), its stdin the helper's end of a new channel; returns the
     /// process and the launcher's end, on which the plan is sent. The helper's end is closed here
     /// once the helper holds it, so EOF comes when the helper is gone.
     ///
@@ -85,12 +86,20 @@ impl HelperCommand {
     /// [`ExecError::Helper`] when the channel cannot be made or the helper cannot be started.
     pub(crate) fn start_run(
         &self,
+        ahead: Option<&Ahead>,
         stdout: Stdio,
         stderr: Stdio,
     ) -> Result<(std::process::Child, UnixStream), ExecError> {
         let (ours, theirs) = channel::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the helper's channel: {e}")))?;
-        let mut command = self.command("run");
+        let mut command = match ahead {
+            Some(ahead) => {
+                let mut command = self.command("spare");
+                command.arg(ahead.to_arg());
+                command
+            }
+            None => self.command("run"),
+        };
         command
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
             .stdout(stdout)
@@ -234,12 +243,14 @@ impl Launcher {
             serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
         let mut fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
         fds.extend(prepared.loopback.as_ref().map(AsFd::as_fd));
+        let ahead = Ahead::of(&prepared.plan);
         let Waiting {
             mut process,
             mut channel,
             group,
             warning,
-        } = self.hand_over(&json, &fds)?;
+            ..
+        } = self.hand_over(ahead, &json, &fds)?;
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
         drop(fds);
         drop(prepared.loopback.take());
@@ -265,17 +276,24 @@ impl Launcher {
     }
 
     /// Gives the plan (`json`, with the rules' descriptors `fds`) to a helper: the spare when
-    /// there is one and it is alive, else a helper started for this launch; then starts the
-    /// next spare ([`warm`](super::warm)).
+    /// there is one, it is alive and it was prepared for this plan (`ahead`, see [`Ahead`]), else
+    /// a helper started for this launch that applies the whole plan; then starts the next spare
+    /// ([`warm`](super::warm)), prepared for `ahead`.
     ///
     /// # Errors
     ///
     /// [`ExecError::Helper`] when no helper can be started; [`ExecError::Setup`] when it cannot
     /// be moved into its control group or given its plan.
-    fn hand_over(&self, json: &[u8], fds: &[BorrowedFd<'_>]) -> Result<Waiting, ExecError> {
+    fn hand_over(
+        &self,
+        ahead: Option<Ahead>,
+        json: &[u8],
+        fds: &[BorrowedFd<'_>],
+    ) -> Result<Waiting, ExecError> {
         let spare = self
             .warm
             .take()
+            .and_then(|spare| self.usable(spare, ahead.as_ref()))
             .and_then(|spare| self.send(spare, json, fds).ok());
         let helper = match spare {
             Some(spare) => spare,
@@ -285,8 +303,27 @@ impl Launcher {
                     .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))?
             }
         };
-        self.warm.refill(&self.helper, &self.tree);
+        self.warm.refill(&self.helper, &self.tree, ahead);
         Ok(helper)
+    }
+
+    /// `spare`, when it may take a plan prepared as `ahead`: it applied nothing ahead, or what
+    /// `ahead` says; and it is alive (a spare killed while it waited, or whose PID 1 lost its
+    /// parent before `PR_SET_PDEATHSIG`, is not). Otherwise it is discarded: killed, its group
+    /// taken back.
+    fn usable(&self, spare: Waiting, ahead: Option<&Ahead>) -> Option<Waiting> {
+        if spare.serves(ahead) && !spare.process.exited() {
+            return Some(spare);
+        }
+        self.discard(spare);
+        None
+    }
+
+    /// Kills `helper` and takes its group back.
+    fn discard(&self, helper: Waiting) {
+        let Waiting { process, group, .. } = helper;
+        drop(process);
+        self.tree.recycle(group);
     }
 
     /// Sends the plan to `helper`; on failure (it died: `EPIPE`) kills it and takes its group
@@ -300,9 +337,7 @@ impl Launcher {
         match channel::send_plan(&helper.channel, json, fds) {
             Ok(()) => Ok(helper),
             Err(e) => {
-                let Waiting { process, group, .. } = helper;
-                drop(process);
-                self.tree.recycle(group);
+                self.discard(helper);
                 Err(e)
             }
         }

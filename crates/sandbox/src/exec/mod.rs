@@ -27,6 +27,7 @@
 //! The helper also has a [`degrade`] mode, a testing aid that runs a command on an emulated
 //! machine without Landlock, openat2 or namespaces.
 
+mod ahead;
 mod capture;
 mod cgroup;
 mod channel;
@@ -43,6 +44,7 @@ mod spawn;
 mod tree;
 mod warm;
 
+pub use ahead::Ahead;
 pub use cgroup::{Cgroup, CgroupSupport, CgroupVersion, Hierarchy};
 pub use helper::helper_main;
 pub use launcher::{HelperCommand, Launcher, locate_program};

@@ -299,9 +299,9 @@ impl Launcher {
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| ExecError::Helper(format!("cannot create the channel: {e}")))?;
         // `start_run` drops the program's end of both channels: EOF on ours means it is gone.
-        let (child, helper) = self
-            .helper
-            .start_run(Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
+        let (child, helper) =
+            self.helper
+                .start_run(None, Stdio::from(OwnedFd::from(theirs)), Stdio::piped())?;
         let mut child = HelperProcess::new(child);
         let (_, stderr) = child.take_pipes();
         let killer = GroupKiller {

@@ -4,27 +4,44 @@
 //! into its tree's control group were about half of a sandboxed launch (~0.8 ms and, on cgroup
 //! v1, ~0.2 ms of ~2.1 ms, measured as root on 2 cores). So each [`Launcher`](super::Launcher)
 //! keeps one helper started ahead, a *spare* ([`Warm`]): spawned, in its own session, moved into
-//! its control group, and blocked reading its plan. It applies nothing before the plan comes —
-//! a spare is a process that waits, not a sandbox — so the plan it later receives is applied
-//! whole, exactly as on a fresh helper. A launch takes the spare and only sends the plan; the
-//! next spare is started in the background while the command runs. A launch that finds no
-//! spare (the first, or one of several at once) starts its own helper. A spare that died while
-//! waiting (killed from outside) is noticed when the plan cannot be sent, and replaced by a
-//! fresh helper for that launch.
+//! its control group, and blocked reading its plan. A launch takes the spare and only sends the
+//! plan; the next spare is started in the background while the command runs. A launch that finds
+//! no spare but one being started waits for it (it comes sooner than a fresh helper, which the
+//! same thread would start after it); one that finds none (the first, or one of several at
+//! once) starts its own helper, which applies the whole plan.
+//!
+//! The namespaces were most of what was left (~1.1 ms of the remaining ~1.9 ms), and they
+//! depend on the launcher's policy only: so a spare is started *prepared* for the policy of the
+//! launch before it ([`Ahead`]). It waits for the launcher's go (it is in its control group
+//! then, so what it forks is too), unshares its user, network, pid and mount namespaces, forks
+//! PID 1 and mounts its `/proc`, says it is ready, and only then is it offered to a launch. The
+//! plan brings the rest, applied as on a fresh helper. A launch takes a spare only if it was
+//! prepared exactly as the plan would be ([`Waiting::serves`]; the helper checks again), and
+//! only if it is alive; otherwise the spare is killed and a fresh helper serves the launch. A
+//! spare serves one launch: its namespaces are its command's alone. If a helper reports that it
+//! cannot prepare, the launcher's later spares prepare nothing (the plan is applied whole, and a
+//! launch reports a layer that cannot be).
+//!
+//! A spare that died while waiting (killed from outside) is noticed before the plan is sent (it
+//! has exited) or when it cannot be sent, and replaced by a fresh helper for that launch.
 //!
 //! Every helper of [`Launcher::run`](super::Launcher::run) is spawned on one process-wide thread,
 //! the *launcher thread*, that never exits. `PR_SET_PDEATHSIG`, which the helper sets once it has
-//! its plan so that the command dies with toolsmith, fires when the *thread* that spawned the
-//! helper exits, not the process: a helper spawned from a `spawn_blocking` thread that later
-//! idles out would have its command killed mid-run.
+//! its plan (a prepared spare: once it has its go) so that the command dies with toolsmith, fires
+//! when the *thread* that spawned the helper exits, not the process: a helper spawned from a
+//! `spawn_blocking` thread that later idles out would have its command killed mid-run.
 
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
+use super::ahead::Ahead;
 use super::cgroup::Cgroup;
+use super::channel::{self, GO, READY};
 use super::launcher::enter_group;
 use super::process::HelperProcess;
 use super::tree::TreeLimits;
@@ -88,42 +105,96 @@ pub(crate) struct Waiting {
     /// Why tree limits are not enforced although they could have been (a group could not be
     /// made), for the launch's warnings.
     pub(crate) warning: Option<String>,
+    /// What the helper applied before its plan ([`Ahead`]), if anything: it takes only a plan
+    /// prepared so.
+    pub(crate) ahead: Option<Ahead>,
 }
 
 impl Waiting {
     /// Starts a helper from the calling thread (the launcher thread: see the
-    /// [module docs](self)) and moves it into a group of `tree`.
+    /// [module docs](self)) and moves it into a group of `tree`; with `ahead`, then lets it
+    /// prepare that much and waits until it has ([`PREPARE_TIMEOUT`] at most).
     ///
     /// # Errors
     ///
-    /// [`ExecError::Helper`] when it cannot be started, [`ExecError::Setup`] when it cannot be
-    /// moved into its group (it is killed then).
-    pub(crate) fn start(helper: &HelperCommand, tree: &TreeLimits) -> Result<Waiting, ExecError> {
+    /// [`ExecError::Helper`] when it cannot be started or did not get ready (killed, or too
+    /// slow), [`ExecError::Setup`] when it cannot be moved into its group or reported that it
+    /// could not prepare (it is killed then).
+    pub(crate) fn start(
+        helper: &HelperCommand,
+        tree: &TreeLimits,
+        ahead: Option<Ahead>,
+    ) -> Result<Waiting, ExecError> {
         let (group, warning) = match tree.take() {
             Ok(group) => (group, None),
             Err(warning) => (None, Some(warning)),
         };
-        let (child, channel) = helper.start_run(Stdio::piped(), Stdio::piped())?;
+        let (child, channel) = helper.start_run(ahead.as_ref(), Stdio::piped(), Stdio::piped())?;
         let process = HelperProcess::new(child);
         // On error `process` is dropped, which kills the helper.
         enter_group(group.as_ref(), Some(process.id()))?;
-        Ok(Waiting {
+        let waiting = Waiting {
             process,
             channel,
             group,
             warning,
-        })
+            ahead,
+        };
+        if waiting.ahead.is_some() {
+            // On error `waiting` is dropped: the helper is killed, its group removed.
+            waiting.prepare()?;
+        }
+        Ok(waiting)
     }
 
-    /// [`start`](Self::start) on the launcher thread.
+    /// [`start`](Self::start) on the launcher thread, with nothing prepared ahead.
     pub(crate) fn start_on_launcher_thread(
         helper: &HelperCommand,
         tree: &TreeLimits,
     ) -> Result<Waiting, ExecError> {
         let (helper, tree) = (helper.clone(), tree.clone());
-        on_launcher_thread(move || Waiting::start(&helper, &tree))
+        on_launcher_thread(move || Waiting::start(&helper, &tree, None))
+    }
+
+    /// Whether the helper may take a plan whose preparation is `ahead`: it prepared nothing (it
+    /// applies the whole plan), or exactly that.
+    pub(crate) fn serves(&self, ahead: Option<&Ahead>) -> bool {
+        self.ahead.is_none() || self.ahead.as_ref() == ahead
+    }
+
+    /// Sends [`GO`] and waits for [`READY`].
+    fn prepare(&self) -> Result<(), ExecError> {
+        let lost =
+            |why: String| ExecError::Helper(format!("the spare helper did not prepare: {why}"));
+        (&self.channel)
+            .write_all(&[GO])
+            .map_err(|e| lost(e.to_string()))?;
+        self.channel
+            .set_read_timeout(Some(PREPARE_TIMEOUT))
+            .map_err(|e| lost(e.to_string()))?;
+        let mut answer = Vec::new();
+        let read = (&self.channel).take(1).read_to_end(&mut answer);
+        self.channel
+            .set_read_timeout(None)
+            .map_err(|e| lost(e.to_string()))?;
+        match (read, answer.first()) {
+            (Ok(_), Some(&READY)) => Ok(()),
+            (Ok(_), Some(_)) => {
+                // A report: the rest of it says why.
+                let mut report = answer;
+                let _ = (&self.channel).take(64 * 1024).read_to_end(&mut report);
+                Err(channel::error_of(&report)
+                    .unwrap_or_else(|| ExecError::Setup("preparing the spare helper".into())))
+            }
+            (Ok(_), None) => Err(lost("it exited".into())),
+            (Err(e), _) => Err(lost(e.to_string())),
+        }
     }
 }
+
+/// How long the launcher thread waits for a spare to prepare (it takes ~1 ms; the launches
+/// that find no spare meanwhile wait behind it).
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A launcher's spare helper (see the [module docs](self)). Dropping it kills the spare.
 #[derive(Debug, Default)]
@@ -131,30 +202,39 @@ pub(crate) struct Warm {
     spare: Mutex<Option<Waiting>>,
     /// Whether a spare is being started.
     refilling: AtomicBool,
+    /// Set when a helper reported it could not prepare ahead: the spares after it prepare
+    /// nothing (the launches apply their whole plan, as without spares prepared ahead).
+    unprepared: AtomicBool,
 }
 
 impl Warm {
-    /// The spare, if one is ready.
-    pub(crate) fn take(&self) -> Option<Waiting> {
-        self.spare
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+    /// The spare, if one is ready, or being started (then it waits for it: it comes sooner than
+    /// a fresh helper, which would be started on the same thread after it).
+    pub(crate) fn take(self: &Arc<Self>) -> Option<Waiting> {
+        if let Some(spare) = self.lock().take() {
+            return Some(spare);
+        }
+        if !self.refilling.load(Ordering::Acquire) {
+            return None;
+        }
+        let warm = Arc::clone(self);
+        on_launcher_thread(move || warm.lock().take())
     }
 
-    /// Starts the next spare on the launcher thread, unless one is ready or being started. A
-    /// spare that cannot be started is not reported: the launch that finds none starts its own
-    /// helper and reports why that failed.
-    pub(crate) fn refill(self: &Arc<Self>, helper: &HelperCommand, tree: &TreeLimits) {
+    /// Starts the next spare on the launcher thread, prepared as `ahead` (unless a helper could
+    /// not prepare before), unless one is ready or being started. A spare that cannot be started
+    /// is not reported: the launch that finds none starts its own helper and reports why that
+    /// failed.
+    pub(crate) fn refill(
+        self: &Arc<Self>,
+        helper: &HelperCommand,
+        tree: &TreeLimits,
+        ahead: Option<Ahead>,
+    ) {
         if self.refilling.swap(true, Ordering::AcqRel) {
             return;
         }
-        if self
-            .spare
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-        {
+        if self.lock().is_some() {
             self.refilling.store(false, Ordering::Release);
             return;
         }
@@ -165,12 +245,86 @@ impl Warm {
             let Some(warm) = warm.upgrade() else {
                 return;
             };
-            let started = Waiting::start(&helper, &tree).ok();
-            *warm.spare.lock().unwrap_or_else(PoisonError::into_inner) = started;
+            let ahead = ahead.filter(|_| !warm.unprepared.load(Ordering::Acquire));
+            let started = match Waiting::start(&helper, &tree, ahead) {
+                Ok(started) => Some(started),
+                Err(ExecError::Setup(_)) if ahead.is_some() => {
+                    // The machine refused a layer: fall back to spares that apply nothing
+                    // before the plan (a launch then reports what it cannot apply).
+                    warm.unprepared.store(true, Ordering::Release);
+                    None
+                }
+                Err(_) => None,
+            };
+            *warm.lock() = started;
             warm.refilling.store(false, Ordering::Release);
         });
         if submit(job).is_err() {
             self.refilling.store(false, Ordering::Release);
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Waiting>> {
+        self.spare.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::NamespacePlan;
+
+    /// A stand-in for a waiting helper (`sleep`, killed when dropped).
+    fn waiting(ahead: Option<Ahead>) -> Waiting {
+        let child = std::process::Command::new("sleep")
+            .arg("60")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Waiting {
+            process: HelperProcess::new(child),
+            channel: UnixStream::pair().unwrap().0,
+            group: None,
+            warning: None,
+            ahead,
+        }
+    }
+
+    #[test]
+    fn a_spare_serves_only_the_plans_prepared_as_it_was() {
+        let off = Ahead {
+            namespaces: NamespacePlan {
+                user: true,
+                net: true,
+                loopback_up: false,
+                pid: true,
+                mount: true,
+            },
+            make_private: false,
+            proc: true,
+        };
+        let loopback = Ahead {
+            namespaces: NamespacePlan {
+                loopback_up: true,
+                ..off.namespaces
+            },
+            ..off
+        };
+        let full = Ahead {
+            namespaces: NamespacePlan {
+                net: false,
+                ..off.namespaces
+            },
+            ..off
+        };
+        let prepared = waiting(Some(off));
+        assert!(prepared.serves(Some(&off)));
+        assert!(!prepared.serves(Some(&loopback)) && !prepared.serves(Some(&full)));
+        // A plan that must be applied whole is not given to a helper that applied some of it.
+        assert!(!prepared.serves(None));
+        // A spare that applied nothing takes any plan: it applies all of it.
+        let bare = waiting(None);
+        assert!(bare.serves(Some(&off)) && bare.serves(Some(&full)) && bare.serves(None));
     }
 }

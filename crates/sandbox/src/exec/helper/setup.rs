@@ -268,6 +268,38 @@ pub(super) fn double_fork(pid1: &mut dyn FnMut() -> std::convert::Infallible) ->
             &format!("clone: {}", std::io::Error::last_os_error()),
         );
     }
+    relay(pid)
+}
+
+/// The pid-namespace fork of a spare helper ([`Ahead`](super::super::Ahead)): runs `pid1` as PID 1
+/// of the new pid namespace (with `PR_SET_PDEATHSIG`) in a plain `fork`; this process becomes the
+/// middle one, as in [`double_fork`].
+///
+/// Not `CLONE_VFORK`: PID 1 waits for its plan, for as long as the spare is not used, and the
+/// parent of a vfork child waits in uninterruptible sleep (state `D`, counted in the load
+/// average) until its child execs. The fork's cost (a few hundred µs for the helper's small
+/// memory) is paid before the launch.
+#[allow(unsafe_code)]
+pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> ! {
+    // SAFETY: the helper is single-threaded; the child only runs `pid1`, which execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        fail(
+            "namespaces",
+            &format!("fork: {}", std::io::Error::last_os_error()),
+        );
+    }
+    if pid == 0 {
+        set_pdeathsig();
+        match pid1() {}
+    }
+    relay(pid)
+}
+
+/// The middle process of the pid namespace: closes every fd, waits for PID 1 (`pid`) and exits
+/// as it did (re-raising its signal).
+#[allow(unsafe_code)]
+fn relay(pid: libc::pid_t) -> ! {
     // The middle process: keep nothing open, so only the target holds the pipes (and only PID 1
     // the error channel).
     close_fds_from(0);
