@@ -1,30 +1,40 @@
-//! The fast path of [`ChatStreamDecoder`](super::ChatStreamDecoder): the hot chunk shapes read
-//! by hand with the [`Cursor`], serde for everything else.
+//! The fast path of [`ChatStreamDecoder`](super::ChatStreamDecoder): the chunk shapes servers
+//! send read by hand with the [`Cursor`], serde for everything else.
 //!
 //! Nearly every chunk of a stream is a text or reasoning delta: the same dozen top-level keys
 //! (`id`, `object`, `created`, `model`, `system_fingerprint`, `usage: null`…) around one choice
 //! whose delta has `content`, `reasoning_content` or `reasoning`. Parsing those with serde's
 //! derived visitors (key matching, building the wire structs, the `choices` vector) was about
-//! half of decoding time. [`read_hot_chunk`] reads exactly those shapes into the same wire types
-//! and declines (`None`) everything else: a second choice, a non-null `usage`, `error` or
-//! `message`, a tool call or an annotation, anything the cursor declines (malformed JSON, keys
-//! with escapes, unpaired surrogates, deep nesting) and a repeated known key, which serde
-//! rejects. The decoder then parses the payload with serde as before, which also produces the
-//! errors. What it accepts, it reads exactly as serde would (the property tests compare the
-//! two), so the decoder's output does not depend on which path read a chunk.
+//! half of decoding time. [`read_hot_chunk`] reads exactly those shapes into the same wire types,
+//! and the two other chunks nearly every stream has: its tool-call deltas (arguments as a string)
+//! and its closing usage. Reading those with serde too ran serde's whole derived decoder (about
+//! 16 KiB of code) once or twice per response: cheap in instructions, but code a run touches once
+//! per response and finds out of the caches each time, since the process sleeps between
+//! responses (a run of the peers bench touched ~250 cache lines of it, ~5 % of all it touched).
+//!
+//! It declines (`None`) everything else: a second choice, `error` or `message`, an
+//! annotation, a legacy `function_call`, arguments sent as an object, a negative tool-call
+//! index, anything the cursor declines (malformed JSON, keys with escapes, unpaired surrogates,
+//! deep nesting) and a repeated known key, which serde rejects. The decoder then parses the
+//! payload with serde as before, which also produces the errors. What it accepts, it reads
+//! exactly as serde would (the property tests compare the two), so the decoder's output does not
+//! depend on which path read a chunk.
 
-use crate::borrowed::Str;
+use crate::borrowed::{Str, StrOrValue};
 use crate::scan::{Cursor, Seen};
 
-use super::wire::{Choice, Chunk, Delta};
+use super::wire::{
+    Choice, Chunk, CompletionDetails, Delta, FunctionDelta, PromptDetails, ToolCallDelta, WireUsage,
+};
 
-/// The parts of a [`Chunk`] a hot chunk can have: no usage, no error, at
-/// most one choice (so no vector to allocate).
+/// The parts of a [`Chunk`] a hot chunk can have: no error, at most one choice (so no vector
+/// to allocate).
 #[derive(Debug, Default)]
 pub(super) struct HotChunk<'a> {
     pub id: Option<Str<'a>>,
     pub model: Option<Str<'a>>,
     pub choice: Option<Choice<'a>>,
+    pub usage: Option<WireUsage>,
 }
 
 /// What the chunks of one stream repeat before their choices: the same id, object, creation
@@ -100,11 +110,11 @@ fn member<'a>(
             *choices_at = Some((cursor.pos(), *seen));
             read_choices(cursor, chunk)?;
         }
-        // Only their absence is hot: the usage chunk comes once per stream, errors never.
         b"usage" => {
             seen.first(3)?;
-            cursor.null()?;
+            chunk.usage = cursor.nullable(read_usage)?;
         }
+        // Only its absence is hot: errors are rare.
         b"error" => {
             seen.first(4)?;
             cursor.null()?;
@@ -169,12 +179,12 @@ fn read_delta<'a>(cursor: &mut Cursor<'a>, delta: &mut Delta<'a>) -> Option<()> 
                 seen.first(2)?;
                 delta.reasoning = cursor.optional_string()?.map(Str);
             }
-            // Tool calls and annotations go through serde; an empty list is read as serde
-            // reads it (an empty, unallocated vector).
             b"tool_calls" => {
                 seen.first(3)?;
-                delta.tool_calls = cursor.nullable(empty_list)?;
+                delta.tool_calls = cursor.nullable(read_tool_calls)?;
             }
+            // Annotations go through serde; an empty list is read as serde reads it (an empty,
+            // unallocated vector).
             b"annotations" => {
                 seen.first(4)?;
                 delta.annotations = cursor.nullable(empty_list)?;
@@ -185,6 +195,110 @@ fn read_delta<'a>(cursor: &mut Cursor<'a>, delta: &mut Delta<'a>) -> Option<()> 
         }
         Some(())
     })
+}
+
+/// A delta's `tool_calls`: each call's index, id, and function name and arguments, the
+/// arguments as a string (serde's [`StrOrValue::Str`]); arguments of any other type decline.
+fn read_tool_calls<'a>(cursor: &mut Cursor<'a>) -> Option<Vec<ToolCallDelta<'a>>> {
+    let mut calls = Vec::new();
+    cursor.array(|cursor| {
+        let mut call = ToolCallDelta::default();
+        let mut seen = Seen::default();
+        cursor.object(|cursor, key| {
+            match key {
+                b"index" => {
+                    seen.first(0)?;
+                    // An `i64` field: a negative index (which serde reads) declines.
+                    call.index = cursor.nullable(|c| i64::try_from(c.u64()?).ok())?;
+                }
+                b"id" => {
+                    seen.first(1)?;
+                    call.id = cursor.optional_string()?.map(Str);
+                }
+                b"function" => {
+                    seen.first(2)?;
+                    call.function = cursor.nullable(read_function)?;
+                }
+                _ => cursor.skip_value()?,
+            }
+            Some(())
+        })?;
+        calls.push(call);
+        Some(())
+    })?;
+    Some(calls)
+}
+
+fn read_function<'a>(cursor: &mut Cursor<'a>) -> Option<FunctionDelta<'a>> {
+    let mut function = FunctionDelta::default();
+    let mut seen = Seen::default();
+    cursor.object(|cursor, key| {
+        match key {
+            b"name" => {
+                seen.first(0)?;
+                function.name = cursor.optional_string()?.map(Str);
+            }
+            b"arguments" => {
+                seen.first(1)?;
+                function.arguments = cursor.optional_string()?.map(StrOrValue::Str);
+            }
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(function)
+}
+
+/// A chunk's `usage` object.
+fn read_usage(cursor: &mut Cursor<'_>) -> Option<WireUsage> {
+    let mut usage = WireUsage::default();
+    let mut seen = Seen::default();
+    cursor.object(|cursor, key| {
+        match key {
+            b"prompt_tokens" => {
+                seen.first(0)?;
+                usage.prompt_tokens = cursor.nullable(Cursor::u64)?;
+            }
+            b"completion_tokens" => {
+                seen.first(1)?;
+                usage.completion_tokens = cursor.nullable(Cursor::u64)?;
+            }
+            b"prompt_tokens_details" => {
+                seen.first(2)?;
+                usage.prompt_tokens_details = cursor.nullable(|cursor| {
+                    let cached_tokens = details(cursor, b"cached_tokens")?;
+                    Some(PromptDetails { cached_tokens })
+                })?;
+            }
+            b"completion_tokens_details" => {
+                seen.first(3)?;
+                usage.completion_tokens_details = cursor.nullable(|cursor| {
+                    let reasoning_tokens = details(cursor, b"reasoning_tokens")?;
+                    Some(CompletionDetails { reasoning_tokens })
+                })?;
+            }
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(usage)
+}
+
+/// A usage details object, of which only the count under `wanted` is read.
+fn details(cursor: &mut Cursor<'_>, wanted: &[u8]) -> Option<Option<u64>> {
+    let (mut count, mut seen) = (None, false);
+    cursor.object(|cursor, key| {
+        if key == wanted {
+            if std::mem::replace(&mut seen, true) {
+                return None;
+            }
+            count = cursor.nullable(Cursor::u64)?;
+            Some(())
+        } else {
+            cursor.skip_value()
+        }
+    })?;
+    Some(count)
 }
 
 // Names every field of the wire types the fast path builds, so that adding one fails to compile
@@ -212,6 +326,27 @@ const _: fn(Chunk<'_>, Choice<'_>, Delta<'_>) = |chunk, choice, delta| {
         function_call: _,
         annotations: _,
     } = delta;
+};
+const _: fn(ToolCallDelta<'_>, FunctionDelta<'_>, WireUsage) = |call, function, usage| {
+    let ToolCallDelta {
+        index: _,
+        id: _,
+        function: _,
+    } = call;
+    let FunctionDelta {
+        name: _,
+        arguments: _,
+    } = function;
+    let WireUsage {
+        prompt_tokens: _,
+        completion_tokens: _,
+        prompt_tokens_details: _,
+        completion_tokens_details: _,
+    } = usage;
+    let PromptDetails { cached_tokens: _ } = PromptDetails::default();
+    let CompletionDetails {
+        reasoning_tokens: _,
+    } = CompletionDetails::default();
 };
 
 /// `[]`, declining on any element.

@@ -160,7 +160,7 @@ impl ChatStreamDecoder {
         if fast {
             let mut chunk = HotChunk::default();
             if read_hot_chunk(data, &mut chunk, &mut self.head).is_some() {
-                self.apply(chunk.id, chunk.model, None, chunk.choice, out);
+                self.apply(chunk.id, chunk.model, chunk.usage, chunk.choice, out);
                 return Ok(());
             }
         }

@@ -5,8 +5,8 @@
 //! `created`, `system_fingerprint`, `logprobs`, `role`…) are not declared, so serde skips them
 //! without building anything.
 //!
-//! The decoder's fast path (`fast.rs`) builds these same types by hand for text and reasoning
-//! deltas: a field added here must be read there too (it names every field, so it will not
+//! The decoder's fast path (`fast.rs`) builds these same types by hand for text, reasoning and
+//! tool-call deltas and usage: a field added here must be read there too (it names every field, so it will not
 //! compile until it does).
 
 use serde::Deserialize;

@@ -18,7 +18,7 @@ fn as_chunk(hot: HotChunk<'_>) -> Chunk<'_> {
         id: hot.id,
         model: hot.model,
         choices: hot.choice.into_iter().collect(),
-        usage: None,
+        usage: hot.usage,
         error: None,
     }
 }
@@ -50,6 +50,17 @@ fn reads_the_hot_shapes() {
         r#"{"choices":[],"usage":null}"#,
         r#"{"choices":[{"delta":{"content":"x","tool_calls":[],"annotations":null}}]}"#,
         r#" { "choices" : [ { "index" : 0 , "delta" : { "content" : "x" } } ] } "#,
+        // Tool-call deltas, OpenAI's way (the call's start, then its arguments in pieces) and
+        // whole in one chunk.
+        r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\": 1}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}},{"index":1,"id":null,"function":null},{}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":null,"function":{"name":null,"arguments":null}}]}}]}"#,
+        // The closing usage chunk, with and without its details.
+        r#"{"id":"c","choices":[],"usage":{"prompt_tokens":120,"completion_tokens":15,"total_tokens":135,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"accepted_prediction_tokens":0}}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":null,"prompt_tokens_details":null,"completion_tokens_details":{}}}"#,
+        r#"{"choices":[],"usage":{}}"#,
         // Unknown members of any shape are skipped.
         r#"{"x":{"a":[1,{"b":null}]},"choices":[{"logprobs":{"content":[{"token":"x","logprob":-0.1,"bytes":[120]}]},"delta":{"content":"x"}}]}"#,
     ];
@@ -62,9 +73,10 @@ fn reads_the_hot_shapes() {
 fn declines_the_rest() {
     let cold = [
         // Shapes that go through serde.
-        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{"x":1}}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":-1,"function":{"arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}"#,
         r#"{"choices":[{"delta":{"annotations":[{"type":"url_citation"}]}}]}"#,
-        r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
         r#"{"error":{"message":"boom"}}"#,
         r#"{"choices":[{"message":{"content":"x"}}]}"#,
         r#"{"choices":[{"index":0,"delta":{}},{"index":1,"delta":{}}]}"#,
@@ -76,6 +88,14 @@ fn declines_the_rest() {
         r#"{"choices":[{"index":1.0}]}"#,
         r#"{"choices":[{"delta":{"content":1}}]}"#,
         r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","id":"b"}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":9223372036854775808}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":1}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":{}}}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":-1}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":1}}}"#,
+        r#"{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":1.5}}}"#,
         r#"{"choices":[{"delta":{"content":"x"}}]"#,
         r#"{"choices":[{"delta":{"content":"x"}}]},"#,
         r#"{"choices":[],}"#,
@@ -130,7 +150,7 @@ fn fixtures_decode_the_same_and_mostly_fast() {
         }
         decoders_agree(&payloads).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    // Only tool calls, usage chunks and groq's `x_groq` extension go through serde.
+    // Only groq's `x_groq` extension and what the cursor declines go through serde.
     assert!(
         fast * 100 >= total * 90,
         "{fast} of {total} chunks read fast"
@@ -149,6 +169,9 @@ const JSON: Json = Json {
         "id",
         "choices",
         "x_groq",
+        "arguments",
+        "prompt_tokens",
+        "cached_tokens",
         "c\\u006fntent",
     ],
 };
@@ -161,12 +184,77 @@ fn members(
     JSON.members(each_present(0.6, known), unknown)
 }
 
+/// A `usage` value: `null`, the shapes servers send, and near misses.
+fn usage() -> BoxedStrategy<String> {
+    let count = || {
+        prop_oneof![
+            4 => select(vec!["0", "3", "120", "null"]).prop_map(str::to_owned),
+            1 => number_token(),
+            1 => JSON.any_value(),
+        ]
+        .boxed()
+    };
+    let details = |key: &'static str| {
+        let details = object(members(vec![(key, count()), ("audio_tokens", count())], 1));
+        prop_oneof![4 => details, 1 => Just("null".to_owned()), 1 => JSON.any_value()].boxed()
+    };
+    let usage = object(members(
+        vec![
+            ("prompt_tokens", count()),
+            ("completion_tokens", count()),
+            ("total_tokens", count()),
+            ("prompt_tokens_details", details("cached_tokens")),
+            ("completion_tokens_details", details("reasoning_tokens")),
+        ],
+        1,
+    ));
+    prop_oneof![6 => Just("null".to_owned()), 3 => usage, 1 => JSON.any_value()].boxed()
+}
+
+/// A `tool_calls` value: `null`, lists of call deltas as servers send them, and near misses.
+fn tool_calls() -> BoxedStrategy<String> {
+    let arguments = prop_oneof![
+        6 => JSON.string_token(),
+        1 => Just("null".to_owned()),
+        1 => JSON.any_value(),
+    ];
+    let function = object(members(
+        vec![
+            ("name", JSON.optional_string()),
+            ("arguments", arguments.boxed()),
+        ],
+        1,
+    ));
+    let function = prop_oneof![6 => function, 1 => Just("null".to_owned()), 1 => JSON.any_value()];
+    let index = prop_oneof![
+        6 => select(vec!["0", "1", "null"]).prop_map(str::to_owned),
+        1 => number_token(),
+        1 => JSON.any_value(),
+    ];
+    let call = object(members(
+        vec![
+            ("index", index.boxed()),
+            ("id", JSON.optional_string()),
+            ("type", Just("\"function\"".to_owned()).boxed()),
+            ("function", function.boxed()),
+        ],
+        1,
+    ));
+    let list = prop::collection::vec(call, 0..3).prop_map(|calls| format!("[{}]", calls.join(",")));
+    prop_oneof![
+        3 => Just("null".to_owned()),
+        4 => list,
+        1 => JSON.any_value(),
+    ]
+    .boxed()
+}
+
 fn delta() -> BoxedStrategy<String> {
     let list = || {
         prop_oneof![
             3 => Just("null".to_owned()),
             2 => Just("[]".to_owned()),
-            1 => Just(r#"[{"index":0,"function":{"arguments":"{}"}}]"#.to_owned()),
+            1 => Just(r#"[{"type":"url_citation"}]"#.to_owned()),
             1 => JSON.any_value(),
         ]
         .boxed()
@@ -178,7 +266,7 @@ fn delta() -> BoxedStrategy<String> {
             ("reasoning", JSON.optional_string()),
             ("role", JSON.optional_string()),
             ("refusal", JSON.optional_string()),
-            ("tool_calls", list()),
+            ("tool_calls", tool_calls()),
             ("annotations", list()),
         ],
         1,
@@ -238,10 +326,7 @@ fn chunk() -> BoxedStrategy<String> {
             ("model", JSON.optional_string()),
             ("system_fingerprint", JSON.optional_string()),
             ("choices", choices.boxed()),
-            (
-                "usage",
-                JSON.rare(r#"{"prompt_tokens":3,"completion_tokens":2}"#),
-            ),
+            ("usage", usage()),
             (
                 "error",
                 JSON.rare(r#"{"message":"boom","type":"server_error"}"#),
