@@ -8,8 +8,11 @@ use toolsmith_core::{
     ProviderMetadata, RunPart, Source, ToolCallPart, ToolResultPart, Toolset, Usage,
 };
 
+use tracing::Span;
+
 use crate::emit::Emitter;
 use crate::prepare::{PreparedCall, prepare};
+use crate::run::telemetry::record_response;
 
 /// One model response, assembled.
 pub(crate) struct ModelTurn {
@@ -129,7 +132,8 @@ fn reasoning_part() -> Part {
     }
 }
 
-/// Reads a model stream to its end.
+/// Reads a model stream to its end, recording the response's id and model on the call's
+/// `span` as they pass.
 ///
 /// # Errors
 ///
@@ -138,6 +142,7 @@ pub(crate) async fn consume(
     mut stream: ModelStream,
     tools: &Toolset,
     emit: &Emitter,
+    span: &Span,
 ) -> Result<ModelTurn, ModelError> {
     let mut content = Vec::new();
     let mut calls = Vec::new();
@@ -300,6 +305,7 @@ pub(crate) async fn consume(
                 });
             }
             ModelPart::ResponseMetadata { id, model_id } => {
+                record_response(span, id.as_deref(), model_id.as_deref());
                 response_id = id.or(response_id);
                 response_model = model_id.or(response_model);
             }

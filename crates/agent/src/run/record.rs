@@ -65,7 +65,6 @@ impl Run {
     /// long its calls have taken. A tool message an earlier run started (results added on
     /// resume) keeps its own start and length.
     pub(super) fn record_times(&mut self, runner: &CallRunner, clock: &Stopwatch) {
-        let times = runner.times();
         let journal = self.journal.clone();
         let Some(message) = self.request.messages.last_mut() else {
             return;
@@ -73,6 +72,7 @@ impl Run {
         if message.role != Role::Tool {
             return;
         }
+        let times = runner.take_times();
         let meta = message.meta_mut();
         if meta.started_at.is_none_or(|at| at == clock.started_at) {
             meta.started_at = Some(clock.started_at);

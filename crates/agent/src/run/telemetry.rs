@@ -16,8 +16,7 @@
 //! span's name; without a subscriber that wants them these spans cost a disabled callsite.
 //! Neither records prompts, arguments or results: they may hold secrets.
 
-use futures::StreamExt;
-use toolsmith_core::{ModelError, ModelPart, ModelStream, PauseKind, RunScope, Usage};
+use toolsmith_core::{ModelError, PauseKind, RunScope, Usage};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -110,18 +109,16 @@ pub(super) fn chat_span(agent: &AgentInner) -> Span {
     )
 }
 
-/// `stream`, recording the response's id and model on `span` as they pass.
-pub(super) fn observe(span: Span, stream: ModelStream) -> ModelStream {
-    Box::pin(stream.inspect(move |part| {
-        if let Ok(ModelPart::ResponseMetadata { id, model_id, .. }) = part {
-            if let Some(id) = id {
-                span.record("gen_ai.response.id", id.as_str());
-            }
-            if let Some(model) = model_id {
-                span.record("gen_ai.response.model", model.as_str());
-            }
-        }
-    }))
+/// Records the response's id and model on `span`, from its `ResponseMetadata` part. Called by
+/// [`consume`](crate::step::consume) as the part passes: wrapping the stream in an `inspect`
+/// for it cost a boxed stream, one more dynamic poll and two moves of every part per model call.
+pub(crate) fn record_response(span: &Span, id: Option<&str>, model: Option<&str>) {
+    if let Some(id) = id {
+        span.record("gen_ai.response.id", id);
+    }
+    if let Some(model) = model {
+        span.record("gen_ai.response.model", model);
+    }
 }
 
 /// Records the call's outcome on its span: the turn's finish reason and usage, or the error.
