@@ -27,7 +27,7 @@ use crate::approval;
 use crate::emit::Emitter;
 use crate::execute::cancelled_in_flight;
 use crate::input::flag_is_on;
-use crate::journal::{CatchPanicLayer, Journal, JournalLayer, SnapshotLayer};
+use crate::journal::Journal;
 use crate::output::model_error_code;
 use crate::prepare::{Action, PreparedCall};
 use crate::resume::{WaitingCall, always_approved, place_results, waiting_calls};
@@ -225,20 +225,8 @@ impl Run {
         request.messages.extend(messages);
 
         let journal = log.map(|log| Arc::new(Journal::new(log, agent.snapshot.is_some())));
-        // Innermost: the snapshot hook, the journal, the result cache, over the catch-panic
-        // layer.
-        let mut stack = agent.layer_stack();
-        if let Some(hook) = &agent.snapshot {
-            stack.push(SnapshotLayer(hook.clone()));
-        }
-        if let Some(journal) = &journal {
-            stack.push(JournalLayer(journal.clone()));
-        }
-        // Inside the journal: a resumed call gets its recorded outcome, never a cached one.
-        stack.push(agent.cache.clone());
-        stack.push(CatchPanicLayer);
         Ok(Run {
-            stack: Arc::new(stack),
+            stack: agent.run_stack(journal.as_ref()),
             agent,
             scope,
             tools,
