@@ -12,6 +12,7 @@
 //! [`GO`] from the launcher, then [`READY`] (or a report) from the helper.
 
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 
 use super::ExecError;
@@ -20,8 +21,8 @@ use super::ExecError;
 /// its tree's control group: prepare now (what it forks is then inside the group too).
 pub(crate) const GO: u8 = b'!';
 
-/// The byte a spare helper sends once its preparation is made. A report (`{`…) or EOF in its
-/// place means the preparation failed.
+/// The byte a spare helper sends once its preparation is made, with its mount namespace's
+/// descriptor (see `warm.rs`). A report (`{`…) or EOF in its place means the preparation failed.
 pub(crate) const READY: u8 = b'+';
 
 /// The most bytes of a report the launcher reads (a report is one short JSON object).
@@ -41,7 +42,17 @@ pub(crate) fn send_plan(
     plan: &[u8],
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> std::io::Result<()> {
-    let mut rest = plan;
+    send_with_fds(stream.as_fd(), plan, fds)?;
+    stream.shutdown(std::net::Shutdown::Write)
+}
+
+/// Writes `bytes` to the socket `fd`, with `fds` as `SCM_RIGHTS` on the first of them.
+pub(crate) fn send_with_fds(
+    fd: std::os::fd::BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> std::io::Result<()> {
+    let mut rest = bytes;
     if !fds.is_empty() && !rest.is_empty() {
         use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
         let mut space =
@@ -50,7 +61,7 @@ pub(crate) fn send_plan(
         control.push(SendAncillaryMessage::ScmRights(fds));
         let sent = loop {
             match sendmsg(
-                stream,
+                fd,
                 &[std::io::IoSlice::new(rest)],
                 &mut control,
                 SendFlags::NOSIGNAL,
@@ -63,13 +74,44 @@ pub(crate) fn send_plan(
         rest = &rest[sent..];
     }
     while !rest.is_empty() {
-        match send(stream, rest) {
+        match send(&fd, rest) {
             Ok(n) => rest = &rest[n..],
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    stream.shutdown(std::net::Shutdown::Write)
+    Ok(())
+}
+
+/// Launcher side: reads one byte from `stream` and the descriptors sent with it
+/// (close-on-exec); `None` for the byte at EOF.
+pub(crate) fn receive_byte(
+    stream: &UnixStream,
+) -> std::io::Result<(Option<u8>, Vec<std::os::fd::OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    loop {
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let received = recvmsg(
+            stream,
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let n = match received {
+            Ok(msg) => msg.bytes,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let mut fds = Vec::new();
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        return Ok(((n == 1).then_some(byte[0]), fds));
+    }
 }
 
 /// Helper side: reads the plan from the channel `fd` to EOF, with the descriptors sent on its

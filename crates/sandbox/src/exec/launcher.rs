@@ -249,6 +249,7 @@ impl Launcher {
             mut channel,
             group,
             warning,
+            held,
             ..
         } = self.hand_over(ahead, &json, &fds)?;
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
@@ -264,6 +265,7 @@ impl Launcher {
         let limits = &self.policy.limits;
         let captured = capture::supervise(&mut process, limits.timeout, limits.output_bytes).await;
         // The helper has exited (with a pid namespace, after every process of the command).
+        super::warm::let_go(held);
         let report = channel::collect(&mut channel);
         // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the
         // group, before git's state is checked.
@@ -273,6 +275,21 @@ impl Launcher {
             return Err(error);
         }
         Ok(into_output(captured?, prepared.warnings, undone))
+    }
+
+    /// Starts the spare helper now, prepared for this launcher's plans, unless one is ready or
+    /// being started, and waits until it is ready (or could not be started). The first launch
+    /// then finds a spare too, as every later one does when launches are not back to back;
+    /// `benches/spawn.rs` measures such a launch. Returns whether a spare is ready.
+    pub fn warm_up(&self) -> bool {
+        let probe = ExecRequest::new("true", Vec::new(), self.policy.root.clone());
+        let Ok((plan, _)) = Plan::build(&self.policy, &self.caps, &probe, std::iter::empty())
+        else {
+            // The policy fails closed here: every launch is refused, no spare is needed.
+            return false;
+        };
+        self.warm.refill(&self.helper, &self.tree, Ahead::of(&plan));
+        self.warm.settle()
     }
 
     /// Gives the plan (`json`, with the rules' descriptors `fds`) to a helper: the spare when

@@ -22,6 +22,13 @@
 //! cannot prepare, the launcher's later spares prepare nothing (the plan is applied whole, and a
 //! launch reports a layer that cannot be).
 //!
+//! A prepared spare sends its mount namespace's descriptor with its readiness, and the launch
+//! holds it until its command is over, then lets it go on a blocking thread ([`let_go`]): the
+//! last process of a mount namespace to exit unmounts its tree and waits for an RCU grace period
+//! before its parent learns of the exit, which put that wait, long on a loaded machine, between
+//! the command's end and the launch's. No process is left in the held namespace and nothing
+//! enters it again.
+//!
 //! A spare that died while waiting (killed from outside) is noticed before the plan is sent (it
 //! has exited) or when it cannot be sent, and replaced by a fresh helper for that launch.
 //!
@@ -32,6 +39,7 @@
 //! `spawn_blocking` thread that later idles out would have its command killed mid-run.
 
 use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,6 +116,9 @@ pub(crate) struct Waiting {
     /// What the helper applied before its plan ([`Ahead`]), if anything: it takes only a plan
     /// prepared so.
     pub(crate) ahead: Option<Ahead>,
+    /// The prepared helper's mount namespace, held until its command is over and let go off the
+    /// launch's path ([`let_go`]).
+    pub(crate) held: Vec<OwnedFd>,
 }
 
 impl Waiting {
@@ -133,16 +144,17 @@ impl Waiting {
         let process = HelperProcess::new(child);
         // On error `process` is dropped, which kills the helper.
         enter_group(group.as_ref(), Some(process.id()))?;
-        let waiting = Waiting {
+        let mut waiting = Waiting {
             process,
             channel,
             group,
             warning,
             ahead,
+            held: Vec::new(),
         };
         if waiting.ahead.is_some() {
             // On error `waiting` is dropped: the helper is killed, its group removed.
-            waiting.prepare()?;
+            waiting.held = waiting.prepare()?;
         }
         Ok(waiting)
     }
@@ -162,8 +174,8 @@ impl Waiting {
         self.ahead.is_none() || self.ahead.as_ref() == ahead
     }
 
-    /// Sends [`GO`] and waits for [`READY`].
-    fn prepare(&self) -> Result<(), ExecError> {
+    /// Sends [`GO`] and waits for [`READY`]; returns the descriptors that came with it.
+    fn prepare(&self) -> Result<Vec<OwnedFd>, ExecError> {
         let lost =
             |why: String| ExecError::Helper(format!("the spare helper did not prepare: {why}"));
         (&self.channel)
@@ -172,23 +184,37 @@ impl Waiting {
         self.channel
             .set_read_timeout(Some(PREPARE_TIMEOUT))
             .map_err(|e| lost(e.to_string()))?;
-        let mut answer = Vec::new();
-        let read = (&self.channel).take(1).read_to_end(&mut answer);
+        let answer = channel::receive_byte(&self.channel);
         self.channel
             .set_read_timeout(None)
             .map_err(|e| lost(e.to_string()))?;
-        match (read, answer.first()) {
-            (Ok(_), Some(&READY)) => Ok(()),
-            (Ok(_), Some(_)) => {
+        match answer {
+            Ok((Some(READY), held)) => Ok(held),
+            Ok((Some(first), _)) => {
                 // A report: the rest of it says why.
-                let mut report = answer;
+                let mut report = vec![first];
                 let _ = (&self.channel).take(64 * 1024).read_to_end(&mut report);
                 Err(channel::error_of(&report)
                     .unwrap_or_else(|| ExecError::Setup("preparing the spare helper".into())))
             }
-            (Ok(_), None) => Err(lost("it exited".into())),
-            (Err(e), _) => Err(lost(e.to_string())),
+            Ok((None, _)) => Err(lost("it exited".into())),
+            Err(e) => Err(lost(e.to_string())),
         }
+    }
+}
+
+/// Lets go of what a prepared helper's launch held ([`Waiting::held`]) once its command is
+/// over, on a blocking thread when a tokio runtime is at hand. The last process of a mount
+/// namespace to exit unmounts its tree and waits for an RCU grace period before its parent
+/// learns of the exit; with the namespace held, the command's exit is reported at once and the
+/// unmount happens here instead, off the launch's path.
+pub(crate) fn let_go(held: Vec<OwnedFd>) {
+    if held.is_empty() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(held))),
+        Err(_) => drop(held),
     }
 }
 
@@ -264,6 +290,13 @@ impl Warm {
         }
     }
 
+    /// Waits until a spare being started is ready (or failed); whether one is ready.
+    pub(crate) fn settle(&self) -> bool {
+        // Jobs run in order: once this one runs, the refill queued before it is done.
+        on_launcher_thread(|| ());
+        self.lock().is_some()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Waiting>> {
         self.spare.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -288,6 +321,7 @@ mod tests {
             group: None,
             warning: None,
             ahead,
+            held: Vec::new(),
         }
     }
 

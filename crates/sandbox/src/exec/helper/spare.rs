@@ -54,9 +54,20 @@ fn pid1(ahead: &Ahead, launcher: i32) -> std::convert::Infallible {
         };
         mounts::apply(&made_ahead).unwrap_or_else(|e| fail("mounts", &e));
     }
-    if !channel::report(0, &[READY]) {
+    // The mount namespace's descriptor goes with READY: the launcher holds the namespace until
+    // the command is over and lets it go off the launch's path (see `warm.rs`).
+    let held = if ahead.namespaces.mount {
+        let ns = std::fs::File::open("/proc/self/ns/mnt")
+            .unwrap_or_else(|e| fail("mounts", &format!("/proc/self/ns/mnt: {e}")));
+        Some(std::os::fd::OwnedFd::from(ns))
+    } else {
+        None
+    };
+    let fds: Vec<_> = held.iter().map(AsFd::as_fd).collect();
+    if channel::send_with_fds(std::io::stdin().as_fd(), &[READY], &fds).is_err() {
         exit_quietly();
     }
+    drop(held);
     let Received {
         plan,
         rule_fds,
