@@ -185,12 +185,23 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 /// [`ServiceOptions::request_timeout`] from there to the answer's head, its body read in
 /// between (a stream's body is not bounded: a run streams for as long as it runs).
 /// An accept that fails is logged and tried again (a second later, when it is the listener's
-/// fault, such as running out of file descriptors).
+/// fault, such as running out of file descriptors). First it raises the process's soft
+/// open-files limit to its hard limit: a streamed run holds two descriptors, its client's
+/// connection and its model's.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     service: Service,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    match listen::raise_open_files_limit() {
+        Ok((before, after)) if before != after => tracing::debug!(
+            target: "toolsmith::server", ?before, ?after, "open-files limit raised"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(
+            target: "toolsmith::server", %e, "the open-files limit could not be raised"
+        ),
+    }
     let sweeper = takeover::start_sweeper(service.clone());
     let grace = service.options().shutdown_grace;
     let handback = service.inner.handback.clone();

@@ -1,6 +1,13 @@
 //! The accept loop: each connection served by hyper's HTTP/1, with TCP_NODELAY and a bound on
 //! how long a client may take to send a request's head (axum's own loop has none, so a client
 //! that trickles a header a byte at a time would hold its connection for ever).
+//!
+//! A service holds a descriptor per client connection and, while a run streams, one per model
+//! connection too: 1 000 concurrent streamed runs need over 2 000. Many systems start a process
+//! with a soft open-files limit of 1 024 under a hard limit far above it, so [`serve`](crate::serve)
+//! raises the soft limit to the hard one first ([`raise_open_files_limit`]), as Go's runtime does
+//! for every program; past the hard limit an accept fails with `EMFILE`, which the loop below
+//! logs and waits out rather than spinning.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -64,6 +71,24 @@ pub(crate) async fn accept(
         });
     }
     connections
+}
+
+/// Raises this process's soft limit on open files (`RLIMIT_NOFILE`) to its hard limit. Returns
+/// the soft limit before and after (`None`: unlimited). Errors only when the limit cannot be
+/// read or set, which leaves it as it was.
+pub(crate) fn raise_open_files_limit() -> std::io::Result<(Option<u64>, Option<u64>)> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let before = limit.current;
+    if limit.current == limit.maximum {
+        return Ok((before, before));
+    }
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    setrlimit(Resource::Nofile, raised)?;
+    Ok((before, limit.maximum))
 }
 
 /// Whether an accept error is the client's, not the listener's.

@@ -237,3 +237,56 @@ async fn a_replica_stopped_with_sigterm_hands_its_run_back_and_exits_at_once() {
     // Started again on the database, the service goes on with the run at once.
     finished_elsewhere(dir.path(), &db, &secret, &calls).await;
 }
+
+/// The soft and hard open-files limits of process `pid`, from `/proc/<pid>/limits`.
+fn open_files_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let mut numbers = line["Max open files".len()..].split_whitespace();
+    (
+        numbers.next().unwrap().to_string(),
+        numbers.next().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn serve_raises_its_soft_open_files_limit_to_the_hard_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("service.db").display());
+    // Started as many systems start a process: a soft limit far below the hard one. `exec`
+    // keeps the shell's pid, so the child is the service.
+    let mut command = Command::new("sh");
+    command.args(["-c", "ulimit -Sn 256 && exec \"$0\" \"$@\""]);
+    let inner = toolsmith(dir.path());
+    command
+        .arg(inner.get_program())
+        .args(["serve", "--listen", "127.0.0.1:0", "--db", &db]);
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let (mut child, url) = spawn_serve(command);
+    url.unwrap_or_else(|line| panic!("{line}"));
+    let hard = open_files_limits(child.id()).1;
+    // The line is printed before the limit is raised: wait for it (5 s at most).
+    let mut soft = String::new();
+    for _ in 0..500 {
+        soft = open_files_limits(child.id()).0;
+        if soft == hard {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_ne!(
+        hard, "256",
+        "the hard limit is above the soft one started with"
+    );
+    assert_eq!(soft, hard, "the soft limit is raised to the hard one");
+}
