@@ -9,14 +9,7 @@ use serde_json::{Value, json};
 use toolsmith_server::ServiceOptions;
 
 use crate::common::{self, Running, call, config, last, mock_model, parse_sse, text, types};
-
-/// A model that calls `calculator` with 6 * 7, then says what it got.
-fn calculating_model() -> String {
-    mock_model(|body| match last(body) {
-        (role, result) if role == "tool" => text(&format!("The answer is {result}.")),
-        _ => call("call_1", "calculator", json!({"expression": "6 * 7"})),
-    })
-}
+use crate::runs::calculating_model;
 
 /// Polls `/console/api/runs/{thread}` until `done` holds of it (at most 30 s).
 async fn run_until(
@@ -40,6 +33,19 @@ async fn run_until(
 
 fn start(agent: &str, message: &str) -> Value {
     json!({"agentId": agent, "message": message})
+}
+
+/// Starts a run of `calc` asking for 6 * 7 from the console: its answer (202), parsed.
+async fn start_run(service: &Running, secret: &str) -> Value {
+    let (status, body) = service
+        .post(
+            "/console/api/runs",
+            secret,
+            &start("calc", "What is 6 * 7?"),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    serde_json::from_str(&body).unwrap()
 }
 
 #[tokio::test]
@@ -151,15 +157,7 @@ async fn a_run_started_here_pauses_is_approved_with_edited_arguments_and_finishe
     let tools = json!({"calculator": {"needsApproval": true}});
     service.agent("acme", "calc", config(&base, tools)).await;
 
-    let (status, body) = service
-        .post(
-            "/console/api/runs",
-            &secret,
-            &start("calc", "What is 6 * 7?"),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let started: Value = serde_json::from_str(&body).unwrap();
+    let started = start_run(&service, &secret).await;
     let thread = started["threadId"].as_str().unwrap().to_string();
     assert!(started["eventId"].as_str().unwrap().starts_with("console-"));
 
@@ -307,15 +305,7 @@ async fn a_run_is_watched_live_until_it_ends() {
     service
         .agent("acme", "calc", config(&base, json!({"calculator": {}})))
         .await;
-    let (status, body) = service
-        .post(
-            "/console/api/runs",
-            &secret,
-            &start("calc", "What is 6 * 7?"),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
-    let thread = serde_json::from_str::<Value>(&body).unwrap()["threadId"]
+    let thread = start_run(&service, &secret).await["threadId"]
         .as_str()
         .unwrap()
         .to_string();

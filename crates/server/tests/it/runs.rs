@@ -9,7 +9,7 @@ use toolsmith_server::ServiceOptions;
 use crate::common::{self, call, config, last, mock_model, parse_sse, run_body, text, types};
 
 /// A model that calls `calculator` on the first turn and answers with its result after.
-fn calculating_model() -> String {
+pub(crate) fn calculating_model() -> String {
     mock_model(|body| match last(body) {
         (role, result) if role == "tool" => text(&format!("The answer is {result}.")),
         _ => call("call_1", "calculator", json!({"expression": "6 * 7"})),
