@@ -6,6 +6,15 @@
 #                                                      core; new inputs go to a work corpus
 #                                                      (fuzz/target/work/TARGET), crashes to
 #                                                      fuzz/artifacts/TARGET/; a summary last
+#   scripts/fuzz.sh --campaign CPU_SECONDS [TARGET…]  each TARGET (default: all) until its process
+#                                                      has used CPU_SECONDS of CPU time (user +
+#                                                      system, not wall time: a campaign sharing
+#                                                      its core still gets its whole budget), up
+#                                                      to FUZZ_JOBS (default: the cores) at once,
+#                                                      at nice 19; then --cmin; one summary line
+#                                                      a target in fuzz/target/campaign.txt. The
+#                                                      CPU time used is kept: a campaign cut short
+#                                                      goes on from there when run again
 #   scripts/fuzz.sh --smoke [SECONDS]                  every target for SECONDS (default 10)
 #                                                      from its corpus, which is left unchanged
 #   scripts/fuzz.sh --cmin TARGET                      rebuilds fuzz/corpus/TARGET: its named
@@ -21,6 +30,7 @@
 # builds without AddressSanitizer (the default is address); FUZZ_NO_BUILD=1 runs the binaries
 # already built, as they are.
 set -euo pipefail
+SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/../fuzz"
 export RUSTC_BOOTSTRAP=1
 SANITIZER="${FUZZ_SANITIZER:-address}"
@@ -67,27 +77,96 @@ stats() {
 }
 
 # run TARGET SECONDS WORKDIR [ARG…]: libFuzzer on WORKDIR (written) and the corpus (read).
+# With CPU_BUDGET set, SECONDS is CPU time over every segment of the campaign: what earlier
+# segments used (and executed) is kept in WORKDIR.campaign, so a campaign ended with its session
+# goes on where it was, from its work corpus, for the CPU time left.
 run() {
   local target="$1" seconds="$2" work="$3"
   shift 3
   mkdir -p "$work" "artifacts/$target" target/logs
-  local log="target/logs/$target.log" status=0
+  local log="target/logs/$target.log" status=0 wall="$seconds" state="$work.campaign"
+  local prior_cpu=0 prior_execs=0
+  if [ -n "${CPU_BUDGET:-}" ]; then
+    [ -f "$state" ] && read -r prior_cpu prior_execs <"$state"
+    if [ "$prior_cpu" -ge "$seconds" ]; then
+      echo "$target: its campaign is over ($prior_cpu s of CPU, $prior_execs execs)"
+      return 0
+    fi
+    # The wall-time limit is only a backstop: cpu_limit interrupts the fuzzer (SIGINT:
+    # libFuzzer prints its final statistics and exits 72) once the budget is spent.
+    wall=$((seconds * 50))
+  fi
   nice -n 19 "$(binary "$target")" "$work" "corpus/$target" \
-    -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout="$TIMEOUT" \
+    -max_total_time="$wall" -max_len="$(max_len "$target")" -timeout="$TIMEOUT" \
     -rss_limit_mb="$RSS_LIMIT_MB" -artifact_prefix="artifacts/$target/" -print_final_stats=1 \
-    "$@" >"$log" 2>&1 || status=$?
+    "$@" >"$log" 2>&1 &
+  local pid=$! watcher="" cpu="" total=""
+  if [ -n "${CPU_BUDGET:-}" ]; then
+    cpu_limit "$pid" "$((seconds - prior_cpu))" "$log" "$state" "$prior_cpu" "$prior_execs" &
+    watcher=$!
+  fi
+  wait "$pid" || status=$?
   local crashes
   crashes=$(find "artifacts/$target" -type f | wc -l)
   read -r runs cov ft corp <<<"$(stats "$log")"
-  printf '%-22s %4ss  execs %-10s cov %-6s ft %-6s corpus %-5s artifacts %s%s\n' \
-    "$target" "$seconds" "$runs" "$cov" "$ft" "$corp" "$crashes" \
+  if [ -n "$watcher" ]; then
+    wait "$watcher" || true
+    read -r cpu _ <"$state"
+    # The segment's exact count, now that libFuzzer has printed it.
+    [ "$runs" != "?" ] && echo "$cpu $((prior_execs + runs))" >"$state"
+    read -r cpu runs <"$state"
+    total=" ($cpu s CPU)"
+    # 72: libFuzzer's exit on SIGINT, the budget spent.
+    [ "$status" -eq 72 ] && status=0
+  fi
+  printf '%-22s %4ss%s  execs %-10s cov %-6s ft %-6s corpus %-5s artifacts %s%s\n' \
+    "$target" "$seconds" "$total" "$runs" "$cov" "$ft" "$corp" "$crashes" \
     "$([ "$status" -ne 0 ] && echo "  FAILED (exit $status): see fuzz/$log")"
   return "$status"
+}
+
+# cpu_limit PID SECONDS LOG STATE PRIOR_CPU PRIOR_EXECS: SIGINT to PID once its CPU time
+# (utime + stime, every thread) reaches SECONDS. Every 5 s, STATE gets the campaign's CPU
+# seconds and execs so far: the prior ones plus this process's (its execs as LOG last showed).
+cpu_limit() {
+  local pid="$1" limit="$2" log="$3" state="$4" prior_cpu="$5" prior_execs="$6"
+  local tick used=0 fields execs
+  tick=$(getconf CLK_TCK)
+  while fields=$(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null); do
+    # After the command name, fields 14 (utime) and 15 (stime) are the 12th and 13th.
+    used=$(awk -v t="$tick" '{ printf "%d", ($12 + $13) / t }' <<<"$fields")
+    execs=$(tail -c 4096 "$log" | grep -ao '^#[0-9]*' | tail -1 | tr -d '#' || true)
+    echo "$((prior_cpu + used)) $((prior_execs + ${execs:-0}))" >"$state"
+    if [ "$used" -ge "$limit" ]; then
+      kill -INT "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 5
+  done
 }
 
 case "${1:-}" in
   --list)
     targets
+    ;;
+  --campaign)
+    seconds="${2:?scripts/fuzz.sh --campaign CPU_SECONDS [TARGET…]}"
+    shift 2
+    list="${*:-$(targets)}"
+    build
+    export CPU_BUDGET=1
+    jobs="${FUZZ_JOBS:-$(nproc)}"
+    summary=target/campaign.txt
+    for target in $list; do
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+      (
+        line=$(run "$target" "$seconds" "target/work/$target" 2>&1) || true
+        echo "$(date -u +%FT%TZ) $line" >>"$summary"
+        FUZZ_NO_BUILD=1 "$SELF" --cmin "$target" >>"$summary" 2>&1 || echo "cmin $target failed" >>"$summary"
+      ) &
+    done
+    wait
+    cat "$summary"
     ;;
   --smoke)
     seconds="${2:-10}"

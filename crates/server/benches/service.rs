@@ -25,6 +25,17 @@
 //! - `-- completion [N]` (default 200): N runs each handing a call out (external-dispatch),
 //!   then each completed through `POST /async-tools/{id}/complete`; the time from the completion
 //!   request to the continuation's model request reaching the model, p50 and p99.
+//!
+//! And one of endurance (`docs/reliability.md`, "Load and soak"):
+//!
+//! - `-- soak [SECONDS] [CLIENTS]` (default 600 s, 1 000 clients): the service on SQLite, as
+//!   above, under CLIENTS concurrent clients each streaming chat runs one after another for
+//!   SECONDS, all starting at once. Every 30 s: runs a second, latency p50 and p99 of that
+//!   window, the service's resident memory and open descriptors. At the end: runs, errors (a
+//!   status other than 200, a transport error, a stream without the answer: each counted and
+//!   the first few shown, never a panic), latency p50, p99 and max over the whole span, and the
+//!   memory from the first window to the last. Bounded: loopback only, and every client stops
+//!   at the deadline.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -37,6 +48,9 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use toolsmith_server::{Service, ServiceOptions, admin};
 use toolsmith_store::SecretKey;
+
+// Not `benches/soak.rs`: Cargo would take that for a bench of its own.
+mod soak;
 
 /// The allocator the `toolsmith` binary uses for its commands (the service among them).
 #[global_allocator]
@@ -62,6 +76,12 @@ fn main() {
     let numbers: Vec<u64> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
     if args.iter().any(|a| a == "paused") {
         runtime.block_on(paused(numbers.first().copied().unwrap_or(10_000) as usize));
+        return;
+    }
+    if args.iter().any(|a| a == "soak") {
+        let seconds = numbers.first().copied().unwrap_or(600);
+        let clients = numbers.get(1).copied().unwrap_or(1_000) as usize;
+        runtime.block_on(soak::soak(Duration::from_secs(seconds), clients));
         return;
     }
     if args.iter().any(|a| a == "completion") {
@@ -247,23 +267,41 @@ impl Measured {
 
 /// One chat run: the request, the whole stream read; its latency.
 async fn run(client: &reqwest::Client, url: &str, secret: &str, n: u64) -> Duration {
+    try_run(client.post(url), secret, n)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One chat run sent with `request` (a POST to the chat route): its latency once the whole
+/// stream is read and holds the answer; else what went wrong.
+async fn try_run(
+    request: reqwest::RequestBuilder,
+    secret: &str,
+    n: u64,
+) -> Result<Duration, String> {
     let body = json!({
         "id": format!("chat-{n}-{}", uuid::Uuid::new_v4().simple()),
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "What is 6 * 7?"}]}],
         "trigger": "submit-message",
     });
     let start = Instant::now();
-    let response = client
-        .post(url)
+    let response = request
         .bearer_auth(secret)
         .json(&body)
         .send()
         .await
-        .unwrap();
-    assert!(response.status().is_success(), "{}", response.status());
-    let text = response.text().await.unwrap();
-    assert!(text.contains("The answer is 42."), "{text}");
-    start.elapsed()
+        .map_err(|e| format!("sending: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("status {}", response.status()));
+    }
+    let text = response
+        .text()
+        .await
+        .map_err(|e| format!("reading the stream: {e}"))?;
+    if !text.contains("The answer is 42.") {
+        return Err(format!("a stream without the answer: {text}"));
+    }
+    Ok(start.elapsed())
 }
 
 /// Drives `url` with `clients` concurrent clients: a warm-up, then `span`.

@@ -6,6 +6,7 @@ mod chat;
 mod common;
 mod console;
 mod console_browser;
+mod load;
 mod mcp;
 mod replicas;
 mod result_cache;
