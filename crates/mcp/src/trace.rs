@@ -70,7 +70,9 @@ pub(crate) fn extract(span: &Span, meta: &MetaObject) {
 }
 
 /// `version-traceid-spanid-flags`, version `00` (a later version's first four fields are read
-/// the same way, as the W3C recommendation says).
+/// the same way, as the W3C recommendation says). Read here rather than by opentelemetry_sdk's
+/// `TraceContextPropagator`, which (0.33) takes a trace id of fewer than 32 digits
+/// (`00-0af7651916cd43dd-00f067aa0ba902b7-01`) where the recommendation refuses it.
 fn parse_traceparent(value: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
     let mut parts = value.trim().split('-');
     let version = parts.next()?;
