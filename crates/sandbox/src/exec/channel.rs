@@ -83,19 +83,21 @@ pub(crate) fn send_with_fds(
     Ok(())
 }
 
-/// Launcher side: reads one byte from `stream` and the descriptors sent with it
-/// (close-on-exec); `None` for the byte at EOF.
-pub(crate) fn receive_byte(
-    stream: &UnixStream,
-) -> std::io::Result<(Option<u8>, Vec<std::os::fd::OwnedFd>)> {
+/// One `recvmsg` on `fd` into `buf` (tried again on `EINTR`), the descriptors sent with it
+/// (received close-on-exec) appended to `fds`, `space` holding their control message: the
+/// bytes read, 0 at EOF.
+fn receive_with_fds(
+    fd: impl std::os::fd::AsFd,
+    buf: &mut [u8],
+    space: &mut [std::mem::MaybeUninit<u8>],
+    fds: &mut Vec<std::os::fd::OwnedFd>,
+) -> std::io::Result<usize> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
-    let mut byte = [0u8; 1];
-    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     loop {
-        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut control = RecvAncillaryBuffer::new(space);
         let received = recvmsg(
-            stream,
-            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &fd,
+            &mut [std::io::IoSliceMut::new(buf)],
             &mut control,
             RecvFlags::CMSG_CLOEXEC,
         );
@@ -104,14 +106,25 @@ pub(crate) fn receive_byte(
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
         };
-        let mut fds = Vec::new();
         for message in control.drain() {
             if let RecvAncillaryMessage::ScmRights(received) = message {
                 fds.extend(received);
             }
         }
-        return Ok(((n == 1).then_some(byte[0]), fds));
+        return Ok(n);
     }
+}
+
+/// Launcher side: reads one byte from `stream` and the descriptors sent with it
+/// (close-on-exec); `None` for the byte at EOF.
+pub(crate) fn receive_byte(
+    stream: &UnixStream,
+) -> std::io::Result<(Option<u8>, Vec<std::os::fd::OwnedFd>)> {
+    let mut byte = [0u8; 1];
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+    let mut fds = Vec::new();
+    let n = receive_with_fds(stream, &mut byte, &mut space, &mut fds)?;
+    Ok(((n == 1).then_some(byte[0]), fds))
 }
 
 /// Helper side: reads the plan from the channel `fd` to EOF, with the descriptors sent on its
@@ -119,29 +132,12 @@ pub(crate) fn receive_byte(
 pub(crate) fn receive_plan(
     fd: std::os::fd::BorrowedFd<'_>,
 ) -> std::io::Result<(Vec<u8>, Vec<std::os::fd::OwnedFd>)> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
     let mut plan = Vec::new();
     let mut fds = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
     loop {
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let received = recvmsg(
-            fd,
-            &mut [std::io::IoSliceMut::new(&mut buf)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        );
-        let n = match received {
-            Ok(msg) => msg.bytes,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        for message in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(received) = message {
-                fds.extend(received);
-            }
-        }
+        let n = receive_with_fds(fd, &mut buf, &mut space, &mut fds)?;
         if n == 0 {
             return Ok((plan, fds));
         }
