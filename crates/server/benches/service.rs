@@ -242,6 +242,15 @@ fn cpu(pid: u32) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// The `p` quantile of `latencies` (sorted here); zero when there are none.
+fn quantile(latencies: &mut [Duration], p: f64) -> Duration {
+    latencies.sort_unstable();
+    latencies
+        .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default()
+}
+
 struct Measured {
     runs: usize,
     elapsed: Duration,
@@ -255,9 +264,7 @@ impl Measured {
     }
 
     fn percentile(&self, p: f64) -> Duration {
-        let mut sorted = self.latencies.clone();
-        sorted.sort();
-        sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+        quantile(&mut self.latencies.clone(), p)
     }
 
     fn cpu_per_run(&self) -> Duration {
@@ -508,8 +515,7 @@ async fn completion(runs: usize) {
     if let Some(second) = second.as_mut() {
         let _ = second.kill();
     }
-    latencies.sort();
-    let at = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    let mut at = |p: f64| quantile(&mut latencies, p);
     let on = if postgres {
         "PostgreSQL, started on one replica, completed on another"
     } else {

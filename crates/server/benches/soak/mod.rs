@@ -24,10 +24,7 @@ struct Tally {
 
 /// The `p` quantile of `latencies` (sorted here), in milliseconds; 0 when there are none.
 fn quantile_ms(latencies: &mut [Duration], p: f64) -> f64 {
-    latencies.sort_unstable();
-    latencies
-        .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    quantile(latencies, p).as_secs_f64() * 1000.0
 }
 
 /// How many descriptors process `pid` has open.
