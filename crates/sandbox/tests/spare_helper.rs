@@ -402,3 +402,144 @@ async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
     );
     assert!(!marker.exists(), "the command ran");
 }
+
+/// A spare helper started by hand: `go` is its go message (`!`, or `#`, a length and a Landlock
+/// plan); returns it and the launcher's end once it said it is ready.
+fn started_spare(ahead: &Ahead, go: &[u8]) -> (std::process::Child, UnixStream) {
+    let (mut ours, theirs) = UnixStream::pair().unwrap();
+    let helper = std::process::Command::new(common::helper_path())
+        .arg("spare")
+        .arg(serde_json::to_string(ahead).unwrap())
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.write_all(go).unwrap();
+    let mut ready = [0u8; 1];
+    ours.read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"+", "the helper prepared");
+    (helper, ours)
+}
+
+/// `#`, the length and `plan`'s Landlock rules: the go of a spare that builds its ruleset ahead.
+fn go_with_rules(plan: &Plan) -> Vec<u8> {
+    let rules = serde_json::to_vec(plan.landlock.as_ref().expect("Landlock rules")).unwrap();
+    let mut go = vec![b'#'];
+    go.extend_from_slice(&u32::try_from(rules.len()).unwrap().to_le_bytes());
+    go.extend_from_slice(&rules);
+    go
+}
+
+/// Sends `plan` to a started helper and waits for it: its exit code and its report.
+fn hand(mut helper: std::process::Child, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
+    ours.write_all(&serde_json::to_vec(plan).unwrap()).unwrap();
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = helper.wait().unwrap();
+    let mut report = String::new();
+    ours.read_to_string(&mut report).unwrap();
+    (status.code().unwrap_or(-1), report)
+}
+
+#[tokio::test]
+async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() || !common::landlock() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().canonicalize().unwrap().join("escaped");
+    let marker = root.join("ran");
+    let script = format!("touch {}; touch {}", marker.display(), outside.display());
+    let request = ExecRequest::new("sh", vec!["-c".into(), script], &root);
+    let caps = common::caps();
+    let (mut plan, _) = Plan::build(
+        &SandboxPolicy::new(&root),
+        caps,
+        &request,
+        std::iter::empty(),
+    )
+    .unwrap();
+    plan.landlock_ahead = true;
+    let ahead = Ahead::of(&plan).expect("a preparation");
+
+    // Built from the plan's own rules: the command runs, confined by them (it may write in its
+    // root, not beside it).
+    let (helper, ours) = started_spare(&ahead, &go_with_rules(&plan));
+    let (code, report) = hand(helper, ours, &plan);
+    assert_eq!(code, 1, "the second touch is denied: {report}");
+    assert!(report.is_empty(), "{report}");
+    assert!(marker.exists(), "the command did not run");
+    assert!(
+        !outside.exists(),
+        "the ruleset built ahead did not confine the command"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    // Built from other rules (the other directory writable too): refused, nothing run.
+    let mut wider = SandboxPolicy::new(&root);
+    wider
+        .extra_writable
+        .push(elsewhere.path().canonicalize().unwrap());
+    let (other, _) = Plan::build(&wider, caps, &request, std::iter::empty()).unwrap();
+    assert_eq!(Ahead::of(&other), Some(ahead), "the same namespaces");
+    let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
+    let (code, report) = hand(helper, ours, &plan);
+    assert_eq!(code, 125, "{report}");
+    assert!(
+        report.contains(r#""kind":"plan""#) && report.contains("not the one the plan asks for"),
+        "{report}"
+    );
+    assert!(!marker.exists() && !outside.exists(), "the command ran");
+
+    // Built from other rules, but the plan brings its own: the ruleset built ahead is dropped.
+    let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
+    plan.landlock_ahead = false;
+    let (code, report) = hand(helper, ours, &plan);
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        marker.exists() && !outside.exists(),
+        "not the plan's own rules"
+    );
+}
+
+#[tokio::test]
+async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join("ran");
+    let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
+    let (mut plan, _) = Plan::build(
+        &SandboxPolicy::new(&root),
+        common::caps(),
+        &request,
+        std::iter::empty(),
+    )
+    .unwrap();
+    plan.landlock_ahead = true;
+    let ahead = Ahead::of(&plan).expect("a preparation");
+    // A spare given no rules with its go.
+    let (helper, ours) = started_spare(&ahead, b"!");
+    let (code, report) = hand(helper, ours, &plan);
+    assert_eq!(code, 125, "{report}");
+    assert!(report.contains("built none"), "{report}");
+    // A fresh helper builds nothing ahead.
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let helper = std::process::Command::new(common::helper_path())
+        .arg("run")
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, report) = hand(helper, ours, &plan);
+    assert_eq!(code, 125, "{report}");
+    assert!(report.contains("built none"), "{report}");
+    assert!(!marker.exists(), "the command ran");
+}

@@ -21,6 +21,74 @@ use super::ExecError;
 /// its tree's control group: prepare now (what it forks is then inside the group too).
 pub(crate) const GO: u8 = b'!';
 
+/// The byte the launcher sends a spare helper in place of [`GO`] when it also builds the
+/// Landlock ruleset ahead: followed by the length (`u32`, little-endian) of the JSON
+/// [`LandlockPlan`](super::LandlockPlan) that comes next, with the rules' descriptors
+/// ([`go_with_rules`], [`receive_go`]).
+pub(crate) const GO_WITH_RULES: u8 = b'#';
+
+/// The longest Landlock plan a spare helper takes with its go.
+const RULES_MAX: usize = 16 << 20;
+
+/// [`GO_WITH_RULES`]'s message: the byte, the length, `rules` (a JSON Landlock plan).
+pub(crate) fn go_with_rules(rules: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(rules.len()).unwrap_or(u32::MAX);
+    let mut message = Vec::with_capacity(5 + rules.len());
+    message.push(GO_WITH_RULES);
+    message.extend_from_slice(&len.to_le_bytes());
+    message.extend_from_slice(rules);
+    message
+}
+
+/// A [`GO_WITH_RULES`]'s JSON Landlock plan and the descriptors that came with it.
+pub(crate) type Rules = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
+
+/// Helper side: waits for the launcher's go on the channel `fd`. `None` at EOF, or for
+/// anything but [`GO`] or [`GO_WITH_RULES`]; `Some(None)` for [`GO`]; `Some(Some(..))` for
+/// [`GO_WITH_RULES`], with its JSON Landlock plan and the descriptors sent with it (received
+/// close-on-exec). Reads no byte past the go's message.
+pub(crate) fn receive_go(
+    fd: std::os::fd::BorrowedFd<'_>,
+) -> std::io::Result<Option<Option<Rules>>> {
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
+    let mut fds = Vec::new();
+    let mut exact = |buf: &mut [u8], fds: &mut Vec<std::os::fd::OwnedFd>| {
+        let mut at = 0;
+        while at < buf.len() {
+            match receive_with_fds(fd, &mut buf[at..], &mut space, fds)? {
+                0 => return Ok(false),
+                n => at += n,
+            }
+        }
+        Ok::<bool, std::io::Error>(true)
+    };
+    let mut byte = [0u8; 1];
+    if !exact(&mut byte, &mut fds)? {
+        return Ok(None);
+    }
+    match byte[0] {
+        GO => Ok(Some(None)),
+        GO_WITH_RULES => {
+            let mut len = [0u8; 4];
+            if !exact(&mut len, &mut fds)? {
+                return Ok(None);
+            }
+            let len = u32::from_le_bytes(len) as usize;
+            if len > RULES_MAX {
+                return Err(std::io::Error::other(format!(
+                    "a Landlock plan of {len} bytes"
+                )));
+            }
+            let mut rules = vec![0u8; len];
+            if !exact(&mut rules, &mut fds)? {
+                return Ok(None);
+            }
+            Ok(Some(Some((rules, fds))))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The byte a spare helper sends once its preparation is made, with its mount namespace's
 /// descriptor (see `warm.rs`). A report (`{`…) or EOF in its place means the preparation failed.
 pub(crate) const READY: u8 = b'+';

@@ -141,7 +141,7 @@ fn run() -> ! {
         plan,
         rule_fds,
         mediation,
-    } = receive();
+    } = receive(false);
     let parent = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     if parent() != plan.parent_pid {
         fail("parent", "the launcher is gone");
@@ -154,10 +154,21 @@ fn run() -> ! {
     setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     let mediation = mediation.as_ref();
+    let rules = Rules::Plan(&rule_fds);
     if plan.namespaces.pid {
-        setup::double_fork(&mut || confine_and_exec(&plan, &plan.mounts, &rule_fds, mediation))
+        setup::double_fork(&mut || confine_and_exec(&plan, &plan.mounts, &rules, mediation))
     }
-    match confine_and_exec(&plan, &plan.mounts, &rule_fds, mediation) {}
+    match confine_and_exec(&plan, &plan.mounts, &rules, mediation) {}
+}
+
+/// Where the Landlock ruleset comes from.
+pub(super) enum Rules<'a> {
+    /// Built at launch from the plan's [`LandlockPlan`](super::LandlockPlan) and these
+    /// descriptors (sent with it).
+    Plan(&'a [OwnedFd]),
+    /// Built ahead by a spare helper from exactly the plan's
+    /// [`LandlockPlan`](super::LandlockPlan) ([`Plan::landlock_ahead`]).
+    Ahead(&'a std::cell::Cell<Option<landlock::RulesetCreated>>),
 }
 
 /// A plan read from the channel, with what came with it.
@@ -169,9 +180,10 @@ pub(super) struct Received {
     pub(super) mediation: Option<OwnedFd>,
 }
 
-/// Reads the plan from the channel (fd 0) to EOF, checks it, moves the channel off fd 0 (see
+/// Reads the plan from the channel (fd 0) to EOF, checks it (only a `spare` helper may be asked
+/// for a Landlock ruleset built ahead), moves the channel off fd 0 (see
 /// [`setup::stdin_to_channel`]) and reports there from then on.
-fn receive() -> Received {
+fn receive(spare: bool) -> Received {
     let (input, mut rule_fds) = match channel::receive_plan(std::io::stdin().as_fd()) {
         Ok(received) => received,
         Err(e) => fail("plan", &format!("cannot read the plan: {e}")),
@@ -183,6 +195,12 @@ fn receive() -> Received {
     drop(input);
     if plan.argv.is_empty() {
         fail("plan", "empty argv");
+    }
+    if plan.landlock_ahead && !spare {
+        fail(
+            "plan",
+            "the plan asks for a Landlock ruleset built ahead, and this helper built none",
+        );
     }
     // Loopback mediation's channel comes last, after the rules' descriptors.
     let mediation = if plan.seccomp.is_some_and(|s| s.mediate_loopback) {
@@ -210,7 +228,7 @@ fn receive() -> Received {
 fn confine_and_exec(
     plan: &Plan,
     mounts: &MountPlan,
-    rule_fds: &[OwnedFd],
+    rules: &Rules<'_>,
     mediation: Option<&OwnedFd>,
 ) -> std::convert::Infallible {
     if plan.namespaces.mount {
@@ -220,8 +238,18 @@ fn confine_and_exec(
     if let Err(e) = std::env::set_current_dir(&plan.cwd) {
         fail("exec", &format!("cannot enter {}: {e}", plan.cwd.display()));
     }
-    if let Some(landlock) = &plan.landlock {
-        super::landlock::apply(landlock, rule_fds).unwrap_or_else(|e| fail("landlock", &e));
+    match (rules, &plan.landlock) {
+        // The spare checked, when the plan came, that it built exactly the plan's rules.
+        (Rules::Ahead(ruleset), _) => match ruleset.take() {
+            Some(ruleset) => {
+                super::landlock::restrict(ruleset).unwrap_or_else(|e| fail("landlock", &e));
+            }
+            None => fail("landlock", "the ruleset built ahead is gone"),
+        },
+        (Rules::Plan(fds), Some(landlock)) => {
+            super::landlock::apply(landlock, fds).unwrap_or_else(|e| fail("landlock", &e));
+        }
+        (Rules::Plan(_), None) => {}
     }
     if let Some(channel) = mediation {
         super::loopback::mediate(channel).unwrap_or_else(|e| fail("seccomp", &e));

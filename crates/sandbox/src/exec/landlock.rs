@@ -8,18 +8,36 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::plan::LandlockPlan;
 
-/// Restricts the calling process (and everything it execs) as `plan` says.
-///
-/// Paths that do not exist are skipped (they grant nothing). Returns an error when the kernel
-/// did not enforce the ruleset at all.
-/// The rules in [`LandlockPlan::inherited`] use the descriptors the launcher sent (`fds`, in
-/// order); their paths are not opened again.
+/// Restricts the calling process (and everything it execs) as `plan` says: [`build`], then
+/// [`restrict`].
 pub(crate) fn apply(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<(), String> {
+    restrict(build(plan, fds)?)
+}
+
+/// Restricts the calling process (and everything it execs) with a ruleset [`build`] made.
+/// Returns an error when the kernel did not enforce the ruleset at all.
+pub(crate) fn restrict(ruleset: RulesetCreated) -> Result<(), String> {
+    let status = ruleset
+        .restrict_self()
+        .map_err(|e| format!("landlock: {e}"))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("landlock: the ruleset was not enforced".into());
+    }
+    Ok(())
+}
+
+/// The ruleset `plan` says, not yet enforced: a spare helper builds it before its plan comes
+/// (see [`Ahead`](super::Ahead)) and [`restrict`]s itself with it where a fresh helper would.
+///
+/// Paths that do not exist are skipped (they grant nothing). The rules in
+/// [`LandlockPlan::inherited`] use the descriptors the launcher sent (`fds`, in order); their
+/// paths are not opened again. The descriptors are not needed once this returns.
+pub(crate) fn build(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<RulesetCreated, String> {
     let abi = ABI::from(i32::from(plan.abi));
     let err = |e: landlock::RulesetError| format!("landlock: {e}");
     let mut ruleset = Ruleset::default()
@@ -87,11 +105,7 @@ pub(crate) fn apply(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<(), String> 
             created = created.add_rule(rule).map_err(err)?;
         }
     }
-    let status = created.restrict_self().map_err(err)?;
-    if status.ruleset == RulesetStatus::NotEnforced {
-        return Err("landlock: the ruleset was not enforced".into());
-    }
-    Ok(())
+    Ok(created)
 }
 
 /// Files of `/proc` about the whole system that programs read (CPU count, memory, load,

@@ -14,7 +14,7 @@ use super::capture::{self, Captured};
 use super::cgroup::{Cgroup, CgroupSupport};
 use super::loopback;
 use super::plan::LOOPBACK_DEGRADED;
-use super::rules::RuleFds;
+use super::rules::{AheadRules, Opened, RuleFds};
 use super::tree::TreeLimits;
 use super::warm::{Waiting, Warm};
 use super::{Ahead, ExecError, ExecOutput, ExecRequest, GitProtection, HELPER_ARG, Plan, channel};
@@ -238,12 +238,7 @@ impl Launcher {
     /// [`ExecOutput::timed_out`].
     pub async fn run(&self, request: &ExecRequest) -> Result<ExecOutput, ExecError> {
         let mut prepared = self.prepare(request)?;
-        let rule_fds = self.attach_rules(&mut prepared.plan);
-        let json =
-            serde_json::to_vec(&prepared.plan).map_err(|e| ExecError::Setup(e.to_string()))?;
-        let mut fds = rule_fds.as_ref().map(|o| o.fds()).unwrap_or_default();
-        fds.extend(prepared.loopback.as_ref().map(AsFd::as_fd));
-        let ahead = Ahead::of(&prepared.plan);
+        let opened = self.attach_rules(&mut prepared.plan);
         let Waiting {
             mut process,
             mut channel,
@@ -251,9 +246,13 @@ impl Launcher {
             warning,
             held,
             ..
-        } = self.hand_over(ahead, &json, &fds)?;
+        } = self.hand_over(
+            &mut prepared.plan,
+            opened.as_ref(),
+            prepared.loopback.as_ref().map(AsFd::as_fd),
+        )?;
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
-        drop(fds);
+        drop(opened);
         drop(prepared.loopback.take());
         prepared.warnings.extend(warning);
         // If this future is dropped (the call was cancelled), the command still may not leave a
@@ -283,19 +282,28 @@ impl Launcher {
     /// `benches/spawn.rs` measures such a launch. Returns whether a spare is ready.
     pub fn warm_up(&self) -> bool {
         let probe = ExecRequest::new("true", Vec::new(), self.policy.root.clone());
-        let Ok((plan, _)) = Plan::build(&self.policy, &self.caps, &probe, std::iter::empty())
+        let Ok((mut plan, _)) = Plan::build(&self.policy, &self.caps, &probe, std::iter::empty())
         else {
             // The policy fails closed here: every launch is refused, no spare is needed.
             return false;
         };
-        self.warm.refill(&self.helper, &self.tree, Ahead::of(&plan));
+        let opened = self.attach_rules(&mut plan);
+        let rules = AheadRules::of(&plan, opened.as_ref());
+        self.warm
+            .refill(&self.helper, &self.tree, Ahead::of(&plan), rules);
         self.warm.settle()
     }
 
-    /// Gives the plan (`json`, with the rules' descriptors `fds`) to a helper: the spare when
-    /// there is one, it is alive and it was prepared for this plan (`ahead`, see [`Ahead`]), else
-    /// a helper started for this launch that applies the whole plan; then starts the next spare
-    /// ([`warm`](super::warm)), prepared for `ahead`.
+    /// Gives `plan` (with the rules' descriptors `opened` and the loopback supervisor's channel
+    /// `loopback`) to a helper: the spare when there is one, it is alive and it was prepared
+    /// for this plan ([`Ahead`]), else a helper started for this launch that applies the whole
+    /// plan; then starts the next spare ([`warm`](super::warm)), prepared for this plan's
+    /// namespaces and Landlock rules.
+    ///
+    /// A spare that built its Landlock ruleset ahead from exactly this plan's rules, from the
+    /// same opening of their paths ([`AheadRules::same`]), is asked to restrict itself with it
+    /// ([`Plan::landlock_ahead`]) and gets no rule descriptors; any other helper gets them and
+    /// builds the ruleset from the plan.
     ///
     /// # Errors
     ///
@@ -303,24 +311,30 @@ impl Launcher {
     /// be moved into its control group or given its plan.
     fn hand_over(
         &self,
-        ahead: Option<Ahead>,
-        json: &[u8],
-        fds: &[BorrowedFd<'_>],
+        plan: &mut Plan,
+        opened: Option<&Arc<Opened>>,
+        loopback: Option<BorrowedFd<'_>>,
     ) -> Result<Waiting, ExecError> {
+        let ahead = Ahead::of(plan);
+        let rules = AheadRules::of(plan, opened);
         let spare = self
             .warm
             .take()
             .and_then(|spare| self.usable(spare, ahead.as_ref()))
-            .and_then(|spare| self.send(spare, json, fds).ok());
+            .and_then(|spare| {
+                plan.landlock_ahead = spare.built(rules.as_ref());
+                self.send(spare, plan, opened, loopback).ok()
+            });
         let helper = match spare {
             Some(spare) => spare,
             None => {
+                plan.landlock_ahead = false;
                 let fresh = Waiting::start_on_launcher_thread(&self.helper, &self.tree)?;
-                self.send(fresh, json, fds)
+                self.send(fresh, plan, opened, loopback)
                     .map_err(|e| ExecError::Setup(format!("sending the plan to the helper: {e}")))?
             }
         };
-        self.warm.refill(&self.helper, &self.tree, ahead);
+        self.warm.refill(&self.helper, &self.tree, ahead, rules);
         Ok(helper)
     }
 
@@ -343,15 +357,23 @@ impl Launcher {
         self.tree.recycle(group);
     }
 
-    /// Sends the plan to `helper`; on failure (it died: `EPIPE`) kills it and takes its group
+    /// Sends `plan` to `helper`, with the rules' descriptors (unless it asks for the ruleset
+    /// built ahead) and `loopback`; on failure (it died: `EPIPE`) kills it and takes its group
     /// back.
     fn send(
         &self,
         helper: Waiting,
-        json: &[u8],
-        fds: &[BorrowedFd<'_>],
+        plan: &Plan,
+        opened: Option<&Arc<Opened>>,
+        loopback: Option<BorrowedFd<'_>>,
     ) -> std::io::Result<Waiting> {
-        match channel::send_plan(&helper.channel, json, fds) {
+        let json = serde_json::to_vec(plan).map_err(std::io::Error::other)?;
+        let mut fds = match opened {
+            Some(opened) if !plan.landlock_ahead => opened.fds(),
+            _ => Vec::new(),
+        };
+        fds.extend(loopback);
+        match channel::send_plan(&helper.channel, &json, &fds) {
             Ok(()) => Ok(helper),
             Err(e) => {
                 self.discard(helper);
@@ -396,10 +418,7 @@ impl Launcher {
 
     /// Sends the Landlock rules' paths as descriptors (see [`RuleFds`]): fills
     /// `plan.landlock.inherited` and returns the opening to send. Call it on the final plan.
-    pub(crate) fn attach_rules(
-        &self,
-        plan: &mut Plan,
-    ) -> Option<std::sync::Arc<super::rules::Opened>> {
+    pub(crate) fn attach_rules(&self, plan: &mut Plan) -> Option<Arc<Opened>> {
         plan.landlock
             .as_mut()
             .map(|landlock| self.rules.attach(landlock))

@@ -37,6 +37,13 @@ pub struct Plan {
     /// [`Launcher::spawn`]: super::Launcher::spawn
     #[serde(default)]
     pub stdin_from_stdout: bool,
+    /// Whether the helper restricts itself with the Landlock ruleset it built before this plan
+    /// came (a spare helper given its rules with its go, see [`Ahead`](super::Ahead)) rather
+    /// than one built now from [`landlock`](Self::landlock) and the descriptors sent with the
+    /// plan. The helper refuses the plan (fail closed, nothing run) unless it built exactly
+    /// [`landlock`](Self::landlock) ahead.
+    #[serde(default)]
+    pub landlock_ahead: bool,
 }
 
 /// Resource limits (`None`: unchanged).
@@ -327,6 +334,7 @@ impl Plan {
                 mediate_loopback,
             }),
             stdin_from_stdout: false,
+            landlock_ahead: false,
         };
         Ok((plan, warnings))
     }

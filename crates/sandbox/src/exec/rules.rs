@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::plan::{InheritedRule, LandlockPlan};
+use super::plan::{InheritedRule, LandlockPlan, Plan};
 
 /// How long opened paths are reused before they are opened again.
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(10);
@@ -45,6 +45,30 @@ impl Opened {
     /// The descriptors, in the order of [`LandlockPlan::inherited`].
     pub(crate) fn fds(&self) -> Vec<BorrowedFd<'_>> {
         self.fds.iter().map(AsFd::as_fd).collect()
+    }
+}
+
+/// The Landlock rules a spare helper builds ahead of its plan (see [`Ahead`](super::Ahead)): a
+/// plan's Landlock part, with its inherited rules, and the opening their descriptors come from.
+#[derive(Debug, Clone)]
+pub(crate) struct AheadRules {
+    pub(crate) landlock: LandlockPlan,
+    pub(crate) opened: Arc<Opened>,
+}
+
+impl AheadRules {
+    /// The rules of `plan`, whose descriptors are `opened` ([`RuleFds::attach`]'s).
+    pub(crate) fn of(plan: &Plan, opened: Option<&Arc<Opened>>) -> Option<AheadRules> {
+        Some(AheadRules {
+            landlock: plan.landlock.clone()?,
+            opened: Arc::clone(opened?),
+        })
+    }
+
+    /// Whether a ruleset built from `self` is the one `other` would build: the same rules, from
+    /// the same opening (a path opened again after [`MAX_AGE`] may name another inode).
+    pub(crate) fn same(&self, other: &AheadRules) -> bool {
+        Arc::ptr_eq(&self.opened, &other.opened) && self.landlock == other.landlock
     }
 }
 
@@ -110,5 +134,46 @@ fn open(key: (Vec<PathBuf>, Vec<PathBuf>)) -> Opened {
         at: Instant::now(),
         rules,
         fds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn landlock(write: &str) -> LandlockPlan {
+        LandlockPlan {
+            abi: 6,
+            read: vec![PathBuf::from("/usr")],
+            write: vec![PathBuf::from(write)],
+            deny_tcp: true,
+            scope: true,
+            proc_self_only: false,
+            inherited: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_ruleset_built_ahead_is_the_plans_only_with_its_rules_from_the_same_opening() {
+        let fds = RuleFds::default();
+        let mut first = landlock("/w");
+        let opened = fds.attach(&mut first);
+        let built = AheadRules {
+            landlock: first.clone(),
+            opened: Arc::clone(&opened),
+        };
+        assert!(built.same(&built.clone()));
+        // The same rules, their paths opened again (after `MAX_AGE`): perhaps other inodes.
+        let reopened = AheadRules {
+            landlock: first.clone(),
+            opened: Arc::new(open((first.read.clone(), first.write.clone()))),
+        };
+        assert!(!built.same(&reopened) && !reopened.same(&built));
+        // Other rules, whatever the opening.
+        let other = AheadRules {
+            landlock: landlock("/elsewhere"),
+            opened,
+        };
+        assert!(!built.same(&other));
     }
 }

@@ -39,7 +39,7 @@
 //! `spawn_blocking` thread that later idles out would have its command killed mid-run.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +52,7 @@ use super::cgroup::Cgroup;
 use super::channel::{self, GO, READY};
 use super::launcher::enter_group;
 use super::process::HelperProcess;
+use super::rules::AheadRules;
 use super::tree::TreeLimits;
 use super::{ExecError, HelperCommand};
 
@@ -119,6 +120,9 @@ pub(crate) struct Waiting {
     /// The prepared helper's mount namespace, held until its command is over and let go off the
     /// launch's path ([`let_go`]).
     pub(crate) held: Vec<OwnedFd>,
+    /// The Landlock rules a prepared helper built its ruleset from, if it was given them with
+    /// its go: only a plan with exactly these rules may ask it for that ruleset.
+    pub(crate) rules: Option<AheadRules>,
 }
 
 impl Waiting {
@@ -135,6 +139,7 @@ impl Waiting {
         helper: &HelperCommand,
         tree: &TreeLimits,
         ahead: Option<Ahead>,
+        rules: Option<AheadRules>,
     ) -> Result<Waiting, ExecError> {
         let (group, warning) = match tree.take() {
             Ok(group) => (group, None),
@@ -151,6 +156,7 @@ impl Waiting {
             warning,
             ahead,
             held: Vec::new(),
+            rules: rules.filter(|_| ahead.is_some()),
         };
         if waiting.ahead.is_some() {
             // On error `waiting` is dropped: the helper is killed, its group removed.
@@ -165,7 +171,7 @@ impl Waiting {
         tree: &TreeLimits,
     ) -> Result<Waiting, ExecError> {
         let (helper, tree) = (helper.clone(), tree.clone());
-        on_launcher_thread(move || Waiting::start(&helper, &tree, None))
+        on_launcher_thread(move || Waiting::start(&helper, &tree, None, None))
     }
 
     /// Whether the helper may take a plan whose preparation is `ahead`: it prepared nothing (it
@@ -174,13 +180,29 @@ impl Waiting {
         self.ahead.is_none() || self.ahead.as_ref() == ahead
     }
 
-    /// Sends [`GO`] and waits for [`READY`]; returns the descriptors that came with it.
+    /// Whether the helper built its Landlock ruleset ahead from exactly `rules`.
+    pub(crate) fn built(&self, rules: Option<&AheadRules>) -> bool {
+        matches!((&self.rules, rules), (Some(built), Some(rules)) if built.same(rules))
+    }
+
+    /// Sends [`GO`] (or, with [`Waiting::rules`], [`GO_WITH_RULES`](channel::GO_WITH_RULES), the Landlock plan and its
+    /// descriptors) and waits for [`READY`]; returns the descriptors that came with it.
     fn prepare(&self) -> Result<Vec<OwnedFd>, ExecError> {
         let lost =
             |why: String| ExecError::Helper(format!("the spare helper did not prepare: {why}"));
-        (&self.channel)
-            .write_all(&[GO])
-            .map_err(|e| lost(e.to_string()))?;
+        match &self.rules {
+            Some(rules) => {
+                let json = serde_json::to_vec(&rules.landlock)
+                    .map_err(|e| ExecError::Setup(e.to_string()))?;
+                channel::send_with_fds(
+                    self.channel.as_fd(),
+                    &channel::go_with_rules(&json),
+                    &rules.opened.fds(),
+                )
+            }
+            None => (&self.channel).write_all(&[GO]),
+        }
+        .map_err(|e| lost(e.to_string()))?;
         self.channel
             .set_read_timeout(Some(PREPARE_TIMEOUT))
             .map_err(|e| lost(e.to_string()))?;
@@ -256,6 +278,7 @@ impl Warm {
         helper: &HelperCommand,
         tree: &TreeLimits,
         ahead: Option<Ahead>,
+        rules: Option<AheadRules>,
     ) {
         if self.refilling.swap(true, Ordering::AcqRel) {
             return;
@@ -272,7 +295,7 @@ impl Warm {
                 return;
             };
             let ahead = ahead.filter(|_| !warm.unprepared.load(Ordering::Acquire));
-            let started = match Waiting::start(&helper, &tree, ahead) {
+            let started = match Waiting::start(&helper, &tree, ahead, rules) {
                 Ok(started) => Some(started),
                 Err(ExecError::Setup(_)) if ahead.is_some() => {
                     // The machine refused a layer: fall back to spares that apply nothing
@@ -322,6 +345,7 @@ mod tests {
             warning: None,
             ahead,
             held: Vec::new(),
+            rules: None,
         }
     }
 
