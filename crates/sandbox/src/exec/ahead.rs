@@ -11,6 +11,14 @@
 //! protection's binds, `chdir`, Landlock, seccomp, `execve`), applied in the same order as on a
 //! fresh helper.
 //!
+//! The Landlock rules depend on the policy only too, and adding them (~70 paths, those the
+//! launcher could not open tried again by path) was ~0.3 ms of what was left on a launch. So the
+//! launcher's go brings them with their descriptors ([`AheadRules`](super::rules::AheadRules)),
+//! and once it has said it is ready the spare *builds* the ruleset (after its `/proc`, whose rule
+//! must name the new procfs); it restricts itself with it where a fresh helper would build and
+//! enforce one, after the plan's binds and `chdir`, before seccomp and `execve`. Nothing is
+//! enforced ahead.
+//!
 //! The contract:
 //!
 //! - **Fresh per command.** Every spare creates its own namespaces and serves one launch: no
@@ -19,7 +27,13 @@
 //! - **Keyed by what it applied.** A spare records its `Ahead`; a launch takes it only when the
 //!   plan's own `Ahead` is equal ([`Ahead::of`]), and the helper checks it again when the plan
 //!   comes ([`Ahead::admits`]), failing the launch (never running the command) on a mismatch.
-//!   A spare prepared for one policy never serves another.
+//!   A spare prepared for one policy never serves another. Its ruleset is used only by a plan
+//!   that asks for it ([`Plan::landlock_ahead`]), which the launcher does only when the plan's
+//!   rules are exactly those the spare was given, from the same opening of their paths (a path
+//!   opened again after [`MAX_AGE`](super::rules::MAX_AGE) may name another inode; then the plan
+//!   brings its descriptors and the ruleset is built from them, as on a fresh helper). The
+//!   helper checks again: a plan that asks for a ruleset it did not build from exactly its rules
+//!   is refused, and the command never runs.
 //! - **Fail closed.** A spare whose preparation fails is not used: the launch starts a fresh
 //!   helper, which applies the whole plan as before (and reports a layer it cannot apply).
 //! - **Not for plans that read the machine at launch time.** A plan whose process limit is the
