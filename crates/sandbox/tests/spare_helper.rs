@@ -33,6 +33,21 @@ fn echo(root: &std::path::Path, text: &str) -> ExecRequest {
 /// This process' children that are sandbox helpers (`comm` is cut to 15 bytes), with their
 /// `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp, session, ….
 fn helpers() -> Vec<(u32, Vec<String>)> {
+    children_named("toolsmith-sandb")
+}
+
+/// This process' resident helpers that have not exited.
+fn residents() -> Vec<u32> {
+    children_named("toolsmith-resid")
+        .into_iter()
+        .filter(|(_, fields)| fields[0] != "Z")
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// This process' children whose `comm` starts with `name`, with their `/proc/<pid>/stat`
+/// fields after the command name.
+fn children_named(name: &str) -> Vec<(u32, Vec<String>)> {
     let me = std::process::id().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -50,7 +65,7 @@ fn helpers() -> Vec<(u32, Vec<String>)> {
             .split_whitespace()
             .map(String::from)
             .collect();
-        if comm.starts_with("toolsmith-sandb") && fields.get(1) == Some(&me) {
+        if comm.starts_with(name) && fields.get(1) == Some(&me) {
             found.push((pid, fields));
         }
     }
@@ -156,6 +171,10 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
     }
     // Gone from /proc: killed and reaped (a zombie would still be listed).
     assert!(!spares.iter().any(|p| alive(*p)), "{:?}", helpers());
+    assert!(
+        children_named("toolsmith-resid").is_empty(),
+        "the resident helper is gone"
+    );
     while pid1s.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -542,4 +561,70 @@ async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
     assert_eq!(code, 125, "{report}");
     assert!(report.contains("built none"), "{report}");
     assert!(!marker.exists(), "the command ran");
+}
+
+#[tokio::test]
+async fn spares_are_forked_by_one_resident_helper_as_children_of_the_launcher() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let launcher = launcher(&root);
+    let mut seen = BTreeSet::new();
+    let mut resident = None;
+    for i in 0..4 {
+        let text = i.to_string();
+        let out = launcher.run(&echo(&root, &text)).await.unwrap();
+        assert_eq!(out.stdout, format!("{text}\n"));
+        let (spare, _) = wait_for_prepared_spare().expect("a prepared spare");
+        // The launcher's child (`helpers` lists only this process' children), in a session of
+        // its own, and never one seen before.
+        assert!(seen.insert(spare), "spare {spare} served twice");
+        let found = residents();
+        assert_eq!(found.len(), 1, "one resident helper: {found:?}");
+        assert_ne!(found[0], spare);
+        assert_eq!(
+            *resident.get_or_insert(found[0]),
+            found[0],
+            "the same resident"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dead_resident_helper_is_replaced_and_launches_go_on() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let launcher = launcher(&root);
+    launcher.run(&echo(&root, "one")).await.unwrap();
+    wait_for_prepared_spare().expect("a prepared spare");
+    let found = residents();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let dead = found[0];
+    let pid = rustix::process::Pid::from_raw(dead as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    while alive(dead) && !zombie(dead) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The spare it forked before is the launcher's own and serves; the next one cannot be
+    // forked by the dead resident, so it is spawned; the one after that is forked by a new one.
+    for text in ["two", "three", "four"] {
+        let out = launcher.run(&echo(&root, text)).await.unwrap();
+        assert_eq!(
+            (out.exit_code, out.stdout.as_str()),
+            (0, format!("{text}\n").as_str())
+        );
+        wait_for_prepared_spare().expect("a prepared spare");
+    }
+    let found = residents();
+    assert_eq!(found.len(), 1, "a new resident: {found:?}");
+    assert_ne!(found[0], dead);
+    assert!(!alive(dead), "the dead resident was reaped");
 }

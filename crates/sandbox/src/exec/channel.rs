@@ -27,20 +27,19 @@ pub(crate) const GO: u8 = b'!';
 /// ([`go_with_rules`], [`receive_go`]).
 pub(crate) const GO_WITH_RULES: u8 = b'#';
 
-/// The longest Landlock plan a spare helper takes with its go.
+/// The longest Landlock plan a spare helper takes with its go (or request the resident helper
+/// takes).
 const RULES_MAX: usize = 16 << 20;
 
 /// [`GO_WITH_RULES`]'s message: the byte, the length, `rules` (a JSON Landlock plan).
 pub(crate) fn go_with_rules(rules: &[u8]) -> Vec<u8> {
-    let len = u32::try_from(rules.len()).unwrap_or(u32::MAX);
-    let mut message = Vec::with_capacity(5 + rules.len());
-    message.push(GO_WITH_RULES);
-    message.extend_from_slice(&len.to_le_bytes());
-    message.extend_from_slice(rules);
+    let mut message = vec![GO_WITH_RULES];
+    message.extend_from_slice(&framed(rules));
     message
 }
 
-/// A [`GO_WITH_RULES`]'s JSON Landlock plan and the descriptors that came with it.
+/// A [`GO_WITH_RULES`]'s JSON Landlock plan (or a request to the resident helper) and the
+/// descriptors that came with it.
 pub(crate) type Rules = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
 
 /// Helper side: waits for the launcher's go on the channel `fd`. `None` at EOF, or for
@@ -50,43 +49,63 @@ pub(crate) type Rules = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
 pub(crate) fn receive_go(
     fd: std::os::fd::BorrowedFd<'_>,
 ) -> std::io::Result<Option<Option<Rules>>> {
-    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
     let mut fds = Vec::new();
-    let mut exact = |buf: &mut [u8], fds: &mut Vec<std::os::fd::OwnedFd>| {
-        let mut at = 0;
-        while at < buf.len() {
-            match receive_with_fds(fd, &mut buf[at..], &mut space, fds)? {
-                0 => return Ok(false),
-                n => at += n,
-            }
-        }
-        Ok::<bool, std::io::Error>(true)
-    };
     let mut byte = [0u8; 1];
-    if !exact(&mut byte, &mut fds)? {
+    if !receive_exact(fd, &mut byte, &mut fds)? {
         return Ok(None);
     }
     match byte[0] {
         GO => Ok(Some(None)),
-        GO_WITH_RULES => {
-            let mut len = [0u8; 4];
-            if !exact(&mut len, &mut fds)? {
-                return Ok(None);
-            }
-            let len = u32::from_le_bytes(len) as usize;
-            if len > RULES_MAX {
-                return Err(std::io::Error::other(format!(
-                    "a Landlock plan of {len} bytes"
-                )));
-            }
-            let mut rules = vec![0u8; len];
-            if !exact(&mut rules, &mut fds)? {
-                return Ok(None);
-            }
-            Ok(Some(Some((rules, fds))))
-        }
+        GO_WITH_RULES => Ok(receive_framed(fd, fds)?.map(Some)),
         _ => Ok(None),
     }
+}
+
+/// A length (`u32`, little-endian) and that many bytes, with `bytes`.
+pub(crate) fn framed(bytes: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    let mut message = Vec::with_capacity(4 + bytes.len());
+    message.extend_from_slice(&len.to_le_bytes());
+    message.extend_from_slice(bytes);
+    message
+}
+
+/// Reads what [`framed`] wrote (at most [`RULES_MAX`] bytes) from `fd`, with the descriptors
+/// sent with it added to `fds`; `None` at EOF.
+pub(crate) fn receive_framed(
+    fd: std::os::fd::BorrowedFd<'_>,
+    mut fds: Vec<std::os::fd::OwnedFd>,
+) -> std::io::Result<Option<Rules>> {
+    let mut len = [0u8; 4];
+    if !receive_exact(fd, &mut len, &mut fds)? {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > RULES_MAX {
+        return Err(std::io::Error::other(format!("a message of {len} bytes")));
+    }
+    let mut bytes = vec![0u8; len];
+    if !receive_exact(fd, &mut bytes, &mut fds)? {
+        return Ok(None);
+    }
+    Ok(Some((bytes, fds)))
+}
+
+/// Fills `buf` from `fd`, adding the descriptors that come with it to `fds`; `false` at EOF.
+fn receive_exact(
+    fd: std::os::fd::BorrowedFd<'_>,
+    buf: &mut [u8],
+    fds: &mut Vec<std::os::fd::OwnedFd>,
+) -> std::io::Result<bool> {
+    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
+    let mut at = 0;
+    while at < buf.len() {
+        match receive_with_fds(fd, &mut buf[at..], &mut space, fds)? {
+            0 => return Ok(false),
+            n => at += n,
+        }
+    }
+    Ok(true)
 }
 
 /// The byte a spare helper sends once its preparation is made, with its mount namespace's

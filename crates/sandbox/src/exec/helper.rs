@@ -1,6 +1,7 @@
 //! The helper: a small single-threaded process that applies the [`Plan`] to itself and execs.
 
 mod mounts;
+mod resident;
 mod setup;
 mod spare;
 
@@ -35,6 +36,8 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   mounts `/proc`, tells the launcher it is ready, then reads its plan and, once it has
 ///   checked the preparation is the plan's own, applies the rest as `run` does from the
 ///   rlimits on.
+/// - `resident` (see [`resident`](super::resident)): forks spares on the launcher's requests,
+///   each the launcher's child (`CLONE_PARENT`), which runs the `spare` mode without an `exec`.
 /// - `probe`: tries a seccomp filter with a user-notification listener in a child, then to
 ///   unshare user, net, pid and mount namespaces, then bind mounts and a procfs mount in a
 ///   child, and prints one JSON line.
@@ -58,11 +61,12 @@ pub fn helper_main() -> ! {
     match args.first().and_then(|a| a.to_str()) {
         None | Some("run") => run(),
         Some("spare") => spare::run(args.get(1).and_then(|a| a.to_str())),
+        Some("resident") => resident::run(),
         Some("probe") => probe(),
         Some("degrade") => super::degrade::main(&args[1..]),
         Some(other) => fail(
             "usage",
-            &format!("unknown mode {other:?} (run|spare|probe|degrade)"),
+            &format!("unknown mode {other:?} (run|spare|resident|probe|degrade)"),
         ),
     }
 }

@@ -4,8 +4,9 @@
 //! ([`HelperCommand`]) is posix_spawned with an empty environment and one end of a Unix socket pair
 //! as its **stdin**; it calls `setsid` and blocks reading its [`Plan`], one JSON document.
 //! [`Launcher::run`] writes the plan to a helper started ahead of time, its *spare* (`warm.rs`),
-//! which has already entered the namespaces of the launcher's policy ([`Ahead`]), or to a fresh
-//! one when there is none; the helper reads it to EOF, keeps the socket as its error
+//! which has already entered the namespaces of the launcher's policy ([`Ahead`]) and built its
+//! Landlock ruleset, forked by the launcher's resident helper (`resident.rs`), or to a fresh one
+//! when there is none; the helper reads it to EOF, keeps the socket as its error
 //! channel (close-on-exec), reopens stdin on `/dev/null`, applies every layer to itself
 //! ([`helper_main`]) and `execve`s the target. The supervisor captures stdout and stderr with
 //! separate caps and kills the process group (and the pid namespace with it) on timeout.
@@ -39,6 +40,7 @@ mod launcher;
 mod loopback;
 mod plan;
 mod process;
+mod resident;
 mod rules;
 mod seccomp;
 mod spawn;
