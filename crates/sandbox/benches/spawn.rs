@@ -1,5 +1,6 @@
 //! Spawn overhead of `bash`'s sandbox: `true` run plainly, through the sandbox launcher (all
-//! layers: helper re-exec, setsid, rlimits, user+net+pid+mount namespaces, Landlock, seccomp,
+//! layers: the helper (a spare forked by the resident helper, or spawned), setsid, rlimits,
+//! user+net+pid+mount namespaces, Landlock, seccomp,
 //! cleared environment, the tree's control group) back to back (each launch waits for the spare
 //! the one before started, if it is not ready yet), the same with its spare ready (the wait for
 //! it untimed), without the control group, and through bubblewrap with a comparable set of

@@ -27,6 +27,8 @@ pub(super) fn run() -> ! {
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
     // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"toolsmith-resid".as_ptr()) };
+    // A session of its own, as every helper: a Ctrl-C on toolsmith's terminal must not kill it.
+    rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
     let parent = rustix::process::getppid();
     setup::set_pdeathsig();
     if rustix::process::getppid() != parent {
