@@ -198,6 +198,12 @@ pub(crate) fn number_literal(value: &Value) -> String {
     }
 }
 
+/// The most array elements one call's arguments may skip (each written as `null`). Gemini
+/// sends elements in order and skips none; the tolerance is for a stream that does, but an
+/// index is a number a few bytes long: `$.a[4000000000]` made the writer append four billion
+/// `null`s (found by fuzzing: 2 GiB and 20 s from a 6 KiB stream).
+pub(crate) const MAX_SKIPPED_ELEMENTS: usize = 1_000;
+
 #[derive(Debug)]
 struct Frame {
     /// How the parent reaches this container (`None` for the root).
@@ -211,7 +217,7 @@ struct Frame {
 /// Gemini sends arguments depth-first in document order; each value goes where its path says,
 /// containers are opened and closed as the path moves on, and a string sent in pieces
 /// (`willContinue`) stays open until its last piece. Array elements skipped by an index are
-/// `null`. A path going back into a member already closed cannot be merged into text already
+/// `null`, [`MAX_SKIPPED_ELEMENTS`] of them in all at most. A path going back into a member already closed cannot be merged into text already
 /// sent: it is written again (a repeated key, or a further array element).
 #[derive(Debug, Default)]
 pub(crate) struct ArgsWriter {
@@ -223,6 +229,8 @@ pub(crate) struct ArgsWriter {
     /// (Keeping the whole path allocated it, and its keys, for every string value.)
     open_string: Option<Option<Segment>>,
     closed: bool,
+    /// Array elements written as `null` because an index skipped them.
+    skipped: usize,
 }
 
 impl ArgsWriter {
@@ -257,12 +265,17 @@ impl ArgsWriter {
 
     /// Writes `piece` at `path`; `more` (the argument's `willContinue`) keeps a string open for
     /// further pieces at the same path.
+    ///
+    /// # Errors
+    ///
+    /// [`TooManySkipped`] when an index would skip more array elements than
+    /// [`MAX_SKIPPED_ELEMENTS`] in all; nothing of the piece is written.
     pub(crate) fn write<K: AsRef<str>>(
         &mut self,
         path: &[Segment<K>],
         piece: Piece<'_>,
         more: bool,
-    ) {
+    ) -> Result<(), TooManySkipped> {
         if self.open_string.is_some() {
             if let (true, Piece::Str(s)) = (self.is_open_string(path), &piece) {
                 escape_into(&mut self.text, s);
@@ -270,13 +283,13 @@ impl ArgsWriter {
                     self.text.push('"');
                     self.open_string = None;
                 }
-                return;
+                return Ok(());
             }
             self.text.push('"');
             self.open_string = None;
         }
         if self.closed {
-            return;
+            return Ok(());
         }
         let Some((_, parents)) = path.split_last() else {
             // `$`: the whole value at once.
@@ -284,11 +297,11 @@ impl ArgsWriter {
                 self.value(path, piece, more);
                 self.closed = self.open_string.is_none();
             }
-            return;
+            return Ok(());
         };
         if self.frames.is_empty() {
             if !self.text.is_empty() {
-                return;
+                return Ok(());
             }
             let array = matches!(path[0], Segment::Index(_));
             self.text.push(if array { '[' } else { '{' });
@@ -313,12 +326,12 @@ impl ArgsWriter {
             self.pop();
         }
         for (i, segment) in path.iter().enumerate().skip(depth - 1) {
-            if !self.member(segment) {
-                return;
+            if !self.member(segment)? {
+                return Ok(());
             }
             if i + 1 == path.len() {
                 self.value(path, piece, more);
-                return;
+                return Ok(());
             }
             let array = matches!(path[i + 1], Segment::Index(_));
             self.text.push(if array { '[' } else { '{' });
@@ -328,6 +341,7 @@ impl ArgsWriter {
                 count: 0,
             });
         }
+        Ok(())
     }
 
     /// Ends the arguments: closes what is open; no arguments at all are `{}`.
@@ -367,9 +381,9 @@ impl ArgsWriter {
 
     /// Starts a member of the innermost container; `false` (nothing written) when the segment
     /// does not fit it (an index into an object, a key into an array).
-    fn member<K: AsRef<str>>(&mut self, segment: &Segment<K>) -> bool {
+    fn member<K: AsRef<str>>(&mut self, segment: &Segment<K>) -> Result<bool, TooManySkipped> {
         let Some(frame) = self.frames.last_mut() else {
-            return false;
+            return Ok(false);
         };
         match (segment, frame.array) {
             (Segment::Key(key), false) => {
@@ -380,9 +394,17 @@ impl ArgsWriter {
                 self.text.push('"');
                 escape_into(&mut self.text, key.as_ref());
                 self.text.push_str("\":");
-                true
+                Ok(true)
             }
             (Segment::Index(index), true) => {
+                let skips = index.saturating_sub(frame.count);
+                if skips > MAX_SKIPPED_ELEMENTS - self.skipped {
+                    return Err(TooManySkipped {
+                        index: *index,
+                        len: frame.count,
+                    });
+                }
+                self.skipped += skips;
                 while frame.count < *index {
                     if frame.count > 0 {
                         self.text.push(',');
@@ -394,9 +416,9 @@ impl ArgsWriter {
                     self.text.push(',');
                 }
                 frame.count += 1;
-                true
+                Ok(true)
             }
-            _ => false,
+            _ => Ok(false),
         }
     }
 
@@ -414,6 +436,15 @@ impl ArgsWriter {
             Piece::Literal(literal) => self.text.push_str(&literal),
         }
     }
+}
+
+/// An index that would skip more array elements than [`MAX_SKIPPED_ELEMENTS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooManySkipped {
+    /// The index the path asked for.
+    index: usize,
+    /// How many elements the array had.
+    len: usize,
 }
 
 /// Appends `s` escaped as the inside of a JSON string (as `serde_json` writes it).
@@ -479,8 +510,19 @@ pub(crate) fn apply(args: &mut ArgsWriter, arg: &PartialArg<'_>) -> Result<(), M
         // No value (a bare continuation marker).
         return Ok(());
     };
-    args.write(&path, piece, more);
-    Ok(())
+    args.write(&path, piece, more).map_err(|skipped| {
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!(
+                "The Gemini stream sent a function-call argument at index {} of an array of {} \
+                 elements: a call's arguments may skip at most {MAX_SKIPPED_ELEMENTS} elements \
+                 in all ({}).",
+                skipped.index,
+                skipped.len,
+                excerpt(raw_path, 100)
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -532,7 +574,7 @@ mod tests {
             ("$.done", Piece::Literal("true".into()), false),
         ];
         for (p, piece, more) in steps {
-            w.write(&path(p), piece.clone(), *more);
+            w.write(&path(p), piece.clone(), *more).unwrap();
             deltas.push_str(&w.take_delta().unwrap_or_default());
         }
         w.close();
@@ -564,16 +606,18 @@ mod tests {
 
         let mut w = ArgsWriter::default();
         w.whole(&json!({"a": 1}));
-        w.write(&path("$.b"), Piece::Str("ignored"), false);
+        w.write(&path("$.b"), Piece::Str("ignored"), false).unwrap();
         w.close();
         assert_eq!(w.text(), r#"{"a":1}"#);
 
         // Mismatched kinds are dropped; control characters escaped; the result stays JSON.
         let mut w = ArgsWriter::default();
-        w.write(&path("$.a"), Piece::Str("\u{1}"), false);
-        w.write(&path("$[0]"), Piece::Str("dropped"), false);
-        w.write(&path("$.a[0]"), Piece::Literal("null".into()), false);
-        w.write(&path("$.s"), Piece::Str("open"), true);
+        w.write(&path("$.a"), Piece::Str("\u{1}"), false).unwrap();
+        w.write(&path("$[0]"), Piece::Str("dropped"), false)
+            .unwrap();
+        w.write(&path("$.a[0]"), Piece::Literal("null".into()), false)
+            .unwrap();
+        w.write(&path("$.s"), Piece::Str("open"), true).unwrap();
         w.close();
         let value: Value = serde_json::from_str(w.text()).unwrap();
         assert_eq!(value, json!({"a": [null], "s": "open"}));
@@ -592,9 +636,11 @@ mod tests {
 
         fn segment() -> impl Strategy<Value = Segment> {
             prop_oneof![
-                prop::sample::select(vec!["a", "b", "c d", "é\"q"])
+                4 => prop::sample::select(vec!["a", "b", "c d", "é\"q"])
                     .prop_map(|k| Segment::Key(k.to_string())),
-                (0usize..4).prop_map(Segment::Index),
+                4 => (0usize..4).prop_map(Segment::Index),
+                // Now and then an index far past the end: refused past the skip allowance.
+                1 => (0usize..3_000).prop_map(Segment::Index),
             ]
         }
 
@@ -618,7 +664,8 @@ mod tests {
                         Some(s) => Piece::Str(s),
                         None => Piece::Literal("1.5".into()),
                     };
-                    w.write(path, piece, *more);
+                    // A refused piece writes nothing of itself; the text stays a JSON prefix.
+                    let _ = w.write(path, piece, *more);
                     deltas.push_str(&w.take_delta().unwrap_or_default());
                 }
                 w.close();
@@ -629,6 +676,7 @@ mod tests {
                     "not JSON: {}",
                     w.text()
                 );
+                prop_assert!(w.text().matches("null").count() <= MAX_SKIPPED_ELEMENTS);
             }
 
             #[test]

@@ -308,6 +308,38 @@ fn broken_streams_end_in_clean_errors() {
         )
     );
 
+    // An index far past an array's end: the skipped elements would be written as `null`s, four
+    // billion of them here (found by fuzzing: 2 GiB from a 6 KiB stream). A few are allowed, not
+    // more than 1 000 in one call's arguments.
+    let call = chunk(json!([{"functionCall": {"name": "f", "willContinue": true}}]));
+    let s = decode_payloads(&[
+        call.clone(),
+        chunk(json!([{"functionCall": {"partialArgs": [
+            {"jsonPath": "$.a[2]", "numberValue": 1},
+            {"jsonPath": "$.b[998]", "numberValue": 2}
+        ]}}])),
+        last(json!([]), "STOP"),
+    ]);
+    assert!(s.error.is_none(), "{:?}", s.error);
+    let input: Value = serde_json::from_str(&s.calls[0].input).unwrap();
+    assert_eq!(input["a"], json!([null, null, 1]));
+    assert_eq!(input["b"].as_array().unwrap().len(), 999);
+    let s = decode_payloads(&[
+        call,
+        chunk(json!([{"functionCall": {"partialArgs": [
+            {"jsonPath": "$.a[2]", "numberValue": 1},
+            {"jsonPath": "$.items[4000000000]", "numberValue": 2}
+        ]}}])),
+    ]);
+    let error = s.error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+    assert_eq!(
+        error.message,
+        "The Gemini stream sent a function-call argument at index 4000000000 of an array of 0 \
+         elements: a call's arguments may skip at most 1000 elements in all \
+         ($.items[4000000000])."
+    );
+
     // Whole bodies: not JSON objects.
     assert_eq!(
         decode_response(&json!([1])).unwrap_err().kind,
