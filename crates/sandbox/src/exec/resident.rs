@@ -95,15 +95,8 @@ impl Drop for Resident {
     }
 }
 
-/// A pipe, both ends close-on-exec: `(read, write)`.
-#[allow(unsafe_code)]
+/// A pipe, both ends close-on-exec (std's): `(read, write)`.
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are fresh and owned by nothing else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (read, write) = std::io::pipe()?;
+    Ok((read.into(), write.into()))
 }
