@@ -103,6 +103,19 @@ fn zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+fn kill(pid: u32) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+}
+
+/// Waits (5 s at most) until every one of `pids` has exited: gone, or a zombie.
+fn wait_exited(pids: &[u32]) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[tokio::test]
 async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
     let _serial = SERIAL.lock().await;
@@ -139,16 +152,10 @@ async fn a_spare_that_died_is_replaced_by_a_fresh_helper() {
     launcher.run(&echo(&root, "one")).await.unwrap();
     let spares = wait_for_spares();
     assert!(!spares.is_empty());
-    for pid in &spares {
-        let pid = rustix::process::Pid::from_raw(*pid as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    }
+    spares.iter().copied().for_each(kill);
     // Dead: its files closed, so the plan cannot be sent to it. (A spare killed while its plan
     // is on the way dies as a command killed by SIGKILL would, and is reported so.)
-    let until = Instant::now() + Duration::from_secs(5);
-    while spares.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_exited(&spares.iter().copied().collect::<Vec<_>>());
     let out = launcher.run(&echo(&root, "after")).await.unwrap();
     assert_eq!((out.exit_code, out.stdout.as_str()), (0, "after\n"));
 }
@@ -359,13 +366,9 @@ async fn a_spare_whose_pid_1_died_is_replaced_by_a_fresh_helper() {
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
     let (spare, pid1) = wait_for_prepared_spare().expect("a prepared spare");
-    let pid1 = rustix::process::Pid::from_raw(pid1 as i32).unwrap();
-    rustix::process::kill_process(pid1, rustix::process::Signal::KILL).unwrap();
+    kill(pid1);
     // The spare relays its PID 1's death and exits.
-    let until = Instant::now() + Duration::from_secs(5);
-    while alive(spare) && !zombie(spare) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_exited(&[spare]);
     let out = launcher.run(&echo(&root, "after")).await.unwrap();
     assert_eq!((out.exit_code, out.stdout.as_str()), (0, "after\n"));
 }
@@ -607,12 +610,8 @@ async fn a_dead_resident_helper_is_replaced_and_launches_go_on() {
     let found = residents();
     assert_eq!(found.len(), 1, "{found:?}");
     let dead = found[0];
-    let pid = rustix::process::Pid::from_raw(dead as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
-    while alive(dead) && !zombie(dead) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    kill(dead);
+    wait_exited(&[dead]);
     // The spare it forked before is the launcher's own and serves; the next one cannot be
     // forked by the dead resident, so it is spawned; the one after that is forked by a new one.
     for text in ["two", "three", "four"] {
