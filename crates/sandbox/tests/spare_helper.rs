@@ -126,6 +126,8 @@ async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
         launcher.run(&echo(&root, "one")).await.unwrap().stdout,
         "one\n"
     );
+    // Ready: a prepared spare's PID 1 (the spare that forked it has exited), or the spare.
+    assert!(launcher.warm_up());
     let spares = wait_for_spares();
     assert_eq!(spares.len(), 1, "one spare after a launch: {:?}", helpers());
     let spare = *spares.first().unwrap();
@@ -150,6 +152,7 @@ async fn a_spare_that_died_is_replaced_by_a_fresh_helper() {
     let root = dir.path().canonicalize().unwrap();
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
+    assert!(launcher.warm_up());
     let spares = wait_for_spares();
     assert!(!spares.is_empty());
     spares.iter().copied().for_each(kill);
@@ -167,9 +170,10 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
     let root = dir.path().canonicalize().unwrap();
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
+    // Ready: with namespaces, the spare's PID 1 (this process' child) is what waits.
+    assert!(launcher.warm_up());
     let spares = wait_for_spares();
     assert!(!spares.is_empty());
-    // A prepared spare's PID 1 goes with it (`PR_SET_PDEATHSIG`).
     let pid1s: Vec<u32> = spares.iter().flat_map(|p| children(*p)).collect();
     drop(launcher);
     let until = Instant::now() + Duration::from_secs(5);
@@ -211,7 +215,7 @@ async fn concurrent_launches_each_get_a_helper() {
     }
 }
 
-/// The children of `pid` (a prepared spare has one: its pid namespace's PID 1).
+/// The children of `pid`.
 fn children(pid: u32) -> Vec<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
@@ -233,17 +237,16 @@ fn namespaces() -> bool {
     )
 }
 
-/// A spare that has entered its namespaces: its PID 1 is forked, in a network namespace other
-/// than this process'. Waits for one (5 s at most).
-fn wait_for_prepared_spare() -> Option<(u32, u32)> {
+/// A spare that has entered its namespaces: its PID 1, this process' own child (forked with
+/// `CLONE_PARENT`; the spare that forked it has exited), in a network namespace other than this
+/// process'. Waits for one (5 s at most).
+fn wait_for_prepared_spare() -> Option<u32> {
     let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        for spare in wait_for_spares() {
-            if let Some(&pid1) = children(spare).first()
-                && std::fs::read_link(format!("/proc/{pid1}/ns/net")).is_ok_and(|ns| ns != ours)
-            {
-                return Some((spare, pid1));
+        for pid1 in wait_for_spares() {
+            if std::fs::read_link(format!("/proc/{pid1}/ns/net")).is_ok_and(|ns| ns != ours) {
+                return Some(pid1);
             }
         }
         if Instant::now() > until {
@@ -282,7 +285,7 @@ async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_sha
     let mut held = Vec::new();
     let mut seen: Vec<Vec<String>> = Vec::new();
     for round in 0..3 {
-        let (_, pid1) = wait_for_prepared_spare().expect("a prepared spare");
+        let pid1 = wait_for_prepared_spare().expect("a prepared spare");
         let prepared: Vec<String> = kinds
             .iter()
             .map(|k| {
@@ -365,10 +368,9 @@ async fn a_spare_whose_pid_1_died_is_replaced_by_a_fresh_helper() {
     let root = dir.path().canonicalize().unwrap();
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
-    let (spare, pid1) = wait_for_prepared_spare().expect("a prepared spare");
+    let pid1 = wait_for_prepared_spare().expect("a prepared spare");
     kill(pid1);
-    // The spare relays its PID 1's death and exits.
-    wait_exited(&[spare]);
+    wait_exited(&[pid1]);
     let out = launcher.run(&echo(&root, "after")).await.unwrap();
     assert_eq!((out.exit_code, out.stdout.as_str()), (0, "after\n"));
 }
@@ -398,26 +400,9 @@ async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
     let ahead = Ahead::of(&full_plan).expect("a preparation");
     assert!(!ahead.admits(&off_plan));
 
-    let (mut ours, theirs) = UnixStream::pair().unwrap();
-    let mut helper = std::process::Command::new(common::helper_path())
-        .arg("spare")
-        .arg(serde_json::to_string(&ahead).unwrap())
-        .stdin(std::os::fd::OwnedFd::from(theirs))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    ours.write_all(b"!").unwrap();
-    let mut ready = [0u8; 1];
-    ours.read_exact(&mut ready).unwrap();
-    assert_eq!(&ready, b"+", "the helper prepared");
-    ours.write_all(&serde_json::to_vec(&off_plan).unwrap())
-        .unwrap();
-    ours.shutdown(std::net::Shutdown::Write).unwrap();
-    let status = helper.wait().unwrap();
-    let mut report = String::new();
-    ours.read_to_string(&mut report).unwrap();
-    assert_eq!(status.code(), Some(125), "{report}");
+    let (helper, ours) = started_spare(&ahead, b"!");
+    let (code, report) = hand(helper, ours, &off_plan);
+    assert_eq!(code, 125, "{report}");
     assert!(
         report.contains(r#""kind":"plan""#) && report.contains("prepared for other namespaces"),
         "{report}"
@@ -425,11 +410,19 @@ async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
     assert!(!marker.exists(), "the command ran");
 }
 
+/// A helper started by hand, and what to wait for: the helper, or (a spare with a pid
+/// namespace) its PID 1, this process' child since the spare forked it with `CLONE_PARENT`.
+enum Started {
+    Helper(std::process::Child),
+    Pid1(i32),
+}
+
 /// A spare helper started by hand: `go` is its go message (`!`, or `#`, a length and a Landlock
-/// plan); returns it and the launcher's end once it said it is ready.
-fn started_spare(ahead: &Ahead, go: &[u8]) -> (std::process::Child, UnixStream) {
+/// plan); returns it (its PID 1 once forked: the spare has exited then) and the launcher's end
+/// once it said it is ready.
+fn started_spare(ahead: &Ahead, go: &[u8]) -> (Started, UnixStream) {
     let (mut ours, theirs) = UnixStream::pair().unwrap();
-    let helper = std::process::Command::new(common::helper_path())
+    let mut helper = std::process::Command::new(common::helper_path())
         .arg("spare")
         .arg(serde_json::to_string(ahead).unwrap())
         .stdin(std::os::fd::OwnedFd::from(theirs))
@@ -440,8 +433,18 @@ fn started_spare(ahead: &Ahead, go: &[u8]) -> (std::process::Child, UnixStream) 
     ours.write_all(go).unwrap();
     let mut ready = [0u8; 1];
     ours.read_exact(&mut ready).unwrap();
+    let started = if &ready == b"1" {
+        let mut pid = [0u8; 4];
+        ours.read_exact(&mut pid).unwrap();
+        // The spare exits once PID 1 is ours.
+        assert!(helper.wait().unwrap().success());
+        ours.read_exact(&mut ready).unwrap();
+        Started::Pid1(i32::from_le_bytes(pid))
+    } else {
+        Started::Helper(helper)
+    };
     assert_eq!(&ready, b"+", "the helper prepared");
-    (helper, ours)
+    (started, ours)
 }
 
 /// `#`, the length and `plan`'s Landlock rules: the go of a spare that builds its ruleset ahead.
@@ -454,13 +457,20 @@ fn go_with_rules(plan: &Plan) -> Vec<u8> {
 }
 
 /// Sends `plan` to a started helper and waits for it: its exit code and its report.
-fn hand(mut helper: std::process::Child, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
+fn hand(helper: Started, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
     ours.write_all(&serde_json::to_vec(plan).unwrap()).unwrap();
     ours.shutdown(std::net::Shutdown::Write).unwrap();
-    let status = helper.wait().unwrap();
+    let code = match helper {
+        Started::Helper(mut helper) => helper.wait().unwrap().code(),
+        Started::Pid1(pid) => {
+            let pid = rustix::process::Pid::from_raw(pid).unwrap();
+            let waited = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+            waited.unwrap().and_then(|(_, status)| status.exit_status())
+        }
+    };
     let mut report = String::new();
     ours.read_to_string(&mut report).unwrap();
-    (status.code().unwrap_or(-1), report)
+    (code.unwrap_or(-1), report)
 }
 
 #[tokio::test]
@@ -560,7 +570,7 @@ async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let (code, report) = hand(helper, ours, &plan);
+    let (code, report) = hand(Started::Helper(helper), ours, &plan);
     assert_eq!(code, 125, "{report}");
     assert!(report.contains("built none"), "{report}");
     assert!(!marker.exists(), "the command ran");
@@ -581,7 +591,7 @@ async fn spares_are_forked_by_one_resident_helper_as_children_of_the_launcher() 
         let text = i.to_string();
         let out = launcher.run(&echo(&root, &text)).await.unwrap();
         assert_eq!(out.stdout, format!("{text}\n"));
-        let (spare, _) = wait_for_prepared_spare().expect("a prepared spare");
+        let spare = wait_for_prepared_spare().expect("a prepared spare");
         // The launcher's child (`helpers` lists only this process' children), in a session of
         // its own, and never one seen before.
         assert!(seen.insert(spare), "spare {spare} served twice");
@@ -626,4 +636,51 @@ async fn a_dead_resident_helper_is_replaced_and_launches_go_on() {
     assert_eq!(found.len(), 1, "a new resident: {found:?}");
     assert_ne!(found[0], dead);
     assert!(!alive(dead), "the dead resident was reaped");
+}
+
+#[tokio::test]
+async fn a_prepared_spares_pid_1_reports_exits_signals_and_timeouts_exactly() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut policy = SandboxPolicy::new(&root);
+    policy.limits.timeout = Duration::from_secs(1);
+    let launcher = Launcher::new(common::helper(), policy);
+    let run = |args: &[&str]| {
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let request = ExecRequest::new("sh", args, &root);
+        let launcher = &launcher;
+        async move {
+            // Each launch is served by a ready spare: its PID 1, the launcher's own child,
+            // whose status the launch reports (no middle process relays it).
+            assert!(launcher.warm_up());
+            assert!(wait_for_prepared_spare().is_some());
+            launcher.run(&request).await.unwrap()
+        }
+    };
+    let out = run(&["-c", "echo out; echo err >&2; exit 3"]).await;
+    assert_eq!(
+        (out.exit_code, out.stdout.as_str(), out.stderr.as_str()),
+        (3, "out\n", "err\n")
+    );
+    if common::python() {
+        // A real fault (a self-sent signal is ignored by PID 1 of a pid namespace).
+        let fault = format!("{} -c 'import ctypes; ctypes.string_at(0)'", common::PYTHON);
+        let out = run(&["-c", &format!("exec {fault}")]).await;
+        assert_eq!(
+            (out.exit_code, out.signal.as_deref()),
+            (1, Some("SIGSEGV")),
+            "{out:?}"
+        );
+    }
+    // The timeout kills the whole tree, a `setsid` escapee (a session of its own, inside the
+    // pid namespace) included.
+    let out = run(&["-c", "setsid sleep 331.7 & sleep 300"]).await;
+    assert!(out.timed_out, "{out:?}");
+    assert_eq!(out.signal.as_deref(), Some("SIGKILL"), "{out:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(common::survivors("331.7"), 0, "a setsid escapee survived");
 }

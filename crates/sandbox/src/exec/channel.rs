@@ -9,7 +9,8 @@
 //! process of the double fork closes it at once; only PID 1 keeps it.
 //!
 //! A spare helper that prepares ahead ([`Ahead`](super::Ahead)) first exchanges two bytes on it:
-//! [`GO`] from the launcher, then [`READY`] (or a report) from the helper.
+//! [`GO`] from the launcher, then [`READY`] (or a report) from the helper; with a pid namespace,
+//! [`PID1`] and PID 1's pid come before [`READY`].
 
 use std::io::Read;
 use std::os::fd::AsFd;
@@ -111,6 +112,22 @@ fn receive_exact(
 /// The byte a spare helper sends once its preparation is made, with its mount namespace's
 /// descriptor (see `warm.rs`). A report (`{`…) or EOF in its place means the preparation failed.
 pub(crate) const READY: u8 = b'+';
+
+/// The byte a prepared spare helper with a pid namespace sends once it has forked the
+/// namespace's PID 1, followed by PID 1's pid (`i32`, little-endian): PID 1 is forked with
+/// `CLONE_PARENT`, the launcher's own child, which the launcher waits for and reaps in place of
+/// the spare (see `helper/setup.rs`). It comes before [`READY`] (or a report from PID 1).
+pub(crate) const PID1: u8 = b'1';
+
+/// Launcher side: reads the pid that follows [`PID1`]; `None` at EOF.
+pub(crate) fn receive_pid(stream: &UnixStream) -> std::io::Result<Option<i32>> {
+    let mut pid = [0u8; 4];
+    let mut fds = Vec::new();
+    if !receive_exact(stream.as_fd(), &mut pid, &mut fds)? {
+        return Ok(None);
+    }
+    Ok(Some(i32::from_le_bytes(pid)))
+}
 
 /// The most bytes of a report the launcher reads (a report is one short JSON object).
 const REPORT_MAX: usize = 64 * 1024;

@@ -31,10 +31,11 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   plan's environment.
 /// - `spare PREPARATION` (a spare helper, see [`Ahead`](super::Ahead)): closes stray fds, calls
 ///   `setsid`, waits for the launcher's go (it is in its control group then), sets
-///   `PR_SET_PDEATHSIG`, unshares the namespaces of the preparation, forks PID 1 (a plain fork:
-///   it waits, and a vfork parent would wait uninterruptibly), makes the mounts private and
-///   mounts `/proc`, tells the launcher it is ready, then reads its plan and, once it has
-///   checked the preparation is the plan's own, applies the rest as `run` does from the
+///   `PR_SET_PDEATHSIG`, unshares the namespaces of the preparation, forks PID 1 with
+///   `CLONE_PARENT` (the launcher's child, in a session of its own; the spare sends its pid
+///   and exits, so no middle process relays the command's exit), which makes the mounts
+///   private and mounts `/proc`, tells the launcher it is ready, then reads its plan and, once
+///   it has checked the preparation is the plan's own, applies the rest as `run` does from the
 ///   rlimits on.
 /// - `resident` (see [`resident`](super::resident)): forks spares on the launcher's requests,
 ///   each the launcher's child (`CLONE_PARENT`), which runs the `spare` mode without an `exec`.

@@ -10,7 +10,8 @@
 //!
 //! A spare forked by the resident helper ([`resident`](super::resident)) is this process' child
 //! too (`CLONE_PARENT`), but not a `std::process::Child`: it is held by its pid and pipes, and
-//! reaped with `waitpid` ([`HelperProcess::forked`]).
+//! reaped with `waitpid` ([`HelperProcess::forked`]). So is a prepared spare's PID 1, which the
+//! spare forks with `CLONE_PARENT` and the launch waits for in place of the spare.
 //! [`SandboxedChild`](super::SandboxedChild) holds one too, and reaps it synchronously.
 
 use std::io;

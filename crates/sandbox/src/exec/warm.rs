@@ -53,9 +53,11 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+
 use super::ahead::Ahead;
 use super::cgroup::Cgroup;
-use super::channel::{self, GO, READY};
+use super::channel::{self, GO, PID1, READY};
 use super::launcher::enter_group;
 use super::process::HelperProcess;
 use super::resident::Resident;
@@ -203,9 +205,11 @@ impl Waiting {
         matches!((&self.rules, rules), (Some(built), Some(rules)) if built.same(rules))
     }
 
-    /// Sends [`GO`] (or, with [`Waiting::rules`], [`GO_WITH_RULES`](channel::GO_WITH_RULES), the Landlock plan and its
-    /// descriptors) and waits for [`READY`]; returns the descriptors that came with it.
-    fn prepare(&self) -> Result<Vec<OwnedFd>, ExecError> {
+    /// Sends [`GO`] (or, with [`Waiting::rules`], [`GO_WITH_RULES`](channel::GO_WITH_RULES), the
+    /// Landlock plan and its descriptors) and waits for [`READY`]; returns the descriptors that
+    /// came with it. With a pid namespace, [`PID1`] and PID 1's pid come first: PID 1 is this
+    /// process' child ([`adopt`](Self::adopt)), and the spare that forked it exits.
+    fn prepare(&mut self) -> Result<Vec<OwnedFd>, ExecError> {
         let lost =
             |why: String| ExecError::Helper(format!("the spare helper did not prepare: {why}"));
         match &self.rules {
@@ -224,10 +228,23 @@ impl Waiting {
         self.channel
             .set_read_timeout(Some(PREPARE_TIMEOUT))
             .map_err(|e| lost(e.to_string()))?;
-        let answer = channel::receive_byte(&self.channel);
+        let mut answer = channel::receive_byte(&self.channel);
+        // The spare, once PID 1 is adopted: reaped (it exits as soon as it has sent the pid)
+        // once READY came, or when this returns.
+        let mut spare = None;
+        if matches!(answer, Ok((Some(PID1), _))) {
+            let pid = match channel::receive_pid(&self.channel) {
+                Ok(Some(pid)) => pid,
+                Ok(None) => return Err(lost("it exited".into())),
+                Err(e) => return Err(lost(e.to_string())),
+            };
+            spare = Some(self.adopt(pid).map_err(|e| lost(e.to_string()))?);
+            answer = channel::receive_byte(&self.channel);
+        }
         self.channel
             .set_read_timeout(None)
             .map_err(|e| lost(e.to_string()))?;
+        drop(spare);
         match answer {
             Ok((Some(READY), held)) => Ok(held),
             Ok((Some(first), _)) => {
@@ -240,6 +257,25 @@ impl Waiting {
             Ok((None, _)) => Err(lost("it exited".into())),
             Err(e) => Err(lost(e.to_string())),
         }
+    }
+
+    /// Takes PID 1 of the spare's pid namespace, `pid`, in place of the spare: this process'
+    /// child (forked with `CLONE_PARENT`), in a session of its own, holding the spare's pipes.
+    /// Returns the spare, to be reaped (it has exited or is exiting).
+    ///
+    /// # Errors
+    ///
+    /// When `pid` is not an unreaped child of this process (nothing is adopted then).
+    fn adopt(&mut self, pid: i32) -> std::io::Result<HelperProcess> {
+        let id = Pid::from_raw(pid).ok_or_else(|| std::io::Error::other("no pid"))?;
+        // Only a child of this process answers (an exited one too, still to be reaped).
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        waitid(WaitId::Pid(id), options)?;
+        let (Some(stdout), Some(stderr)) = self.process.take_pipes() else {
+            return Err(std::io::Error::other("the spare's pipes are gone"));
+        };
+        let pid1 = HelperProcess::forked(pid.unsigned_abs(), stdout.into(), stderr.into());
+        Ok(std::mem::replace(&mut self.process, pid1))
     }
 }
 

@@ -5,7 +5,9 @@
 //! The order is `run`'s, with the plan's arrival moved from before the namespaces to after
 //! `/proc`: `setsid`, the go ([`GO`](channel::GO), or [`GO_WITH_RULES`](channel::GO_WITH_RULES)
 //! with a Landlock plan and its descriptors; the helper is in its control group then),
-//! `PR_SET_PDEATHSIG`, `unshare` (identity maps, `lo` up), PID 1, private propagation and the
+//! `PR_SET_PDEATHSIG`, `unshare` (identity maps, `lo` up), PID 1 (forked with `CLONE_PARENT`, the
+//! launcher's child in a session of its own; the spare sends its pid and exits, see
+//! `setup::fork_pid1`), private propagation and the
 //! fresh `/proc`, [`READY`], the Landlock ruleset *built* (not enforced) when the go brought
 //! its rules; then the plan, the checks that it is the preparation's own ([`Ahead::admits`]) and,
 //! when it asks for the ruleset built ahead, that it was built from exactly its rules, the
