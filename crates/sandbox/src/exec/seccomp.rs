@@ -28,8 +28,10 @@
 //! seccompiler's layout of the same rules was 362 instructions and cost ~90 µs more to install
 //! than the previous filter (io_uring and sockets only, 37 instructions): at install the kernel
 //! emulates the filter for every syscall number to build its action cache, and JIT-compiles it.
-//! This layout is 193 instructions, ~20 µs more than the previous filter, and builds in 3 µs
-//! instead of 15. The architecture is checked first (a foreign one kills the process), then x32
+//! This layout was 193 instructions, ~20 µs more than the previous filter, and built in 3 µs
+//! instead of 15. Each answer is now one `ret` that every check jumps to, and the binary
+//! search's leaves jump straight to their check (or to the shared `ret` of an `Always`): 95
+//! instructions, the same answers, the same path length per syscall. The architecture is checked first (a foreign one kills the process), then x32
 //! syscall numbers (bit 30) are denied.
 
 use seccompiler::{BpfProgram, sock_filter};
@@ -198,6 +200,8 @@ enum To {
 struct Assembler {
     code: Vec<Asm>,
     labels: usize,
+    /// One `ret` per answer, shared by every check that gives it (emitted last).
+    returns: Vec<(u32, Label)>,
 }
 
 impl Assembler {
@@ -206,97 +210,100 @@ impl Assembler {
         Label(self.labels - 1)
     }
 
+    /// The shared `ret answer`.
+    fn ret(&mut self, answer: u32) -> Label {
+        if let Some(&(_, label)) = self.returns.iter().find(|(a, _)| *a == answer) {
+            return label;
+        }
+        let label = self.label();
+        self.returns.push((answer, label));
+        label
+    }
+
     fn emit(&mut self, asm: Asm) {
         self.code.push(asm);
     }
 
-    /// `if (acc <op> k) goto yes; else fall through` (and the reverse).
+    /// `if (acc <op> k) goto yes; else goto no` (`To::Next` falls through).
     fn jump(&mut self, code: u16, k: u32, yes: To, no: To) {
         self.emit(Asm::Jump(code, k, yes, no));
     }
 
     /// A binary search over `entries` (sorted): each syscall jumps to its check, every other
-    /// syscall is allowed.
-    fn dispatch(&mut self, entries: &[(u32, Label)]) {
+    /// syscall to `allow`.
+    fn dispatch(&mut self, entries: &[(u32, Label)], allow: Label) {
         if entries.len() <= 3 {
-            for &(nr, check) in entries {
-                let next = self.label();
-                self.jump(BPF_JEQ_K, nr, To::Next, To::Label(next));
-                self.emit(Asm::Ja(check));
-                self.emit(Asm::Label(next));
+            let Some((&(last, last_check), rest)) = entries.split_last() else {
+                self.emit(Asm::Ja(allow));
+                return;
+            };
+            for &(nr, check) in rest {
+                self.jump(BPF_JEQ_K, nr, To::Label(check), To::Next);
             }
-            self.emit(Asm::Ret(ALLOW));
+            self.jump(BPF_JEQ_K, last, To::Label(last_check), To::Label(allow));
             return;
         }
         let (low, high) = entries.split_at(entries.len() / 2);
         let upper = self.label();
         self.jump(BPF_JGE_K, high[0].0, To::Label(upper), To::Next);
-        self.dispatch(low);
+        self.dispatch(low, allow);
         self.emit(Asm::Label(upper));
-        self.dispatch(high);
+        self.dispatch(high, allow);
     }
 
-    fn check(&mut self, check: &Check) {
+    /// Where a syscall with `check` goes: its answer's shared `ret` (`Always`), or the code of
+    /// the check, emitted here.
+    fn check(&mut self, check: &Check) -> Label {
+        if let Check::Always(answer) = check {
+            return self.ret(*answer);
+        }
+        let (allow, deny) = (self.ret(ALLOW), self.ret(EPERM));
+        let start = self.label();
+        self.emit(Asm::Label(start));
         match check {
-            Check::Always(answer) => self.emit(Asm::Ret(*answer)),
+            Check::Always(_) => {}
             Check::SetIdMode { mode } => {
                 self.emit(Asm::Ld(arg(*mode)));
-                self.set_id_test();
+                self.jump(BPF_JSET_K, SET_ID, To::Label(deny), To::Label(allow));
             }
             Check::CreatingOpen { flags, mode } => {
-                let allow = self.label();
                 self.emit(Asm::Ld(arg(*flags)));
                 self.jump(BPF_JSET_K, CREATING, To::Next, To::Label(allow));
                 self.emit(Asm::Ld(arg(*mode)));
-                self.set_id_test();
-                self.emit(Asm::Label(allow));
-                self.emit(Asm::Ret(ALLOW));
+                self.jump(BPF_JSET_K, SET_ID, To::Label(deny), To::Label(allow));
             }
             Check::Mknod { mode } => {
-                let deny = self.label();
                 self.emit(Asm::Ld(arg(*mode)));
                 self.jump(BPF_JSET_K, SET_ID, To::Label(deny), To::Next);
                 self.emit(Asm::And(libc::S_IFMT));
                 self.jump(BPF_JEQ_K, libc::S_IFCHR, To::Label(deny), To::Next);
-                self.jump(BPF_JEQ_K, libc::S_IFBLK, To::Label(deny), To::Next);
-                self.emit(Asm::Ret(ALLOW));
-                self.emit(Asm::Label(deny));
-                self.emit(Asm::Ret(EPERM));
+                self.jump(BPF_JEQ_K, libc::S_IFBLK, To::Label(deny), To::Label(allow));
             }
-            Check::FamiliesAllowed(families) => {
-                let allow = self.label();
-                self.emit(Asm::Ld(arg(0)));
-                for family in families {
-                    self.jump(BPF_JEQ_K, *family, To::Label(allow), To::Next);
-                }
-                self.emit(Asm::Ret(EPERM));
-                self.emit(Asm::Label(allow));
-                self.emit(Asm::Ret(ALLOW));
-            }
-            Check::FamiliesDenied(families) => {
-                let deny = self.label();
-                self.emit(Asm::Ld(arg(0)));
-                for family in families {
-                    self.jump(BPF_JEQ_K, *family, To::Label(deny), To::Next);
-                }
-                self.emit(Asm::Ret(ALLOW));
-                self.emit(Asm::Label(deny));
-                self.emit(Asm::Ret(EPERM));
-            }
+            Check::FamiliesAllowed(families) => self.families(families, allow, deny),
+            Check::FamiliesDenied(families) => self.families(families, deny, allow),
         }
+        start
     }
 
-    /// `return acc & (S_ISUID | S_ISGID) ? EPERM : ALLOW;`
-    fn set_id_test(&mut self) {
-        let allow = self.label();
-        self.jump(BPF_JSET_K, SET_ID, To::Next, To::Label(allow));
-        self.emit(Asm::Ret(EPERM));
-        self.emit(Asm::Label(allow));
-        self.emit(Asm::Ret(ALLOW));
+    /// `return arg0 in families ? listed : other;`
+    fn families(&mut self, families: &[u32], listed: Label, other: Label) {
+        self.emit(Asm::Ld(arg(0)));
+        let Some((&last, rest)) = families.split_last() else {
+            self.emit(Asm::Ja(other));
+            return;
+        };
+        for family in rest {
+            self.jump(BPF_JEQ_K, *family, To::Label(listed), To::Next);
+        }
+        self.jump(BPF_JEQ_K, last, To::Label(listed), To::Label(other));
     }
 
     /// Resolves the labels into relative offsets.
-    fn finish(self) -> Result<BpfProgram, String> {
+    fn finish(mut self) -> Result<BpfProgram, String> {
+        for (answer, label) in std::mem::take(&mut self.returns) {
+            self.emit(Asm::Label(label));
+            self.emit(Asm::Ret(answer));
+        }
         let mut position = vec![0usize; self.labels];
         let mut pc = 0;
         for asm in &self.code {
@@ -336,36 +343,32 @@ impl Assembler {
     }
 }
 
-/// The whole program: architecture check, x32 guard, dispatch, checks.
+/// The whole program: architecture check, x32 guard, dispatch, checks, the shared returns.
 fn assemble(checks: &[(i64, Check)]) -> Result<BpfProgram, String> {
     let mut asm = Assembler {
         code: Vec::new(),
         labels: 0,
+        returns: Vec::new(),
     };
-    let native = asm.label();
+    let kill = asm.ret(SECCOMP_RET_KILL_PROCESS);
     asm.emit(Asm::Ld(ARCH));
-    asm.jump(BPF_JEQ_K, AUDIT_ARCH, To::Label(native), To::Next);
-    asm.emit(Asm::Ret(SECCOMP_RET_KILL_PROCESS));
-    asm.emit(Asm::Label(native));
+    asm.jump(BPF_JEQ_K, AUDIT_ARCH, To::Next, To::Label(kill));
     asm.emit(Asm::Ld(NR));
-    let x32 = asm.label();
+    let x32 = asm.ret(EPERM);
     asm.jump(BPF_JGE_K, 0x4000_0000, To::Label(x32), To::Next);
+    // The checks' code goes after the dispatch: assembled apart, then appended.
+    let dispatch_code = std::mem::take(&mut asm.code);
     let entries: Vec<(u32, Label)> = checks
         .iter()
-        .map(|(nr, _)| {
-            Ok((
-                u32::try_from(*nr).map_err(|e| format!("seccomp: {e}"))?,
-                asm.label(),
-            ))
+        .map(|(nr, check)| {
+            let nr = u32::try_from(*nr).map_err(|e| format!("seccomp: {e}"))?;
+            Ok((nr, asm.check(check)))
         })
         .collect::<Result<_, String>>()?;
-    asm.dispatch(&entries);
-    asm.emit(Asm::Label(x32));
-    asm.emit(Asm::Ret(EPERM));
-    for ((_, check), (_, label)) in checks.iter().zip(&entries) {
-        asm.emit(Asm::Label(*label));
-        asm.check(check);
-    }
+    let checks_code = std::mem::replace(&mut asm.code, dispatch_code);
+    let allow = asm.ret(ALLOW);
+    asm.dispatch(&entries, allow);
+    asm.code.extend(checks_code);
     asm.finish()
 }
 

@@ -193,7 +193,7 @@ fn the_program_stays_small() {
     // Each syscall's check is reached by a binary search; the whole program is what the kernel
     // emulates per syscall number and JIT-compiles at install (see the module docs).
     let p = filter();
-    assert!(p.len() < 200, "{} instructions", p.len());
+    assert!(p.len() < 120, "{} instructions", p.len());
     let entries = checks(&SeccompPlan {
         deny_inet: true,
         deny_unix: true,
