@@ -43,20 +43,10 @@ pub(super) fn run() -> ! {
         };
         let answer = match (std::str::from_utf8(&arg), fds.as_slice()) {
             (Ok(arg), [channel, stdout, stderr]) => {
-                // SAFETY: this process is single-threaded; `CLONE_PARENT | SIGCHLD` without a new
-                // stack is a fork whose child's parent is ours. The child only runs `spare`,
-                // which execs or exits.
-                let pid = unsafe {
-                    libc::syscall(
-                        libc::SYS_clone,
-                        libc::CLONE_PARENT | libc::SIGCHLD,
-                        0usize,
-                        0usize,
-                        0usize,
-                        0usize,
-                    )
-                };
-                if pid == 0 {
+                // The child's parent is ours (the launcher). It only runs `spare`, which execs
+                // or exits.
+                let pid = setup::fork_beside_parent();
+                if let Ok(0) = pid {
                     // SAFETY: as above, the name read at start (NUL-terminated, 16 bytes).
                     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
                     for (fd, target) in [(channel, 0), (stdout, 1), (stderr, 2)] {
@@ -67,10 +57,9 @@ pub(super) fn run() -> ! {
                     }
                     spare::run(Some(arg))
                 }
-                if pid < 0 {
-                    -std::io::Error::last_os_error().raw_os_error().unwrap_or(1)
-                } else {
-                    i32::try_from(pid).unwrap_or(-1)
+                match pid {
+                    Ok(pid) => i32::try_from(pid).unwrap_or(-1),
+                    Err(e) => -e.raw_os_error().unwrap_or(1),
                 }
             }
             _ => -libc::EINVAL,

@@ -287,15 +287,15 @@ pub(super) fn double_fork(pid1: &mut dyn FnMut() -> std::convert::Infallible) ->
 /// PID 1 waits on a pipe until the pid is sent, so the pid comes before anything PID 1 writes on
 /// the channel ([`READY`](super::super::channel::READY) or a report). Not `CLONE_VFORK`: PID 1
 /// waits for its plan, for as long as the spare is not used (see [`double_fork`]).
+/// Forks this process with `CLONE_PARENT`: the child's parent is this process' parent. `0` in
+/// the child, the child's pid here.
+///
+/// Only for the helper, which is single-threaded (a fork of a multi-threaded process may leave
+/// the child with a lock held); the child must only exec or exit.
 #[allow(unsafe_code)]
-pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> ! {
-    use std::io::{Read, Write};
-    use std::os::fd::AsFd;
-    let (mut gate, mut open_gate) =
-        std::io::pipe().unwrap_or_else(|e| fail("namespaces", &format!("pipe: {e}")));
-    // SAFETY: the helper is single-threaded; `CLONE_PARENT | SIGCHLD` without a new stack is a
-    // fork whose child's parent is ours (the launcher). The child only runs `pid1`, which execs
-    // or exits.
+pub(super) fn fork_beside_parent() -> std::io::Result<i64> {
+    // SAFETY: `CLONE_PARENT | SIGCHLD` without a new stack is a fork, which is sound in the
+    // single-threaded helper.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
@@ -307,11 +307,19 @@ pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> !
         )
     };
     if pid < 0 {
-        fail(
-            "namespaces",
-            &format!("clone: {}", std::io::Error::last_os_error()),
-        );
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(pid)
+}
+
+#[allow(unsafe_code)]
+pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> ! {
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+    let (mut gate, mut open_gate) =
+        std::io::pipe().unwrap_or_else(|e| fail("namespaces", &format!("pipe: {e}")));
+    // The child's parent is ours (the launcher). It only runs `pid1`, which execs or exits.
+    let pid = fork_beside_parent().unwrap_or_else(|e| fail("namespaces", &format!("clone: {e}")));
     if pid == 0 {
         drop(open_gate);
         let mut byte = [0u8; 1];
