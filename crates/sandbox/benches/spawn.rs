@@ -47,6 +47,21 @@ fn bench(c: &mut Criterion) {
             assert!(status.success());
         })
     });
+    // A plain spawn that does what a launch does besides sandboxing: its output captured
+    // through pipes, waited for from the same runtime (tokio's `Command::output`).
+    group.bench_function("plain, output captured", |b| {
+        b.iter(|| {
+            let out = runtime
+                .block_on(async {
+                    tokio::process::Command::new("true")
+                        .current_dir(&root)
+                        .output()
+                        .await
+                })
+                .unwrap();
+            assert!(out.status.success());
+        })
+    });
     group.bench_function("sandboxed", |b| {
         b.iter(|| {
             let out = runtime.block_on(launcher.run(&request)).unwrap();

@@ -42,14 +42,34 @@ pub(crate) async fn supervise(
     };
     let (stdout, stderr) =
         pipes.map_err(|e| ExecError::Setup(format!("capturing the helper's output: {e}")))?;
-    let out_task = tokio::spawn(read_capped(stdout, cap, stop_rx.clone()));
-    let err_task = tokio::spawn(read_capped(stderr, cap, stop_rx));
+    // Both pipes are read in this future, beside the wait, rather than in tasks of their own:
+    // the wake-ups at the command's exit (each pipe's end, then the pidfd) all come to the
+    // thread running the launch, with no task to spawn and none to join.
+    let readers = async {
+        tokio::join!(
+            read_capped(stdout, cap, stop_rx.clone()),
+            read_capped(stderr, cap, stop_rx)
+        )
+    };
+    tokio::pin!(readers);
     let pid = Some(child.id());
     // If this future is dropped (the call was cancelled), the whole group dies with it.
     let guard = GroupGuard(pid);
 
+    let mut read = None;
+    let waited = {
+        let wait = tokio::time::timeout(timeout, child.wait());
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                biased;
+                waited = &mut wait => break waited,
+                done = &mut readers, if read.is_none() => read = Some(done),
+            }
+        }
+    };
     let mut timed_out = false;
-    let status = match tokio::time::timeout(timeout, child.wait()).await {
+    let status = match waited {
         Ok(status) => status,
         Err(_) => {
             timed_out = true;
@@ -61,19 +81,18 @@ pub(crate) async fn supervise(
     .map_err(|e| ExecError::Setup(format!("waiting for the helper: {e}")))?;
 
     // Both readers finish at EOF; past the grace period, kill what holds the pipes and stop.
-    let readers = async { (out_task.await, err_task.await) };
-    tokio::pin!(readers);
-    let (out, err) = match tokio::time::timeout(GRACE, &mut readers).await {
-        Ok(done) => done,
-        Err(_) => {
-            kill_group(pid);
-            let _ = stop_tx.send(true);
-            readers.await
-        }
+    let ((stdout, out_total), (stderr, err_total)) = match read {
+        Some(done) => done,
+        None => match tokio::time::timeout(GRACE, &mut readers).await {
+            Ok(done) => done,
+            Err(_) => {
+                kill_group(pid);
+                let _ = stop_tx.send(true);
+                readers.await
+            }
+        },
     };
     std::mem::forget(guard);
-    let (stdout, out_total) = out.unwrap_or_default();
-    let (stderr, err_total) = err.unwrap_or_default();
 
     use std::os::unix::process::ExitStatusExt;
     Ok(Captured {

@@ -302,3 +302,35 @@ async fn without_a_pid_namespace_the_process_group_still_dies() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(survivors("323.9"), 0, "a background grandchild survived");
 }
+
+/// Without a pid namespace a background grandchild can outlive the command and hold its output
+/// pipes: the launch still ends a grace period after the command, with the command's output and
+/// exit code, not as a timeout, and the grandchild dies with the process group.
+#[tokio::test]
+async fn a_grandchild_holding_the_pipes_is_cut_off_after_the_grace_period() {
+    if !degraded_child("a_grandchild_holding_the_pipes_is_cut_off_after_the_grace_period") {
+        return;
+    }
+    let (_dir, root) = root();
+    let l = launcher(policy(&root, |p| {
+        p.strictness = Strictness::BestEffort;
+        p.limits.timeout = Duration::from_secs(30);
+    }));
+    let start = Instant::now();
+    let out = run(
+        &l,
+        "sh",
+        &["-c", "echo before; sleep 321.7 & echo after; exit 4"],
+    )
+    .await;
+    assert!(!out.timed_out, "{out:?}");
+    assert_eq!(out.exit_code, 4, "{out:?}");
+    assert_eq!(out.stdout, "before\nafter\n", "{out:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(survivors("321.7"), 0, "a background grandchild survived");
+}
