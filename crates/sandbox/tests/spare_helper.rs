@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use toolsmith_sandbox::exec::{Ahead, ExecRequest, Launcher, Plan};
+use toolsmith_sandbox::exec::{Ahead, ExecRequest, LandlockPlan, Launcher, Plan};
 use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -456,6 +456,16 @@ fn go_with_rules(plan: &Plan) -> Vec<u8> {
     go
 }
 
+/// `plan` as the launcher sends it to a spare given `go` (from [`go_with_rules`]): asking for
+/// the ruleset built ahead, naming the rules by their digest, without them.
+fn asking_for_the_ruleset(plan: &Plan, go: &[u8]) -> Plan {
+    let mut plan = plan.clone();
+    plan.landlock_ahead = true;
+    plan.landlock_digest = Some(LandlockPlan::digest(&go[5..]));
+    plan.landlock = None;
+    plan
+}
+
 /// Sends `plan` to a started helper and waits for it: its exit code and its report.
 fn hand(helper: Started, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
     ours.write_all(&serde_json::to_vec(plan).unwrap()).unwrap();
@@ -487,20 +497,20 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     let script = format!("touch {}; touch {}", marker.display(), outside.display());
     let request = ExecRequest::new("sh", vec!["-c".into(), script], &root);
     let caps = common::caps();
-    let (mut plan, _) = Plan::build(
+    let (plan, _) = Plan::build(
         &SandboxPolicy::new(&root),
         caps,
         &request,
         std::iter::empty(),
     )
     .unwrap();
-    plan.landlock_ahead = true;
     let ahead = Ahead::of(&plan).expect("a preparation");
 
     // Built from the plan's own rules: the command runs, confined by them (it may write in its
     // root, not beside it).
-    let (helper, ours) = started_spare(&ahead, &go_with_rules(&plan));
-    let (code, report) = hand(helper, ours, &plan);
+    let go = go_with_rules(&plan);
+    let (helper, ours) = started_spare(&ahead, &go);
+    let (code, report) = hand(helper, ours, &asking_for_the_ruleset(&plan, &go));
     assert_eq!(code, 1, "the second touch is denied: {report}");
     assert!(report.is_empty(), "{report}");
     assert!(marker.exists(), "the command did not run");
@@ -510,7 +520,8 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     );
     std::fs::remove_file(&marker).unwrap();
 
-    // Built from other rules (the other directory writable too): refused, nothing run.
+    // Built from other rules (the other directory writable too), and the plan names its own:
+    // refused, nothing run.
     let mut wider = SandboxPolicy::new(&root);
     wider
         .extra_writable
@@ -518,7 +529,7 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     let (other, _) = Plan::build(&wider, caps, &request, std::iter::empty()).unwrap();
     assert_eq!(Ahead::of(&other), Some(ahead), "the same namespaces");
     let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
-    let (code, report) = hand(helper, ours, &plan);
+    let (code, report) = hand(helper, ours, &asking_for_the_ruleset(&plan, &go));
     assert_eq!(code, 125, "{report}");
     assert!(
         report.contains(r#""kind":"plan""#) && report.contains("not the one the plan asks for"),
@@ -526,9 +537,17 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     );
     assert!(!marker.exists() && !outside.exists(), "the command ran");
 
+    // A plan that asks for the ruleset built ahead but names no rules: refused, nothing run.
+    let (helper, ours) = started_spare(&ahead, &go);
+    let mut unnamed = asking_for_the_ruleset(&plan, &go);
+    unnamed.landlock_digest = None;
+    let (code, report) = hand(helper, ours, &unnamed);
+    assert_eq!(code, 125, "{report}");
+    assert!(report.contains("not the one the plan asks for"), "{report}");
+    assert!(!marker.exists() && !outside.exists(), "the command ran");
+
     // Built from other rules, but the plan brings its own: the ruleset built ahead is dropped.
     let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
-    plan.landlock_ahead = false;
     let (code, report) = hand(helper, ours, &plan);
     assert_eq!(code, 1, "{report}");
     assert!(

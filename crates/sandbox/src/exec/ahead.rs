@@ -31,9 +31,10 @@
 //!   that asks for it ([`Plan::landlock_ahead`]), which the launcher does only when the plan's
 //!   rules are exactly those the spare was given, from the same opening of their paths (a path
 //!   opened again after [`MAX_AGE`](super::rules::MAX_AGE) may name another inode; then the plan
-//!   brings its descriptors and the ruleset is built from them, as on a fresh helper). The
-//!   helper checks again: a plan that asks for a ruleset it did not build from exactly its rules
-//!   is refused, and the command never runs.
+//!   brings its descriptors and the ruleset is built from them, as on a fresh helper). Such a
+//!   plan goes without its rules, naming them by the digest of those the spare was given
+//!   ([`Plan::landlock_digest`]), and the helper checks it: a plan that asks for a ruleset built
+//!   ahead from other rules is refused, and the command never runs.
 //! - **Fail closed.** A spare whose preparation fails is not used: the launch starts a fresh
 //!   helper, which applies the whole plan as before (and reports a layer it cannot apply).
 //! - **Not for plans that read the machine at launch time.** A plan whose process limit is the

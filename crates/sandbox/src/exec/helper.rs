@@ -244,7 +244,7 @@ fn confine_and_exec(
         fail("exec", &format!("cannot enter {}: {e}", plan.cwd.display()));
     }
     match (rules, &plan.landlock) {
-        // The spare checked, when the plan came, that it built exactly the plan's rules.
+        // The spare checked, when the plan came, that the plan names the rules it built.
         (Rules::Ahead(ruleset), _) => match ruleset.take() {
             Some(ruleset) => {
                 super::landlock::restrict(ruleset).unwrap_or_else(|e| fail("landlock", &e));

@@ -40,10 +40,18 @@ pub struct Plan {
     /// Whether the helper restricts itself with the Landlock ruleset it built before this plan
     /// came (a spare helper given its rules with its go, see [`Ahead`](super::Ahead)) rather
     /// than one built now from [`landlock`](Self::landlock) and the descriptors sent with the
-    /// plan. The helper refuses the plan (fail closed, nothing run) unless it built exactly
-    /// [`landlock`](Self::landlock) ahead.
+    /// plan. The launcher asks only a spare that built exactly this plan's rules, from the same
+    /// opening of their paths; the plan then goes without its rules (most of its size: ~70
+    /// paths, twice), carrying their [`landlock_digest`](Self::landlock_digest) instead, and
+    /// the helper refuses it (fail closed, nothing run) unless that is the digest of the rules
+    /// it was given.
     #[serde(default)]
     pub landlock_ahead: bool,
+    /// With [`landlock_ahead`](Self::landlock_ahead), as sent: the digest
+    /// ([`LandlockPlan::digest`]) of the JSON Landlock plan the spare was given with its go, in
+    /// place of [`landlock`](Self::landlock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock_digest: Option<u64>,
 }
 
 /// Resource limits (`None`: unchanged).
@@ -125,6 +133,26 @@ pub struct LandlockPlan {
     /// must name the helper's own procfs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inherited: Vec<InheritedRule>,
+}
+
+impl LandlockPlan {
+    /// The digest of a JSON Landlock plan, 64-bit FNV-1a of its bytes, by which a plan asking
+    /// for the ruleset a spare built ahead names the rules the spare was given with its go
+    /// ([`Plan::landlock_digest`]). Both sides hold those rules already: the digest is a check
+    /// between the launcher and its own helper that they mean the same ones, not a defence
+    /// against an adversary.
+    ///
+    /// ```
+    /// use toolsmith_sandbox::exec::LandlockPlan;
+    ///
+    /// assert_eq!(LandlockPlan::digest(b""), 0xcbf2_9ce4_8422_2325);
+    /// assert_ne!(LandlockPlan::digest(b"{\"abi\":5}"), LandlockPlan::digest(b"{\"abi\":6}"));
+    /// ```
+    pub fn digest(json: &[u8]) -> u64 {
+        json.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
 }
 
 /// A Landlock rule whose path the launcher opened (`O_PATH`) and sends with the plan.
@@ -335,6 +363,7 @@ impl Plan {
             }),
             stdin_from_stdout: false,
             landlock_ahead: false,
+            landlock_digest: None,
         };
         Ok((plan, warnings))
     }

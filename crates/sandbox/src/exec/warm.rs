@@ -132,6 +132,10 @@ pub(crate) struct Waiting {
     /// The Landlock rules a prepared helper built its ruleset from, if it was given them with
     /// its go: only a plan with exactly these rules may ask it for that ruleset.
     pub(crate) rules: Option<AheadRules>,
+    /// The digest ([`LandlockPlan::digest`]) of the JSON rules sent with the go, once sent.
+    ///
+    /// [`LandlockPlan::digest`]: super::LandlockPlan::digest
+    pub(crate) digest: Option<u64>,
 }
 
 impl Waiting {
@@ -177,6 +181,7 @@ impl Waiting {
             ahead,
             held: Vec::new(),
             rules: rules.filter(|_| ahead.is_some()),
+            digest: None,
         };
         if waiting.ahead.is_some() {
             // On error `waiting` is dropped: the helper is killed, its group removed.
@@ -200,9 +205,15 @@ impl Waiting {
         self.ahead.is_none() || self.ahead.as_ref() == ahead
     }
 
-    /// Whether the helper built its Landlock ruleset ahead from exactly `rules`.
-    pub(crate) fn built(&self, rules: Option<&AheadRules>) -> bool {
-        matches!((&self.rules, rules), (Some(built), Some(rules)) if built.same(rules))
+    /// When the helper built its Landlock ruleset ahead from exactly `rules`: the digest of the
+    /// rules it was given, for the plan to name them by ([`Plan::landlock_digest`]).
+    ///
+    /// [`Plan::landlock_digest`]: super::Plan::landlock_digest
+    pub(crate) fn built(&self, rules: Option<&AheadRules>) -> Option<u64> {
+        match (&self.rules, rules) {
+            (Some(built), Some(rules)) if built.same(rules) => self.digest,
+            _ => None,
+        }
     }
 
     /// Sends [`GO`] (or, with [`Waiting::rules`], [`GO_WITH_RULES`](channel::GO_WITH_RULES), the
@@ -216,6 +227,7 @@ impl Waiting {
             Some(rules) => {
                 let json = serde_json::to_vec(&rules.landlock)
                     .map_err(|e| ExecError::Setup(e.to_string()))?;
+                self.digest = Some(super::LandlockPlan::digest(&json));
                 channel::send_with_fds(
                     self.channel.as_fd(),
                     &channel::go_with_rules(&json),
@@ -438,6 +450,7 @@ mod tests {
             ahead,
             held: Vec::new(),
             rules: None,
+            digest: None,
         }
     }
 

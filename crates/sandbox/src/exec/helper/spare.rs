@@ -10,7 +10,8 @@
 //! `setup::fork_pid1`), private propagation and the
 //! fresh `/proc`, [`READY`], the Landlock ruleset *built* (not enforced) when the go brought
 //! its rules; then the plan, the checks that it is the preparation's own ([`Ahead::admits`]) and,
-//! when it asks for the ruleset built ahead, that it was built from exactly its rules, the
+//! when it asks for the ruleset built ahead, that it names (by their digest) the rules it was
+//! built from, the
 //! launcher's pid, rlimits, git protection's binds, `chdir`, Landlock (`landlock_restrict_self`
 //! with the ruleset built ahead, or one built now), seccomp and `execve`, all in PID 1.
 
@@ -40,7 +41,7 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
     };
     let rules = go.map(
         |(json, fds)| match serde_json::from_slice::<LandlockPlan>(&json) {
-            Ok(landlock) => (landlock, fds),
+            Ok(landlock) => (landlock, fds, LandlockPlan::digest(&json)),
             Err(e) => fail("plan", &format!("invalid Landlock plan: {e}")),
         },
     );
@@ -59,12 +60,12 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
 }
 
 /// The rest, in PID 1 when there is a pid namespace: the mounts made ahead, [`READY`], the
-/// Landlock ruleset built from `rules` (when the go brought them), the plan and everything
-/// after it. Execs or [`fail`]s.
+/// Landlock ruleset built from `rules` (when the go brought them: the plan, its descriptors and
+/// the digest of its JSON), the plan and everything after it. Execs or [`fail`]s.
 fn pid1(
     ahead: &Ahead,
     launcher: i32,
-    rules: Option<(LandlockPlan, Vec<OwnedFd>)>,
+    rules: Option<(LandlockPlan, Vec<OwnedFd>, u64)>,
 ) -> std::convert::Infallible {
     if ahead.namespaces.mount {
         let made_ahead = MountPlan {
@@ -94,10 +95,10 @@ fn pid1(
     // waits for this spare (launches back to back) takes it as soon as its namespaces are made
     // and sends its plan while the rules are added (~0.5 ms of a ~3.9 ms preparation, traced
     // on the loaded 2-core machine); the plan is read once they are.
-    let built = rules.map(|(landlock, fds)| {
+    let built = rules.map(|(landlock, fds, digest)| {
         let ruleset =
             super::super::landlock::build(&landlock, &fds).unwrap_or_else(|e| fail("landlock", &e));
-        (landlock, ruleset)
+        (digest, ruleset)
     });
     let Received {
         plan,
@@ -110,11 +111,12 @@ fn pid1(
             "this helper was prepared for other namespaces than the plan's",
         );
     }
-    // A ruleset built ahead serves only the plan whose rules it was built from; a plan that
-    // brings its own rules gets a ruleset built from them (the one built ahead is dropped).
+    // A ruleset built ahead serves only the plan that names the rules it was built from (by
+    // their digest: the plan comes without them); a plan that brings its own rules gets a
+    // ruleset built from them (the one built ahead is dropped).
     let ruleset = match built {
-        Some((landlock, ruleset)) if plan.landlock_ahead => {
-            if plan.landlock.as_ref() != Some(&landlock) {
+        Some((digest, ruleset)) if plan.landlock_ahead => {
+            if plan.landlock_digest != Some(digest) {
                 fail(
                     "plan",
                     "the Landlock ruleset built ahead is not the one the plan asks for",
