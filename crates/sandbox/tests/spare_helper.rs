@@ -318,6 +318,54 @@ async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_sha
     }
 }
 
+/// The namespaces this process holds open (descriptors naming a mount or network namespace
+/// other than its own).
+fn held_namespaces() -> Vec<String> {
+    let ours = ["mnt", "net"].map(|k| std::fs::read_link(format!("/proc/self/ns/{k}")).unwrap());
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|link| {
+            let text = link.to_string_lossy();
+            (text.starts_with("mnt:[") || text.starts_with("net:[")) && !ours.contains(link)
+        })
+        .map(|link| link.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
+    let _serial = SERIAL.lock().await;
+    if !namespaces() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let launcher = launcher(&root);
+    for i in 0..8 {
+        let out = launcher.run(&echo(&root, &i.to_string())).await.unwrap();
+        assert_eq!(out.exit_code, 0, "{out:?}");
+    }
+    // What is left open once the blocking threads have let go: the next spare's two (its mount
+    // and network namespaces, sent with its readiness), nothing of the eight launches.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while held_namespaces().len() > 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let held = held_namespaces();
+    assert!(held.len() <= 2, "namespaces still held: {held:?}");
+    drop(launcher);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !held_namespaces().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        held_namespaces(),
+        Vec::<String>::new(),
+        "held after the launcher is gone"
+    );
+}
+
 #[tokio::test]
 async fn a_listener_of_one_command_is_not_in_the_next_ones_network() {
     let _serial = SERIAL.lock().await;

@@ -251,6 +251,8 @@ impl Launcher {
             opened.as_ref(),
             prepared.loopback.as_ref().map(AsFd::as_fd),
         )?;
+        // Let go once the launch is over, however it ends.
+        let _held = super::warm::Held(held);
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
         drop(opened);
         drop(prepared.loopback.take());
@@ -264,7 +266,6 @@ impl Launcher {
         let limits = &self.policy.limits;
         let captured = capture::supervise(&mut process, limits.timeout, limits.output_bytes).await;
         // The helper has exited (with a pid namespace, after every process of the command).
-        super::warm::let_go(held);
         let report = channel::collect(&mut channel);
         // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the
         // group, before git's state is checked.

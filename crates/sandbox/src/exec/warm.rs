@@ -28,12 +28,13 @@
 //! cannot prepare, the launcher's later spares prepare nothing (the plan is applied whole, and a
 //! launch reports a layer that cannot be).
 //!
-//! A prepared spare sends its mount namespace's descriptor with its readiness, and the launch
-//! holds it until its command is over, then lets it go on a blocking thread ([`let_go`]): the
-//! last process of a mount namespace to exit unmounts its tree and waits for an RCU grace period
-//! before its parent learns of the exit, which put that wait, long on a loaded machine, between
-//! the command's end and the launch's. No process is left in the held namespace and nothing
-//! enters it again.
+//! A prepared spare sends its mount and network namespaces' descriptors with its readiness,
+//! and the launch holds them until it is over, then lets them go on a blocking thread
+//! ([`Held`]): the last process of a mount namespace to exit unmounts its tree and waits for an
+//! RCU grace period before its parent learns of the exit, which put that wait, long on a loaded
+//! machine, between the command's end and the launch's; a network namespace's teardown took
+//! both cores right after the command's exit. No process is left in the held namespaces and
+//! nothing enters them again.
 //!
 //! A spare that died while waiting (killed from outside) is noticed before the plan is sent (it
 //! has exited) or when it cannot be sent, and replaced by a fresh helper for that launch.
@@ -126,8 +127,8 @@ pub(crate) struct Waiting {
     /// What the helper applied before its plan ([`Ahead`]), if anything: it takes only a plan
     /// prepared so.
     pub(crate) ahead: Option<Ahead>,
-    /// The prepared helper's mount namespace, held until its command is over and let go off the
-    /// launch's path ([`let_go`]).
+    /// The prepared helper's mount and network namespaces, held until its launch is over and
+    /// let go off the launch's path ([`Held`]).
     pub(crate) held: Vec<OwnedFd>,
     /// The Landlock rules a prepared helper built its ruleset from, if it was given them with
     /// its go: only a plan with exactly these rules may ask it for that ruleset.
@@ -291,18 +292,29 @@ impl Waiting {
     }
 }
 
-/// Lets go of what a prepared helper's launch held ([`Waiting::held`]) once its command is
-/// over, on a blocking thread when a tokio runtime is at hand. The last process of a mount
-/// namespace to exit unmounts its tree and waits for an RCU grace period before its parent
-/// learns of the exit; with the namespace held, the command's exit is reported at once and the
-/// unmount happens here instead, off the launch's path.
-pub(crate) fn let_go(held: Vec<OwnedFd>) {
-    if held.is_empty() {
-        return;
-    }
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(held))),
-        Err(_) => drop(held),
+/// The namespaces a prepared helper's launch holds ([`Waiting::held`]), let go when this is
+/// dropped, at the end of the launch whichever way it ends: on a blocking thread when a tokio
+/// runtime is at hand.
+///
+/// The last process of a mount namespace to exit unmounts its tree and waits for an RCU grace
+/// period before its parent learns of the exit; the last reference to a network namespace
+/// queues its teardown, whose expedited grace periods took both cores for ~0.5 ms right after
+/// the command's exit (traced on the 2-core test machine), while the launch was collecting
+/// the output and checking git. Held, the command's exit is reported at once and both happen
+/// once the launch is over.
+#[derive(Debug)]
+pub(crate) struct Held(pub(crate) Vec<OwnedFd>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut self.0);
+        if held.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(held))),
+            Err(_) => drop(held),
+        }
     }
 }
 

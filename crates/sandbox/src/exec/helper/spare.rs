@@ -75,15 +75,19 @@ fn pid1(
         };
         mounts::apply(&made_ahead).unwrap_or_else(|e| fail("mounts", &e));
     }
-    // The mount namespace's descriptor goes with READY: the launcher holds the namespace until
-    // the command is over and lets it go off the launch's path (see `warm.rs`).
-    let held = if ahead.namespaces.mount {
-        let ns = std::fs::File::open("/proc/self/ns/mnt")
-            .unwrap_or_else(|e| fail("mounts", &format!("/proc/self/ns/mnt: {e}")));
-        Some(std::os::fd::OwnedFd::from(ns))
-    } else {
-        None
-    };
+    // The mount and network namespaces' descriptors go with READY: the launcher holds the
+    // namespaces until the launch is over and lets them go off its path (see `warm.rs`).
+    let held: Vec<OwnedFd> = [
+        (ahead.namespaces.mount, "/proc/self/ns/mnt"),
+        (ahead.namespaces.net, "/proc/self/ns/net"),
+    ]
+    .into_iter()
+    .filter(|(made, _)| *made)
+    .map(|(_, path)| match std::fs::File::open(path) {
+        Ok(ns) => OwnedFd::from(ns),
+        Err(e) => fail("namespaces", &format!("{path}: {e}")),
+    })
+    .collect();
     let fds: Vec<_> = held.iter().map(AsFd::as_fd).collect();
     if channel::send_with_fds(std::io::stdin().as_fd(), &[READY], &fds).is_err() {
         exit_quietly();
