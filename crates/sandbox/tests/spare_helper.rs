@@ -22,6 +22,25 @@ use toolsmith_sandbox::{NetworkPolicy, SandboxPolicy};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The start of a test: the serial lock (the tests count this process' helpers) and a
+/// temporary root, canonical; `None`, the test skipped, when it `needs_namespaces` and this
+/// machine has none.
+async fn begin(
+    needs_namespaces: bool,
+) -> Option<(
+    tokio::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    std::path::PathBuf,
+)> {
+    let serial = SERIAL.lock().await;
+    if needs_namespaces && !namespaces() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    Some((serial, dir, root))
+}
+
 fn launcher(root: &std::path::Path) -> Launcher {
     Launcher::new(common::helper(), SandboxPolicy::new(root))
 }
@@ -118,9 +137,9 @@ fn wait_exited(pids: &[u32]) {
 
 #[tokio::test]
 async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let Some((_serial, _dir, root)) = begin(false).await else {
+        return;
+    };
     let launcher = launcher(&root);
     assert_eq!(
         launcher.run(&echo(&root, "one")).await.unwrap().stdout,
@@ -147,9 +166,9 @@ async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
 
 #[tokio::test]
 async fn a_spare_that_died_is_replaced_by_a_fresh_helper() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let Some((_serial, _dir, root)) = begin(false).await else {
+        return;
+    };
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
     assert!(launcher.warm_up());
@@ -165,9 +184,9 @@ async fn a_spare_that_died_is_replaced_by_a_fresh_helper() {
 
 #[tokio::test]
 async fn dropping_the_launcher_kills_and_reaps_its_spare() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let Some((_serial, _dir, root)) = begin(false).await else {
+        return;
+    };
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
     // Ready: with namespaces, the spare's PID 1 (this process' child) is what waits.
@@ -194,9 +213,9 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_launches_each_get_a_helper() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let Some((_serial, _dir, root)) = begin(false).await else {
+        return;
+    };
     let launcher = std::sync::Arc::new(launcher(&root));
     for round in 0..3 {
         let runs: Vec<_> = (0..6)
@@ -258,12 +277,9 @@ fn wait_for_prepared_spare() -> Option<u32> {
 
 #[tokio::test]
 async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_share_one() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let launcher = launcher(&root);
     let kinds = ["net", "pid", "mnt", "user"];
     let links: Vec<String> = kinds.iter().map(|k| format!("/proc/self/ns/{k}")).collect();
@@ -335,12 +351,9 @@ fn held_namespaces() -> Vec<String> {
 
 #[tokio::test]
 async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let launcher = launcher(&root);
     for i in 0..8 {
         let out = launcher.run(&echo(&root, &i.to_string())).await.unwrap();
@@ -368,12 +381,12 @@ async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
 
 #[tokio::test]
 async fn a_listener_of_one_command_is_not_in_the_next_ones_network() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() || !common::require("python", common::python()) {
+    let Some((_serial, _dir, root)) = begin(true).await else {
+        return;
+    };
+    if !common::require("python", common::python()) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
     let mut policy = SandboxPolicy::new(&root);
     policy.network = NetworkPolicy::LoopbackOnly;
     let launcher = Launcher::new(common::helper(), policy);
@@ -408,12 +421,9 @@ async fn a_listener_of_one_command_is_not_in_the_next_ones_network() {
 
 #[tokio::test]
 async fn a_spare_whose_pid_1_died_is_replaced_by_a_fresh_helper() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
     let pid1 = wait_for_prepared_spare().expect("a prepared spare");
@@ -425,12 +435,9 @@ async fn a_spare_whose_pid_1_died_is_replaced_by_a_fresh_helper() {
 
 #[tokio::test]
 async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let marker = root.join("ran");
     let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
     let caps = common::caps();
@@ -533,12 +540,12 @@ fn hand(helper: Started, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
 
 #[tokio::test]
 async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() || !common::landlock() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
+        return;
+    };
+    if !common::landlock() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     let outside = elsewhere.path().canonicalize().unwrap().join("escaped");
     let marker = root.join("ran");
@@ -606,12 +613,9 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
 
 #[tokio::test]
 async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let marker = root.join("ran");
     let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
     let (mut plan, _) = Plan::build(
@@ -645,12 +649,9 @@ async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
 
 #[tokio::test]
 async fn spares_are_forked_by_one_resident_helper_as_children_of_the_launcher() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let launcher = launcher(&root);
     let mut seen = BTreeSet::new();
     let mut resident = None;
@@ -675,12 +676,9 @@ async fn spares_are_forked_by_one_resident_helper_as_children_of_the_launcher() 
 
 #[tokio::test]
 async fn a_dead_resident_helper_is_replaced_and_launches_go_on() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let launcher = launcher(&root);
     launcher.run(&echo(&root, "one")).await.unwrap();
     wait_for_prepared_spare().expect("a prepared spare");
@@ -707,12 +705,9 @@ async fn a_dead_resident_helper_is_replaced_and_launches_go_on() {
 
 #[tokio::test]
 async fn a_prepared_spares_pid_1_reports_exits_signals_and_timeouts_exactly() {
-    let _serial = SERIAL.lock().await;
-    if !namespaces() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    };
     let mut policy = SandboxPolicy::new(&root);
     policy.limits.timeout = Duration::from_secs(1);
     let launcher = Launcher::new(common::helper(), policy);
