@@ -32,11 +32,12 @@ pub(crate) const GO_WITH_RULES: u8 = b'#';
 /// takes).
 const RULES_MAX: usize = 16 << 20;
 
-/// [`GO_WITH_RULES`]'s message: the byte, the length, `rules` (a JSON Landlock plan).
-pub(crate) fn go_with_rules(rules: &[u8]) -> Vec<u8> {
+/// [`GO_WITH_RULES`]'s message: the byte, the length, `rules` (a JSON Landlock plan); an error
+/// past [`RULES_MAX`] bytes, as for [`framed`].
+pub(crate) fn go_with_rules(rules: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut message = vec![GO_WITH_RULES];
-    message.extend_from_slice(&framed(rules));
-    message
+    message.extend_from_slice(&framed(rules)?);
+    Ok(message)
 }
 
 /// A [`GO_WITH_RULES`]'s JSON Landlock plan (or a request to the resident helper) and the
@@ -52,7 +53,7 @@ pub(crate) fn receive_go(
 ) -> std::io::Result<Option<Option<Rules>>> {
     let mut fds = Vec::new();
     let mut byte = [0u8; 1];
-    if !receive_exact(fd, &mut byte, &mut fds)? {
+    if !receive_exact(fd, &mut byte, &mut fds_space(), &mut fds)? {
         return Ok(None);
     }
     match byte[0] {
@@ -62,13 +63,22 @@ pub(crate) fn receive_go(
     }
 }
 
-/// A length (`u32`, little-endian) and that many bytes, with `bytes`.
-pub(crate) fn framed(bytes: &[u8]) -> Vec<u8> {
-    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+/// A length (`u32`, little-endian) and that many bytes, with `bytes`; an error past
+/// [`RULES_MAX`] bytes, which [`receive_framed`] refuses.
+pub(crate) fn framed(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|_| bytes.len() <= RULES_MAX)
+        .ok_or_else(|| {
+            std::io::Error::other(format!(
+                "a message of {} bytes (at most {RULES_MAX})",
+                bytes.len()
+            ))
+        })?;
     let mut message = Vec::with_capacity(4 + bytes.len());
     message.extend_from_slice(&len.to_le_bytes());
     message.extend_from_slice(bytes);
-    message
+    Ok(message)
 }
 
 /// Reads what [`framed`] wrote (at most [`RULES_MAX`] bytes) from `fd`, with the descriptors
@@ -78,30 +88,40 @@ pub(crate) fn receive_framed(
     mut fds: Vec<std::os::fd::OwnedFd>,
 ) -> std::io::Result<Option<Rules>> {
     let mut len = [0u8; 4];
-    if !receive_exact(fd, &mut len, &mut fds)? {
+    let mut space = fds_space();
+    if !receive_exact(fd, &mut len, &mut space, &mut fds)? {
         return Ok(None);
     }
     let len = u32::from_le_bytes(len) as usize;
     if len > RULES_MAX {
-        return Err(std::io::Error::other(format!("a message of {len} bytes")));
+        return Err(std::io::Error::other(format!(
+            "a message of {len} bytes (at most {RULES_MAX})"
+        )));
     }
     let mut bytes = vec![0u8; len];
-    if !receive_exact(fd, &mut bytes, &mut fds)? {
+    if !receive_exact(fd, &mut bytes, &mut space, &mut fds)? {
         return Ok(None);
     }
     Ok(Some((bytes, fds)))
 }
 
-/// Fills `buf` from `fd`, adding the descriptors that come with it to `fds`; `false` at EOF.
+/// Room for the control message of the most descriptors one message brings (253, the
+/// kernel's `SCM_MAX_FD`).
+fn fds_space() -> Vec<std::mem::MaybeUninit<u8>> {
+    vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))]
+}
+
+/// Fills `buf` from `fd`, adding the descriptors that come with it to `fds` (`space` is
+/// [`fds_space`]); `false` at EOF.
 fn receive_exact(
     fd: std::os::fd::BorrowedFd<'_>,
     buf: &mut [u8],
+    space: &mut [std::mem::MaybeUninit<u8>],
     fds: &mut Vec<std::os::fd::OwnedFd>,
 ) -> std::io::Result<bool> {
-    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
     let mut at = 0;
     while at < buf.len() {
-        match receive_with_fds(fd, &mut buf[at..], &mut space, fds)? {
+        match receive_with_fds(fd, &mut buf[at..], space, fds)? {
             0 => return Ok(false),
             n => at += n,
         }
@@ -123,7 +143,7 @@ pub(crate) const PID1: u8 = b'1';
 pub(crate) fn receive_pid(stream: &UnixStream) -> std::io::Result<Option<i32>> {
     let mut pid = [0u8; 4];
     let mut fds = Vec::new();
-    if !receive_exact(stream.as_fd(), &mut pid, &mut fds)? {
+    if !receive_exact(stream.as_fd(), &mut pid, &mut fds_space(), &mut fds)? {
         return Ok(None);
     }
     Ok(Some(i32::from_le_bytes(pid)))
@@ -239,7 +259,7 @@ pub(crate) fn receive_plan(
     let mut plan = Vec::new();
     let mut fds = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
-    let mut space = vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(253))];
+    let mut space = fds_space();
     loop {
         let n = receive_with_fds(fd, &mut buf, &mut space, &mut fds)?;
         if n == 0 {
@@ -330,6 +350,30 @@ mod tests {
             error_of(b"garbled"),
             Some(ExecError::Setup("setup: garbled".into()))
         );
+    }
+
+    #[test]
+    fn a_go_with_rules_arrives_whole_and_an_oversized_one_is_never_sent() {
+        let (ours, theirs) = pair().unwrap();
+        let file = std::fs::File::open("/dev/null").unwrap();
+        let go = go_with_rules(b"{\"abi\":6}").unwrap();
+        send_with_fds(
+            std::os::fd::AsFd::as_fd(&ours),
+            &go,
+            &[std::os::fd::AsFd::as_fd(&file)],
+        )
+        .unwrap();
+        let (rules, fds) = receive_go(std::os::fd::AsFd::as_fd(&theirs))
+            .unwrap()
+            .expect("a go")
+            .expect("with rules");
+        assert_eq!(rules, b"{\"abi\":6}");
+        assert_eq!(fds.len(), 1);
+        // Past the receiver's limit the sender refuses rather than send a length it would
+        // refuse (or, past 4 GiB, one that does not fit).
+        let error = framed(&vec![b' '; RULES_MAX + 1]).unwrap_err();
+        assert!(error.to_string().contains("at most"), "{error}");
+        assert!(framed(&vec![b' '; RULES_MAX]).is_ok());
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Resident {
         let (ours, theirs) = channel::pair().map_err(lost)?;
         let (out, out_w) = pipe().map_err(lost)?;
         let (err, err_w) = pipe().map_err(lost)?;
-        let request = channel::framed(ahead.to_arg().as_bytes());
+        let request = channel::framed(ahead.to_arg().as_bytes()).map_err(lost)?;
         channel::send_with_fds(
             self.requests.as_fd(),
             &request,

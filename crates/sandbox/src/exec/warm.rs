@@ -229,11 +229,9 @@ impl Waiting {
                 let json = serde_json::to_vec(&rules.landlock)
                     .map_err(|e| ExecError::Setup(e.to_string()))?;
                 self.digest = Some(super::LandlockPlan::digest(&json));
-                channel::send_with_fds(
-                    self.channel.as_fd(),
-                    &channel::go_with_rules(&json),
-                    &rules.opened.fds(),
-                )
+                channel::go_with_rules(&json).and_then(|go| {
+                    channel::send_with_fds(self.channel.as_fd(), &go, &rules.opened.fds())
+                })
             }
             None => (&self.channel).write_all(&[GO]),
         }
