@@ -7,13 +7,13 @@
 //! with a Landlock plan and its descriptors; the helper is in its control group then),
 //! `PR_SET_PDEATHSIG`, `unshare` (identity maps, `lo` up), PID 1 (forked with `CLONE_PARENT`, the
 //! launcher's child in a session of its own; the spare sends its pid and exits, see
-//! `setup::fork_pid1`), private propagation and the
-//! fresh `/proc`, [`READY`], the Landlock ruleset *built* (not enforced) when the go brought
-//! its rules; then the plan, the checks that it is the preparation's own ([`Ahead::admits`]) and,
-//! when it asks for the ruleset built ahead, that it names (by their digest) the rules it was
-//! built from, the
-//! launcher's pid, rlimits, git protection's binds, `chdir`, Landlock (`landlock_restrict_self`
-//! with the ruleset built ahead, or one built now), seccomp and `execve`, all in PID 1.
+//! `setup::fork_pid1`), private propagation and the fresh `/proc`, [`READY`] (with the mount
+//! and network namespaces' descriptors), the Landlock ruleset *built* (not enforced) when the go
+//! brought its rules; then the plan, the checks that it is the preparation's own
+//! ([`Ahead::admits`]) and, when it asks for the ruleset built ahead, that it names (by their
+//! digest) the rules it was built from, the launcher's pid, rlimits, git protection's binds,
+//! `chdir`, Landlock (`landlock_restrict_self` with the ruleset built ahead, or one built now),
+//! seccomp and `execve`, all in PID 1.
 
 use std::os::fd::{AsFd, OwnedFd};
 
