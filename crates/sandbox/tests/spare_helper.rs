@@ -379,6 +379,53 @@ async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
     );
 }
 
+/// The control groups this process made (named `toolsmith-<pid>-…`), across the hierarchies.
+fn our_groups(support: &toolsmith_sandbox::exec::CgroupSupport) -> Vec<std::path::PathBuf> {
+    let ours = format!("toolsmith-{}-", std::process::id());
+    support
+        .hierarchies()
+        .iter()
+        .filter_map(|h| std::fs::read_dir(&h.parent).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&ours))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_command_group_is_taken_back_after_its_launch_and_removed_with_the_launcher() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
+        return;
+    };
+    let support = toolsmith_sandbox::exec::CgroupSupport::detect();
+    if support.hierarchies().is_empty() {
+        eprintln!("SKIPPED: cgroups: {}", support.describe());
+        return;
+    }
+    let launcher = launcher(&root);
+    for i in 0..8 {
+        let out = launcher.run(&echo(&root, &i.to_string())).await.unwrap();
+        assert_eq!(out.exit_code, 0, "{out:?}");
+    }
+    // Each launch's group, emptied by PID 1's exit, is taken back once the launch is over and
+    // serves a later one: what exists is the next spare's group and at most one kept, per
+    // hierarchy, not one per launch.
+    let per = support.hierarchies().len();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while our_groups(&support).len() > 2 * per && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let groups = our_groups(&support);
+    assert!(groups.len() <= 2 * per, "{groups:?}");
+    drop(launcher);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !our_groups(&support).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(our_groups(&support), Vec::<std::path::PathBuf>::new());
+}
+
 #[tokio::test]
 async fn a_listener_of_one_command_is_not_in_the_next_ones_network() {
     let Some((_serial, _dir, root)) = begin(true).await else {

@@ -252,7 +252,7 @@ impl Launcher {
             prepared.loopback.as_ref().map(AsFd::as_fd),
         )?;
         // Let go once the launch is over, however it ends.
-        let _held = super::warm::Held(held);
+        let mut after = super::warm::LetGo { held, group: None };
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
         drop(opened);
         drop(prepared.loopback.take());
@@ -268,8 +268,14 @@ impl Launcher {
         // The helper has exited (with a pid namespace, after every process of the command).
         let report = channel::collect(&mut channel);
         // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the
-        // group, before git's state is checked.
-        self.tree.recycle(group);
+        // group, before git's state is checked. With a pid namespace nothing is left (PID 1's
+        // exit took every process of it): the group is taken back once the launch is over.
+        match group {
+            Some(group) if prepared.plan.namespaces.pid => {
+                after.group = Some((self.tree.clone(), group));
+            }
+            group => self.tree.recycle(group),
+        }
         let undone = cleanup.git.take().map(|git| git.undo()).unwrap_or_default();
         if let Some(error) = channel::error_of(&report) {
             return Err(error);
