@@ -271,22 +271,6 @@ pub(super) fn double_fork(pid1: &mut dyn FnMut() -> std::convert::Infallible) ->
     relay(pid)
 }
 
-/// The pid-namespace fork of a spare helper ([`Ahead`](super::super::Ahead)): runs `pid1` as PID 1
-/// of the new pid namespace, forked with `CLONE_PARENT` so that it is the *launcher's* child, in
-/// a session of its own (its pid is the tree's process group) with `PR_SET_PDEATHSIG` (which
-/// follows the launcher thread, as the spare's did). This process, the spare the launcher
-/// started, sends [`PID1`](super::super::channel::PID1) and PID 1's pid on the channel and exits:
-/// the launcher waits for PID 1 itself and reaps it in place of the spare.
-///
-/// No middle process relays the command's exit: that hop (PID 1's exit waking the middle
-/// process, whose own exit then woke the launcher) was ~0.19 ms of a launch, traced on the
-/// 2-core machine, and the middle's exit dropped the last reference to the network namespace on
-/// the launch's path. The status is PID 1's own, as the middle relayed it (an exit code, or the
-/// signal that killed it).
-///
-/// PID 1 waits on a pipe until the pid is sent, so the pid comes before anything PID 1 writes on
-/// the channel ([`READY`](super::super::channel::READY) or a report). Not `CLONE_VFORK`: PID 1
-/// waits for its plan, for as long as the spare is not used (see [`double_fork`]).
 /// Forks this process with `CLONE_PARENT`: the child's parent is this process' parent. `0` in
 /// the child, the child's pid here.
 ///
@@ -312,6 +296,22 @@ pub(super) fn fork_beside_parent() -> std::io::Result<i64> {
     Ok(pid)
 }
 
+/// The pid-namespace fork of a spare helper ([`Ahead`](super::super::Ahead)): runs `pid1` as PID 1
+/// of the new pid namespace, forked with `CLONE_PARENT` so that it is the *launcher's* child, in
+/// a session of its own (its pid is the tree's process group) with `PR_SET_PDEATHSIG` (which
+/// follows the launcher thread, as the spare's did). This process, the spare the launcher
+/// started, sends [`PID1`](super::super::channel::PID1) and PID 1's pid on the channel and exits:
+/// the launcher waits for PID 1 itself and reaps it in place of the spare.
+///
+/// No middle process relays the command's exit: that hop (PID 1's exit waking the middle
+/// process, whose own exit then woke the launcher) was ~0.19 ms of a launch, traced on the
+/// 2-core machine, and the middle's exit dropped the last reference to the network namespace on
+/// the launch's path. The status is PID 1's own, as the middle relayed it (an exit code, or the
+/// signal that killed it).
+///
+/// PID 1 waits on a pipe until the pid is sent, so the pid comes before anything PID 1 writes on
+/// the channel ([`READY`](super::super::channel::READY) or a report). Not `CLONE_VFORK`: PID 1
+/// waits for its plan, for as long as the spare is not used (see [`double_fork`]).
 #[allow(unsafe_code)]
 pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> ! {
     use std::io::{Read, Write};
