@@ -367,7 +367,7 @@ impl Launcher {
     /// died: `EPIPE`) kills it and takes its group back. With `ahead`, the digest of the rules
     /// `helper` built its ruleset from ([`Waiting::built`]), the plan asks for that ruleset
     /// ([`Plan::landlock_ahead`]) and goes without its rules and their descriptors, naming them
-    /// by their digest: ~4.5 of its ~5.7 KB not serialised here nor parsed by the helper.
+    /// by their digest: ~5 of its ~5.7 KB not serialised here nor parsed by the helper.
     fn send(
         &self,
         helper: Waiting,

@@ -72,6 +72,16 @@ pub const SETUP_FAILED_STATUS: i32 = 125;
 /// The exit status of the helper when the target could not be executed.
 pub const EXEC_FAILED_STATUS: i32 = 127;
 
+/// Runs `work`, which may wait in the kernel (a namespace's teardown, a control group's removal),
+/// off the caller's path: on a blocking thread of the tokio runtime at hand, or at once without
+/// one.
+pub(crate) fn off_path(work: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(work)),
+        Err(_) => work(),
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecRequest {

@@ -99,10 +99,7 @@ impl TreeLimits {
                 return;
             }
         }
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(used))),
-            Err(_) => drop(used),
-        }
+        super::off_path(move || drop(used));
     }
 
     fn create(&self) -> std::io::Result<Cgroup> {

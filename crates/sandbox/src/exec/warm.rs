@@ -318,16 +318,12 @@ impl Drop for LetGo {
         if held.is_empty() && group.is_none() {
             return;
         }
-        let let_go = move || {
+        super::off_path(move || {
             drop(held);
             if let Some((tree, group)) = group {
                 tree.recycle(Some(group));
             }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(let_go)),
-            Err(_) => let_go(),
-        }
+        });
     }
 }
 
