@@ -334,6 +334,16 @@ async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_sha
     }
 }
 
+/// Waits until `done`, for a let-go on a blocking thread: up to 30 s, as letting a mount
+/// namespace go waits for an RCU grace period, which a loaded machine can make long (the
+/// assertion after it fails on a leak, not on a slow let-go).
+async fn settled(mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The namespaces this process holds open (descriptors naming a mount or network namespace
 /// other than its own).
 fn held_namespaces() -> Vec<String> {
@@ -360,20 +370,12 @@ async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
         assert_eq!(out.exit_code, 0, "{out:?}");
     }
     // What is left open once the blocking threads have let go: the next spare's two (its mount
-    // and network namespaces, sent with its readiness), nothing of the eight launches. Letting
-    // a mount namespace go waits for an RCU grace period, which a loaded machine can make long:
-    // a leak still fails here, a slow let-go does not.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while held_namespaces().len() > 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // and network namespaces, sent with its readiness), nothing of the eight launches.
+    settled(|| held_namespaces().len() <= 2).await;
     let held = held_namespaces();
     assert!(held.len() <= 2, "namespaces still held: {held:?}");
     drop(launcher);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !held_namespaces().is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    settled(|| held_namespaces().is_empty()).await;
     assert_eq!(
         held_namespaces(),
         Vec::<String>::new(),
@@ -414,17 +416,11 @@ async fn a_command_group_is_taken_back_after_its_launch_and_removed_with_the_lau
     // serves a later one: what exists is the next spare's group and at most one kept, per
     // hierarchy, not one per launch.
     let per = support.hierarchies().len();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while our_groups(&support).len() > 2 * per && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    settled(|| our_groups(&support).len() <= 2 * per).await;
     let groups = our_groups(&support);
     assert!(groups.len() <= 2 * per, "{groups:?}");
     drop(launcher);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !our_groups(&support).is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    settled(|| our_groups(&support).is_empty()).await;
     assert_eq!(our_groups(&support), Vec::<std::path::PathBuf>::new());
 }
 
