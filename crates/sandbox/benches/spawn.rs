@@ -3,7 +3,7 @@
 //! user+net+pid+mount namespaces, Landlock, seccomp,
 //! cleared environment, the tree's control group) back to back (each launch waits for the spare
 //! the one before started, if it is not ready yet), the same with its spare ready (the wait for
-//! it untimed), without the control group, and through bubblewrap with a comparable set of
+//! it untimed; and in a git repository's workspace), without the control group, and through bubblewrap with a comparable set of
 //! namespaces, in the same run. bubblewrap is skipped, with a message, when `bwrap` is not installed
 //! (`apt-get install bubblewrap`).
 //!
@@ -31,7 +31,20 @@ fn bench(c: &mut Criterion) {
     let mut policy = SandboxPolicy::new(&root);
     policy.limits.tree_memory_bytes = None;
     policy.limits.tree_processes = None;
-    let untreed = Launcher::with_capabilities(helper, policy, caps);
+    let untreed = Launcher::with_capabilities(helper.clone(), policy, caps.clone());
+    // A workspace that is a git repository (what `git init` makes that protection looks at).
+    let repository = tempfile::tempdir().unwrap();
+    let repository_root = repository.path().canonicalize().unwrap();
+    std::fs::create_dir_all(repository_root.join(".git/hooks")).unwrap();
+    std::fs::write(repository_root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        repository_root.join(".git/config"),
+        "[core]\n\tbare = false\n",
+    )
+    .unwrap();
+    let in_repository =
+        Launcher::with_capabilities(helper, SandboxPolicy::new(&repository_root), caps);
+    let repository_request = ExecRequest::new("true", vec![], &repository_root);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -70,20 +83,26 @@ fn bench(c: &mut Criterion) {
     });
     // Each launch after a pause of 50 ms, finding its spare ready, as when launches are not
     // back to back (a model turn between two commands): neither is timed.
+    let ready = |launcher: &Launcher, request: &ExecRequest, iters: u64| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            // A pause, as between two tool calls; then the spare is certainly ready.
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(launcher.warm_up());
+            let start = Instant::now();
+            let out = runtime.block_on(launcher.run(request)).unwrap();
+            total += start.elapsed();
+            assert_eq!(out.exit_code, 0);
+        }
+        total
+    };
     group.bench_function("sandboxed, spare ready", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                // A pause, as between two tool calls; then the spare is certainly ready.
-                std::thread::sleep(Duration::from_millis(50));
-                assert!(launcher.warm_up());
-                let start = Instant::now();
-                let out = runtime.block_on(launcher.run(&request)).unwrap();
-                total += start.elapsed();
-                assert_eq!(out.exit_code, 0);
-            }
-            total
-        })
+        b.iter_custom(|iters| ready(&launcher, &request, iters))
+    });
+    // The same in a git repository's workspace: git protection's snapshot, its bind mounts
+    // (made by the spare ahead) and the check that they still hold.
+    group.bench_function("sandboxed, spare ready, git workspace", |b| {
+        b.iter_custom(|iters| ready(&in_repository, &repository_request, iters))
     });
     group.bench_function("sandboxed, no tree limits", |b| {
         b.iter(|| {

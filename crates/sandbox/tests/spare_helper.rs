@@ -596,7 +596,7 @@ fn hand(helper: Started, mut ours: UnixStream, plan: &Plan) -> (i32, String) {
 }
 
 #[tokio::test]
-async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other() {
+async fn a_spare_restricted_ahead_confines_the_plan_its_rules_were_for_and_serves_no_other() {
     let Some((_serial, _dir, root)) = begin(true).await else {
         return;
     };
@@ -618,17 +618,28 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     .unwrap();
     let ahead = Ahead::of(&plan).expect("a preparation");
 
-    // Built from the plan's own rules: the command runs, confined by them (it may write in its
-    // root, not beside it).
+    // Restricted with the plan's own rules before the plan came: the command runs, confined by
+    // them (it may write in its root, not beside it).
     let go = go_with_rules(&plan);
     let (helper, ours) = started_spare(&ahead, &go);
+    // Confined before its plan (after READY, while the plan may be on its way): the filter
+    // installed (mode 2), `no_new_privs` set.
+    let Started::Pid1(pid1) = &helper else {
+        panic!("a pid namespace")
+    };
+    let confined = ["NoNewPrivs:\t1", "Seccomp:\t2"].map(String::from).to_vec();
+    let until = Instant::now() + Duration::from_secs(5);
+    while confined_status(*pid1) != confined && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(confined_status(*pid1), confined);
     let (code, report) = hand(helper, ours, &asking_for_the_ruleset(&plan, &go));
     assert_eq!(code, 1, "the second touch is denied: {report}");
     assert!(report.is_empty(), "{report}");
     assert!(marker.exists(), "the command did not run");
     assert!(
         !outside.exists(),
-        "the ruleset built ahead did not confine the command"
+        "the ruleset enforced ahead did not confine the command"
     );
     std::fs::remove_file(&marker).unwrap();
 
@@ -639,12 +650,17 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
         .extra_writable
         .push(elsewhere.path().canonicalize().unwrap());
     let (other, _) = Plan::build(&wider, caps, &request, std::iter::empty()).unwrap();
-    assert_eq!(Ahead::of(&other), Some(ahead), "the same namespaces");
+    assert_eq!(
+        Ahead::of(&other).as_ref(),
+        Some(&ahead),
+        "the same namespaces"
+    );
     let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
     let (code, report) = hand(helper, ours, &asking_for_the_ruleset(&plan, &go));
     assert_eq!(code, 125, "{report}");
+    let other_rules = "restricted ahead with other Landlock rules than the plan's";
     assert!(
-        report.contains(r#""kind":"plan""#) && report.contains("not the one the plan asks for"),
+        report.contains(r#""kind":"plan""#) && report.contains(other_rules),
         "{report}"
     );
     assert!(!marker.exists() && !outside.exists(), "the command ran");
@@ -655,17 +671,26 @@ async fn a_ruleset_built_ahead_confines_the_plan_it_was_built_for_and_no_other()
     unnamed.landlock_digest = None;
     let (code, report) = hand(helper, ours, &unnamed);
     assert_eq!(code, 125, "{report}");
-    assert!(report.contains("not the one the plan asks for"), "{report}");
+    assert!(report.contains(other_rules), "{report}");
     assert!(!marker.exists() && !outside.exists(), "the command ran");
 
-    // Built from other rules, but the plan brings its own: the ruleset built ahead is dropped.
+    // Restricted with other rules, and the plan brings its own: refused too (the spare cannot
+    // be restricted with the plan's rules alone any more), nothing run.
     let (helper, ours) = started_spare(&ahead, &go_with_rules(&other));
     let (code, report) = hand(helper, ours, &plan);
-    assert_eq!(code, 1, "{report}");
-    assert!(
-        marker.exists() && !outside.exists(),
-        "not the plan's own rules"
-    );
+    assert_eq!(code, 125, "{report}");
+    assert!(report.contains(other_rules), "{report}");
+    assert!(!marker.exists() && !outside.exists(), "the command ran");
+}
+
+/// The `Seccomp:` and `NoNewPrivs:` lines of `/proc/<pid>/status`.
+fn confined_status(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("Seccomp:") || l.starts_with("NoNewPrivs:"))
+        .map(String::from)
+        .collect()
 }
 
 #[tokio::test]

@@ -14,10 +14,18 @@
 //! The Landlock rules depend on the policy only too, and adding them (~70 paths, those the
 //! launcher could not open tried again by path) was ~0.3 ms of what was left on a launch. So the
 //! launcher's go brings them with their descriptors ([`AheadRules`](super::rules::AheadRules)),
-//! and once it has said it is ready the spare *builds* the ruleset (after its `/proc`, whose rule
-//! must name the new procfs); it restricts itself with it where a fresh helper would build and
-//! enforce one, after the plan's binds and `chdir`, before seccomp and `execve`. Nothing is
-//! enforced ahead.
+//! and once it has said it is ready the spare builds the ruleset (after its `/proc`, whose rule
+//! must name the new procfs).
+//!
+//! Then the spare *confines itself ahead*: restricting itself with that ruleset
+//! (`landlock_restrict_self`, ~90 µs) and installing the seccomp filter (~87 µs: the kernel
+//! emulates the filter for every syscall number to build its action cache, and JIT-compiles it)
+//! were the two largest pieces of what a launch with its spare ready still did before `execve`
+//! (traced on the 2-core test machine). Neither depends on the command, but both forbid mounts,
+//! so git protection's binds ([`MountPlan::binds`](super::MountPlan::binds)) are made ahead
+//! too, before [`READY`](super::channel::READY), from the snapshot of the launch before. What
+//! the plan brings and the spare applies after it: rlimits, `chdir`, loopback mediation's
+//! `connect` filter, the environment and `execve`.
 //!
 //! The contract:
 //!
@@ -34,7 +42,16 @@
 //!   brings its descriptors and the ruleset is built from them, as on a fresh helper). Such a
 //!   plan goes without its rules, naming them by the digest of those the spare was given
 //!   ([`Plan::landlock_digest`]), and the helper checks it: a plan that asks for a ruleset built
-//!   ahead from other rules is refused, and the command never runs.
+//!   ahead from other rules is refused, and the command never runs. A spare given rules has
+//!   restricted itself with them: a plan with other rules (or none) is never sent to it.
+//! - **Binds that still hold.** A bind made ahead pins the inode its path named then: a file
+//!   the host replaces by a rename afterwards (as `git config` does) takes the bind away in the
+//!   spare's namespace (the kernel detaches a mount whose mount point is renamed over), and
+//!   the command would see the new file writable. So before it sends the plan, the launcher
+//!   checks that each bind's path is still a mount's root in the spare's namespace
+//!   ([`Ahead::binds_hold`], through `/proc/<pid>/root`); a spare whose binds do not hold is
+//!   discarded, and a fresh helper binds at launch. Plans with binds are prepared ahead only
+//!   where the kernel says what is a mount's root (`STATX_ATTR_MOUNT_ROOT`, Linux 5.8).
 //! - **Fail closed.** A spare whose preparation fails is not used: the launch starts a fresh
 //!   helper, which applies the whole plan as before (and reports a layer it cannot apply).
 //! - **Not for plans that read the machine at launch time.** A plan whose process limit is the
@@ -49,34 +66,69 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{NamespacePlan, Plan};
+use super::plan::{MountPlan, NamespacePlan, Plan, SeccompPlan};
 
 /// What a spare helper applies before its plan (see the [module docs](self)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ahead {
     /// The namespaces, exactly as the plan's.
     pub namespaces: NamespacePlan,
-    /// [`MountPlan::make_private`](super::MountPlan::make_private).
-    pub make_private: bool,
-    /// [`MountPlan::proc`](super::MountPlan::proc).
-    pub proc: bool,
+    /// The mounts, exactly as the plan's: private propagation, `/proc` and git protection's
+    /// binds.
+    pub mounts: MountPlan,
+    /// The seccomp filter, installed ahead, exactly as the plan's.
+    pub seccomp: Option<SeccompPlan>,
 }
 
 impl Ahead {
     /// What a spare can apply ahead of `plan`: `None` when there is nothing to apply (no
     /// namespace), or when the plan must be applied whole at launch (see the
     /// [module docs](self)).
+    ///
+    /// ```
+    /// use toolsmith_sandbox::exec::{Ahead, ExecRequest, Plan};
+    /// use toolsmith_sandbox::{Capabilities, SandboxPolicy};
+    ///
+    /// let caps = Capabilities::detect();
+    /// let request = ExecRequest::new("true", vec![], "/tmp");
+    /// let policy = SandboxPolicy::new("/tmp");
+    /// if let Ok((plan, _)) = Plan::build(&policy, caps, &request, std::iter::empty()) {
+    ///     if let Some(ahead) = Ahead::of(&plan) {
+    ///         assert!(ahead.admits(&plan));
+    ///         assert_eq!(ahead.seccomp, plan.seccomp);
+    ///     }
+    /// }
+    /// ```
     pub fn of(plan: &Plan) -> Option<Ahead> {
         let ns = plan.namespaces;
         let any = ns.user || ns.net || ns.pid || ns.mount;
         let counts_host =
             plan.rlimits.processes.is_some() && !plan.rlimits.processes_in_user_namespace;
-        (any && !counts_host).then_some(Ahead {
+        (any && !counts_host).then(|| Ahead {
             namespaces: ns,
-            make_private: plan.mounts.make_private,
-            proc: plan.mounts.proc,
+            mounts: plan.mounts.clone(),
+            seccomp: plan.seccomp,
         })
+    }
+
+    /// Whether every bind this preparation made is still in place in the namespace whose
+    /// root is `/proc/<pid>/root` (the spare's PID 1, or the spare): each path is still the
+    /// root of a mount there (see the [module docs](self)). `false` when the kernel cannot
+    /// tell; `true` when there are no binds.
+    pub fn binds_hold(&self, pid: u32) -> bool {
+        self.mounts.binds.iter().all(|bind| {
+            let mut path = std::ffi::OsString::from(format!("/proc/{pid}/root"));
+            path.push(bind.path.as_os_str());
+            mount_root(std::path::Path::new(&path)) == Some(true)
+        })
+    }
+
+    /// Whether this machine's kernel says which paths are a mount's root, as
+    /// [`binds_hold`](Self::binds_hold) needs (checked once).
+    pub(crate) fn can_check_binds() -> bool {
+        static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *KNOWN.get_or_init(|| mount_root(std::path::Path::new("/")).is_some())
     }
 
     /// Whether a helper that applied `self` may apply the rest of `plan`: `plan` would have been
@@ -86,7 +138,7 @@ impl Ahead {
     }
 
     /// The argument the helper's `spare` mode takes.
-    pub(crate) fn to_arg(self) -> String {
+    pub(crate) fn to_arg(&self) -> String {
         serde_json::to_string(&self).expect("an Ahead serialises")
     }
 
@@ -94,6 +146,18 @@ impl Ahead {
     pub(crate) fn from_arg(arg: &str) -> Result<Ahead, String> {
         serde_json::from_str(arg).map_err(|e| format!("invalid preparation {arg:?}: {e}"))
     }
+}
+
+/// Whether `path` (not followed if it is a symbolic link) is the root of a mount; `None` when
+/// the kernel cannot say (before Linux 5.8) or `path` cannot be looked at.
+fn mount_root(path: &std::path::Path) -> Option<bool> {
+    use rustix::fs::{AtFlags, CWD, StatxAttributes, StatxFlags, statx};
+    let flags = AtFlags::NO_AUTOMOUNT | AtFlags::SYMLINK_NOFOLLOW;
+    let found = statx(CWD, path, flags, StatxFlags::empty()).ok()?;
+    let known = found
+        .stx_attributes_mask
+        .contains(StatxAttributes::MOUNT_ROOT);
+    known.then(|| found.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
 }
 
 #[cfg(test)]
@@ -130,7 +194,7 @@ mod tests {
         let caps = caps(true, "6.8.0");
         let off = plan(&SandboxPolicy::new("/w"), &caps);
         let ahead = Ahead::of(&off).unwrap();
-        assert!(ahead.namespaces.net && ahead.namespaces.pid && ahead.proc);
+        assert!(ahead.namespaces.net && ahead.namespaces.pid && ahead.mounts.proc);
         assert!(!ahead.namespaces.loopback_up);
         assert!(ahead.admits(&off));
         let mut policy = SandboxPolicy::new("/w");
@@ -143,6 +207,38 @@ mod tests {
         assert!(!ahead.admits(&full) && !Ahead::of(&full).unwrap().admits(&off));
         // The preparation survives its trip through the helper's argument.
         assert_eq!(Ahead::from_arg(&ahead.to_arg()), Ok(ahead));
+    }
+
+    #[test]
+    fn a_preparation_admits_only_the_binds_and_filter_it_applied() {
+        let caps = caps(true, "6.8.0");
+        let plain = plan(&SandboxPolicy::new("/w"), &caps);
+        let ahead = Ahead::of(&plain).unwrap();
+        assert_eq!(ahead.mounts, plain.mounts);
+        assert!(ahead.seccomp.is_some());
+        // A repository appeared (or its state changed) since the spare bound what it found.
+        let mut bound = plain.clone();
+        bound.mounts.binds.push(crate::git::Bind {
+            path: "/w/.git".into(),
+            read_only: false,
+        });
+        assert!(!ahead.admits(&bound));
+        assert!(Ahead::of(&bound).unwrap().admits(&bound));
+        // A filter other than the one installed ahead.
+        let mut unix = plain.clone();
+        unix.seccomp.as_mut().unwrap().deny_unix = !plain.seccomp.unwrap().deny_unix;
+        assert!(!ahead.admits(&unix));
+        // No binds: nothing to check; `/` is the root of a mount wherever the kernel can say.
+        assert!(ahead.binds_hold(std::process::id()));
+        if Ahead::can_check_binds() {
+            assert_eq!(mount_root(std::path::Path::new("/")), Some(true));
+            assert_eq!(mount_root(std::path::Path::new("/proc/self")), Some(false));
+            let not_bound = Ahead::of(&bound).unwrap();
+            assert!(
+                !not_bound.binds_hold(std::process::id()),
+                "/w/.git is no mount"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::plan::{MountPlan, Plan};
+use super::plan::{MountPlan, Plan, SeccompPlan};
 use super::{EXEC_FAILED_STATUS, HELPER_ARG, SETUP_FAILED_STATUS, channel};
 use crate::probe::NamespaceProbe;
 
@@ -160,20 +160,21 @@ fn run() -> ! {
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     let mediation = mediation.as_ref();
     let rules = Rules::Plan(&rule_fds);
+    let (mounts, seccomp) = (Some(&plan.mounts), plan.seccomp.as_ref());
     if plan.namespaces.pid {
-        setup::double_fork(&mut || confine_and_exec(&plan, &plan.mounts, &rules, mediation))
+        setup::double_fork(&mut || confine_and_exec(&plan, mounts, seccomp, &rules, mediation))
     }
-    match confine_and_exec(&plan, &plan.mounts, &rules, mediation) {}
+    match confine_and_exec(&plan, mounts, seccomp, &rules, mediation) {}
 }
 
 /// Where the Landlock ruleset comes from.
 pub(super) enum Rules<'a> {
-    /// Built at launch from the plan's [`LandlockPlan`](super::LandlockPlan) and these
+    /// Built at launch from the plan's [`LandlockPlan`](super::LandlockPlan), if any, and these
     /// descriptors (sent with it).
     Plan(&'a [OwnedFd]),
-    /// Built ahead by a spare helper from exactly the plan's
+    /// Built and enforced ahead by a spare helper, from exactly the plan's
     /// [`LandlockPlan`](super::LandlockPlan) ([`Plan::landlock_ahead`]).
-    Ahead(&'a std::cell::Cell<Option<landlock::RulesetCreated>>),
+    Enforced,
 }
 
 /// A plan read from the channel, with what came with it.
@@ -226,42 +227,33 @@ fn receive(spare: bool) -> Received {
     }
 }
 
-/// The rest, in PID 1 when there is a pid namespace: `mounts` (the plan's, or what a spare did
-/// not make ahead), working directory, Landlock, seccomp (with `mediation`, the loopback
-/// supervisor's channel: the `connect` filter first, its listener sent there), `execve`. Never
-/// returns (`Infallible`): it execs or [`fail`]s.
+/// The rest, in PID 1 when there is a pid namespace: `mounts` (the plan's; `None` for a spare,
+/// which made them ahead), working directory, Landlock, seccomp (with `mediation`, the loopback
+/// supervisor's channel: the `connect` filter first, its listener sent there; then `seccomp`,
+/// `None` for a spare, which installed it ahead), `execve`. Never returns (`Infallible`): it
+/// execs or [`fail`]s.
 fn confine_and_exec(
     plan: &Plan,
-    mounts: &MountPlan,
+    mounts: Option<&MountPlan>,
+    seccomp: Option<&SeccompPlan>,
     rules: &Rules<'_>,
     mediation: Option<&OwnedFd>,
 ) -> std::convert::Infallible {
-    if plan.namespaces.mount {
+    if let Some(mounts) = mounts.filter(|_| plan.namespaces.mount) {
         mounts::apply(mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
     // After the mounts: a working directory inside a protected path must be the new mount.
     if let Err(e) = std::env::set_current_dir(&plan.cwd) {
         fail("exec", &format!("cannot enter {}: {e}", plan.cwd.display()));
     }
-    match (rules, &plan.landlock) {
-        // The spare checked, when the plan came, that the plan names the rules it built.
-        (Rules::Ahead(ruleset), _) => match ruleset.take() {
-            Some(ruleset) => {
-                super::landlock::restrict(ruleset).unwrap_or_else(|e| fail("landlock", &e));
-            }
-            None => fail("landlock", "the ruleset built ahead is gone"),
-        },
-        (Rules::Plan(fds), Some(landlock)) => {
-            super::landlock::apply(landlock, fds).unwrap_or_else(|e| fail("landlock", &e));
-        }
-        (Rules::Plan(_), None) => {}
+    if let (Rules::Plan(fds), Some(landlock)) = (rules, &plan.landlock) {
+        super::landlock::apply(landlock, fds).unwrap_or_else(|e| fail("landlock", &e));
     }
     if let Some(channel) = mediation {
         super::loopback::mediate(channel).unwrap_or_else(|e| fail("seccomp", &e));
     }
-    if let Some(seccomp) = &plan.seccomp {
-        let program = super::seccomp::program(seccomp).unwrap_or_else(|e| fail("seccomp", &e));
-        super::seccomp::install(&program).unwrap_or_else(|e| fail("seccomp", &e));
+    if let Some(seccomp) = seccomp {
+        install_seccomp(seccomp);
     }
     let error = std::process::Command::new(&plan.argv[0])
         .args(&plan.argv[1..])
@@ -269,4 +261,10 @@ fn confine_and_exec(
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .exec();
     fail("exec", &format!("{}: {error}", plan.argv[0]))
+}
+
+/// Installs the filter `seccomp` says, or [`fail`]s.
+fn install_seccomp(seccomp: &SeccompPlan) {
+    let program = super::seccomp::program(seccomp).unwrap_or_else(|e| fail("seccomp", &e));
+    super::seccomp::install(&program).unwrap_or_else(|e| fail("seccomp", &e));
 }

@@ -1,6 +1,7 @@
 //! Landlock, applied by the helper to itself: filesystem read/write rules, TCP deny, scopes.
 //!
-//! Rules are created here, after the helper's mounts, so `/proc` names the new procfs.
+//! Rules are created here, after the helper's mounts, so `/proc` names the new procfs (a spare
+//! helper applies them before its plan comes, see [`Ahead`](super::Ahead)).
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, OwnedFd};
@@ -21,7 +22,7 @@ pub(crate) fn apply(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<(), String> 
 
 /// Restricts the calling process (and everything it execs) with a ruleset [`build`] made.
 /// Returns an error when the kernel did not enforce the ruleset at all.
-pub(crate) fn restrict(ruleset: RulesetCreated) -> Result<(), String> {
+fn restrict(ruleset: RulesetCreated) -> Result<(), String> {
     let status = ruleset
         .restrict_self()
         .map_err(|e| format!("landlock: {e}"))?;
@@ -31,13 +32,12 @@ pub(crate) fn restrict(ruleset: RulesetCreated) -> Result<(), String> {
     Ok(())
 }
 
-/// The ruleset `plan` says, not yet enforced: a spare helper builds it before its plan comes
-/// (see [`Ahead`](super::Ahead)) and [`restrict`]s itself with it where a fresh helper would.
+/// The ruleset `plan` says, not yet enforced.
 ///
 /// Paths that do not exist are skipped (they grant nothing). The rules in
 /// [`LandlockPlan::inherited`] use the descriptors the launcher sent (`fds`, in order); their
 /// paths are not opened again. The descriptors are not needed once this returns.
-pub(crate) fn build(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<RulesetCreated, String> {
+fn build(plan: &LandlockPlan, fds: &[OwnedFd]) -> Result<RulesetCreated, String> {
     let abi = ABI::from(i32::from(plan.abi));
     let err = |e: landlock::RulesetError| format!("landlock: {e}");
     let mut ruleset = Ruleset::default()

@@ -294,10 +294,12 @@ impl Launcher {
             // The policy fails closed here: every launch is refused, no spare is needed.
             return false;
         };
+        // Bound as a launch would be: the spare's binds are made ahead.
+        self.protect_git(&mut plan);
         let opened = self.attach_rules(&mut plan);
         let rules = AheadRules::of(&plan, opened.as_ref());
         self.warm
-            .refill(&self.helper, &self.tree, Ahead::of(&plan), rules);
+            .refill(&self.helper, &self.tree, ahead_of(&plan), rules);
         self.warm.settle()
     }
 
@@ -305,12 +307,12 @@ impl Launcher {
     /// `loopback`) to a helper: the spare when there is one, it is alive and it was prepared
     /// for this plan ([`Ahead`]), else a helper started for this launch that applies the whole
     /// plan; then starts the next spare ([`warm`](super::warm)), prepared for this plan's
-    /// namespaces and Landlock rules.
+    /// namespaces, mounts, filter and Landlock rules.
     ///
-    /// A spare that built its Landlock ruleset ahead from exactly this plan's rules, from the
-    /// same opening of their paths ([`AheadRules::same`]), is asked to restrict itself with it
-    /// ([`Plan::landlock_ahead`]) and gets no rule descriptors; any other helper gets them and
-    /// builds the ruleset from the plan.
+    /// A spare restricted ahead with exactly this plan's rules, on the same inodes
+    /// ([`AheadRules::same`]), is told so ([`Plan::landlock_ahead`]) and gets no rule
+    /// descriptors; a spare restricted with other rules is not used; a fresh helper gets them
+    /// and builds the ruleset from the plan.
     ///
     /// # Errors
     ///
@@ -322,16 +324,13 @@ impl Launcher {
         opened: Option<&Arc<Opened>>,
         loopback: Option<BorrowedFd<'_>>,
     ) -> Result<Waiting, ExecError> {
-        let ahead = Ahead::of(plan);
+        let ahead = ahead_of(plan);
         let rules = AheadRules::of(plan, opened);
         let spare = self
             .warm
             .take()
-            .and_then(|spare| self.usable(spare, ahead.as_ref()))
-            .and_then(|spare| {
-                let digest = spare.built(rules.as_ref());
-                self.send(spare, plan, opened, loopback, digest).ok()
-            });
+            .and_then(|spare| self.usable(spare, ahead.as_ref(), rules.as_ref()))
+            .and_then(|(spare, digest)| self.send(spare, plan, opened, loopback, digest).ok());
         let helper = match spare {
             Some(spare) => spare,
             None => {
@@ -344,13 +343,25 @@ impl Launcher {
         Ok(helper)
     }
 
-    /// `spare`, when it may take a plan prepared as `ahead`: it applied nothing ahead, or what
-    /// `ahead` says; and it is alive (a spare killed while it waited, or whose PID 1 lost its
-    /// parent before `PR_SET_PDEATHSIG`, is not). Otherwise it is discarded: killed, its group
-    /// taken back.
-    fn usable(&self, spare: Waiting, ahead: Option<&Ahead>) -> Option<Waiting> {
-        if spare.serves(ahead) && !spare.process.exited() {
-            return Some(spare);
+    /// `spare`, when it may take a plan prepared as `ahead` with the Landlock rules `rules`, and
+    /// the digest of the rules it restricted itself with, if any ([`Waiting::built`]): it applied
+    /// nothing ahead, or what `ahead` says; it was given no rules, or exactly `rules`; it is
+    /// alive (a spare killed while it waited, or whose PID 1 lost its parent before
+    /// `PR_SET_PDEATHSIG`, is not); and its binds still hold ([`Ahead::binds_hold`]). Otherwise
+    /// it is discarded: killed, its group taken back.
+    fn usable(
+        &self,
+        spare: Waiting,
+        ahead: Option<&Ahead>,
+        rules: Option<&AheadRules>,
+    ) -> Option<(Waiting, Option<u64>)> {
+        let digest = spare.built(rules);
+        if spare.serves(ahead)
+            && (spare.rules.is_none() || digest.is_some())
+            && !spare.process.exited()
+            && (spare.ahead.as_ref()).is_none_or(|a| a.binds_hold(spare.process.id()))
+        {
+            return Some((spare, digest));
         }
         self.discard(spare);
         None
@@ -406,13 +417,7 @@ impl Launcher {
     pub(crate) fn prepare(&self, request: &ExecRequest) -> Result<Prepared, ExecError> {
         let (mut plan, mut warnings) = Plan::build(&self.policy, &self.caps, request, utf8_vars())?;
         warnings.extend(self.tree.warning(self.caps.running_as_root));
-        let git = self.policy.protect_git.then(|| {
-            let (root, writable) = &self.git_paths;
-            GitProtection::inspect_resolved(root.clone(), writable.clone())
-        });
-        if let Some(git) = &git {
-            plan.protect_git(git);
-        }
+        let git = self.protect_git(&mut plan);
         let loopback = match plan.seccomp.as_mut().filter(|s| s.mediate_loopback) {
             Some(seccomp) => loopback::supervise()
                 .inspect_err(|e| {
@@ -432,6 +437,17 @@ impl Launcher {
         })
     }
 
+    /// Git protection's snapshot of the workspace now, when the policy protects git, with its
+    /// binds added to `plan`.
+    fn protect_git(&self, plan: &mut Plan) -> Option<GitProtection> {
+        let git = self.policy.protect_git.then(|| {
+            let (root, writable) = &self.git_paths;
+            GitProtection::inspect_resolved(root.clone(), writable.clone())
+        })?;
+        plan.protect_git(&git);
+        Some(git)
+    }
+
     /// Sends the Landlock rules' paths as descriptors (see [`RuleFds`]): fills
     /// `plan.landlock.inherited` and returns the opening to send. Call it on the final plan.
     pub(crate) fn attach_rules(&self, plan: &mut Plan) -> Option<Arc<Opened>> {
@@ -439,6 +455,12 @@ impl Launcher {
             .as_mut()
             .map(|landlock| self.rules.attach(landlock))
     }
+}
+
+/// What a spare can apply ahead of `plan` on this machine ([`Ahead::of`]): nothing when the
+/// plan has binds and the kernel cannot say whether a spare's binds still hold.
+fn ahead_of(plan: &Plan) -> Option<Ahead> {
+    Ahead::of(plan).filter(|ahead| ahead.mounts.binds.is_empty() || Ahead::can_check_binds())
 }
 
 /// Moves the helper (`pid`) into the tree's control group. Call it before the plan is written:

@@ -37,14 +37,13 @@ pub struct Plan {
     /// [`Launcher::spawn`]: super::Launcher::spawn
     #[serde(default)]
     pub stdin_from_stdout: bool,
-    /// Whether the helper restricts itself with the Landlock ruleset it built before this plan
-    /// came (a spare helper given its rules with its go, see [`Ahead`](super::Ahead)) rather
-    /// than one built now from [`landlock`](Self::landlock) and the descriptors sent with the
-    /// plan. The launcher asks only a spare that built exactly this plan's rules, from the same
-    /// opening of their paths; the plan then goes without its rules (most of its size: ~70
-    /// paths, twice), carrying their [`landlock_digest`](Self::landlock_digest) instead, and
-    /// the helper refuses it (fail closed, nothing run) unless that is the digest of the rules
-    /// it was given.
+    /// Whether the helper restricted itself before this plan came (a spare helper given its
+    /// rules with its go, see [`Ahead`](super::Ahead)), rather than with a ruleset built now
+    /// from [`landlock`](Self::landlock) and the descriptors sent with the plan. The launcher
+    /// sends a plan only to a spare restricted with exactly its rules, on the same inodes; the
+    /// plan then goes without its rules (most of its size: ~70 paths, twice), carrying their
+    /// [`landlock_digest`](Self::landlock_digest) instead, and the helper refuses it (fail
+    /// closed, nothing run) unless that is the digest of the rules it was given.
     #[serde(default)]
     pub landlock_ahead: bool,
     /// With [`landlock_ahead`](Self::landlock_ahead), as sent: the digest
@@ -137,7 +136,7 @@ pub struct LandlockPlan {
 
 impl LandlockPlan {
     /// The digest of a JSON Landlock plan, 64-bit FNV-1a of its bytes, by which a plan asking
-    /// for the ruleset a spare built ahead names the rules the spare was given with its go
+    /// for the ruleset a spare enforced ahead names the rules the spare was given with its go
     /// ([`Plan::landlock_digest`]). Both sides hold those rules already: the digest is a check
     /// between the launcher and its own helper that they mean the same ones, not a defence
     /// against an adversary.

@@ -39,6 +39,8 @@ pub(crate) struct Opened {
     at: Instant,
     rules: Vec<InheritedRule>,
     fds: Vec<OwnedFd>,
+    /// What each descriptor names (device, inode): a Landlock rule attaches to the inode.
+    inodes: Vec<(u64, u64)>,
 }
 
 impl Opened {
@@ -65,10 +67,14 @@ impl AheadRules {
         })
     }
 
-    /// Whether a ruleset built from `self` is the one `other` would build: the same rules, from
-    /// the same opening (a path opened again after [`MAX_AGE`] may name another inode).
+    /// Whether a ruleset built from `self` is the one `other` would build: the same rules, on
+    /// the same inodes (a path opened again after [`MAX_AGE`] may name another inode; when
+    /// none does, a spare restricted with the older opening is as good as a fresh helper, and
+    /// stays usable however long it waited).
     pub(crate) fn same(&self, other: &AheadRules) -> bool {
-        Arc::ptr_eq(&self.opened, &other.opened) && self.landlock == other.landlock
+        let inodes =
+            Arc::ptr_eq(&self.opened, &other.opened) || self.opened.inodes == other.opened.inodes;
+        inodes && self.landlock == other.landlock
     }
 }
 
@@ -102,6 +108,7 @@ impl RuleFds {
 fn open(key: (Vec<PathBuf>, Vec<PathBuf>)) -> Opened {
     let mut rules = Vec::new();
     let mut fds = Vec::new();
+    let mut inodes = Vec::new();
     let paths = key
         .0
         .iter()
@@ -128,12 +135,14 @@ fn open(key: (Vec<PathBuf>, Vec<PathBuf>)) -> Opened {
             dir: rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir(),
         });
         fds.push(fd);
+        inodes.push((stat.st_dev, stat.st_ino));
     }
     Opened {
         key,
         at: Instant::now(),
         rules,
         fds,
+        inodes,
     }
 }
 
@@ -154,21 +163,32 @@ mod tests {
     }
 
     #[test]
-    fn a_ruleset_built_ahead_is_the_plans_only_with_its_rules_from_the_same_opening() {
+    fn a_ruleset_built_ahead_is_the_plans_only_with_its_rules_on_the_same_inodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().join("w");
+        std::fs::create_dir(&w).unwrap();
         let fds = RuleFds::default();
-        let mut first = landlock("/w");
+        let mut first = landlock(w.to_str().unwrap());
         let opened = fds.attach(&mut first);
         let built = AheadRules {
             landlock: first.clone(),
             opened: Arc::clone(&opened),
         };
         assert!(built.same(&built.clone()));
-        // The same rules, their paths opened again (after `MAX_AGE`): perhaps other inodes.
-        let reopened = AheadRules {
+        let reopen = || AheadRules {
             landlock: first.clone(),
             opened: Arc::new(open((first.read.clone(), first.write.clone()))),
         };
-        assert!(!built.same(&reopened) && !reopened.same(&built));
+        // The same rules, their paths opened again (after `MAX_AGE`), naming the same inodes.
+        let again = reopen();
+        assert!(!Arc::ptr_eq(&built.opened, &again.opened));
+        assert!(built.same(&again) && again.same(&built));
+        // The writable directory replaced on the host: another inode, another ruleset.
+        std::fs::rename(&w, dir.path().join("old")).unwrap();
+        std::fs::create_dir(&w).unwrap();
+        let replaced = reopen();
+        assert_eq!(replaced.landlock, built.landlock);
+        assert!(!built.same(&replaced) && !replaced.same(&built));
         // Other rules, whatever the opening.
         let other = AheadRules {
             landlock: landlock("/elsewhere"),

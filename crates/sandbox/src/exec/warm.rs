@@ -14,9 +14,10 @@
 //! depend on the launcher's policy only: so a spare is started *prepared* for the policy of the
 //! launch before it ([`Ahead`]). It waits for the launcher's go (it is in its control group
 //! then, so what it forks is too), unshares its user, network, pid and mount namespaces, forks
-//! PID 1 and mounts its `/proc`, says it is ready, and only then is it offered to a launch; then
-//! it builds the Landlock ruleset whose rules came with its go (see [`Ahead`]). The plan brings
-//! the rest, applied as on a fresh helper.
+//! PID 1, mounts its `/proc` and git protection's binds, says it is ready, and only then is it
+//! offered to a launch; then it restricts itself with the Landlock rules that came with its go
+//! and installs the seccomp filter (see [`Ahead`]). The plan brings the rest: rlimits, `chdir`,
+//! the environment.
 //!
 //! A prepared spare is not spawned but forked, by the launcher's resident helper
 //! ([`resident`](super::resident)): the helper's `exec` and start-up were ~1.5 ms of the ~3.9 ms
@@ -179,9 +180,9 @@ impl Waiting {
             channel,
             group,
             warning,
+            rules: rules.filter(|_| ahead.is_some()),
             ahead,
             held: Vec::new(),
-            rules: rules.filter(|_| ahead.is_some()),
             digest: None,
         };
         if waiting.ahead.is_some() {
@@ -420,9 +421,10 @@ impl Warm {
                 return;
             };
             let ahead = ahead.filter(|_| !warm.unprepared.load(Ordering::Acquire));
+            let prepared = ahead.is_some();
             let started = match Waiting::start(&helper, &tree, ahead, rules, Some(&warm.resident)) {
                 Ok(started) => Some(started),
-                Err(ExecError::Setup(_)) if ahead.is_some() => {
+                Err(ExecError::Setup(_)) if prepared => {
                     // The machine refused a layer: fall back to spares that apply nothing
                     // before the plan (a launch then reports what it cannot apply).
                     warm.unprepared.store(true, Ordering::Release);
@@ -485,24 +487,28 @@ mod tests {
                 pid: true,
                 mount: true,
             },
-            make_private: false,
-            proc: true,
+            mounts: super::super::MountPlan {
+                make_private: false,
+                proc: true,
+                binds: Vec::new(),
+            },
+            seccomp: None,
         };
         let loopback = Ahead {
             namespaces: NamespacePlan {
                 loopback_up: true,
                 ..off.namespaces
             },
-            ..off
+            ..off.clone()
         };
         let full = Ahead {
             namespaces: NamespacePlan {
                 net: false,
                 ..off.namespaces
             },
-            ..off
+            ..off.clone()
         };
-        let prepared = waiting(Some(off));
+        let prepared = waiting(Some(off.clone()));
         assert!(prepared.serves(Some(&off)));
         assert!(!prepared.serves(Some(&loopback)) && !prepared.serves(Some(&full)));
         // A plan that must be applied whole is not given to a helper that applied some of it.

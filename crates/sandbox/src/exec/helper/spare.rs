@@ -7,20 +7,21 @@
 //! with a Landlock plan and its descriptors; the helper is in its control group then),
 //! `PR_SET_PDEATHSIG`, `unshare` (identity maps, `lo` up), PID 1 (forked with `CLONE_PARENT`, the
 //! launcher's child in a session of its own; the spare sends its pid and exits, see
-//! `setup::fork_pid1`), private propagation and the fresh `/proc`, [`READY`] (with the mount
-//! and network namespaces' descriptors), the Landlock ruleset *built* (not enforced) when the go
-//! brought its rules; then the plan, the checks that it is the preparation's own
-//! ([`Ahead::admits`]) and, when it asks for the ruleset built ahead, that it names (by their
-//! digest) the rules it was built from, the launcher's pid, rlimits, git protection's binds,
-//! `chdir`, Landlock (`landlock_restrict_self` with the ruleset built ahead, or one built now),
-//! seccomp and `execve`, all in PID 1.
+//! `setup::fork_pid1`), private propagation, the fresh `/proc` and git protection's binds,
+//! [`READY`] (with the mount and network namespaces' descriptors), Landlock enforced with the
+//! rules the go brought (if any) and the seccomp filter installed; then the plan, the checks
+//! that it is the preparation's own ([`Ahead::admits`]) and that it names (by their digest) the
+//! rules the spare restricted itself with (a spare given none applies the plan's own), the
+//! launcher's pid, rlimits, `chdir`, loopback mediation's `connect` filter and `execve`, all in
+//! PID 1.
 
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::super::channel::{self, READY};
-use super::super::plan::MountPlan;
 use super::super::{Ahead, LandlockPlan};
-use super::{CHANNEL, Received, Rules, confine_and_exec, fail, mounts, receive, setup};
+use super::{
+    CHANNEL, Received, Rules, confine_and_exec, fail, install_seccomp, mounts, receive, setup,
+};
 
 /// The `spare` mode's entry (after the mode word): `preparation` is [`Ahead::to_arg`]'s text.
 pub(super) fn run(preparation: Option<&str>) -> ! {
@@ -59,21 +60,17 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
     match pid1(&ahead, launcher, rules) {}
 }
 
-/// The rest, in PID 1 when there is a pid namespace: the mounts made ahead, [`READY`], the
-/// Landlock ruleset built from `rules` (when the go brought them: the plan, its descriptors and
-/// the digest of its JSON), the plan and everything after it. Execs or [`fail`]s.
+/// The rest, in PID 1 when there is a pid namespace: the mounts made ahead (binds included),
+/// [`READY`], then the confinement ahead: the Landlock ruleset built from `rules` (when the go
+/// brought them: the plan, its descriptors and the digest of its JSON) and enforced, the
+/// seccomp filter installed; then the plan and everything after it. Execs or [`fail`]s.
 fn pid1(
     ahead: &Ahead,
     launcher: i32,
     rules: Option<(LandlockPlan, Vec<OwnedFd>, u64)>,
 ) -> std::convert::Infallible {
     if ahead.namespaces.mount {
-        let made_ahead = MountPlan {
-            make_private: ahead.make_private,
-            proc: ahead.proc,
-            binds: Vec::new(),
-        };
-        mounts::apply(&made_ahead).unwrap_or_else(|e| fail("mounts", &e));
+        mounts::apply(&ahead.mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
     // The mount and network namespaces' descriptors go with READY: the launcher holds the
     // namespaces until the launch is over and lets them go off its path (see `warm.rs`).
@@ -93,17 +90,18 @@ fn pid1(
         exit_quietly();
     }
     drop(held);
-    // After the mounts, as at launch: the `/proc` rule must name the new procfs. Only built
-    // here; the process restricts itself where a fresh helper would, after the plan's binds and
-    // `chdir`. The descriptors are closed once the rules are added. After READY: a launch that
-    // waits for this spare (launches back to back) takes it as soon as its namespaces are made
-    // and sends its plan while the rules are added (~0.5 ms of a ~3.9 ms preparation, traced
-    // on the loaded 2-core machine); the plan is read once they are.
-    let built = rules.map(|(landlock, fds, digest)| {
-        let ruleset =
-            super::super::landlock::build(&landlock, &fds).unwrap_or_else(|e| fail("landlock", &e));
-        (digest, ruleset)
+    // After the mounts, as at launch: the `/proc` rule must name the new procfs, and neither
+    // Landlock nor seccomp lets a mount be made after them. After READY: a launch that waits
+    // for this spare (launches back to back) takes it as soon as its namespaces are made and
+    // sends its plan while the spare confines itself (adding the rules was ~0.5 ms of a
+    // ~3.9 ms preparation, traced on the loaded 2-core machine); the plan is read once it has.
+    let digest = rules.map(|(landlock, fds, digest)| {
+        super::super::landlock::apply(&landlock, &fds).unwrap_or_else(|e| fail("landlock", &e));
+        digest
     });
+    if let Some(seccomp) = &ahead.seccomp {
+        install_seccomp(seccomp);
+    }
     let Received {
         plan,
         rule_fds,
@@ -112,46 +110,33 @@ fn pid1(
     if !ahead.admits(&plan) {
         fail(
             "plan",
-            "this helper was prepared for other namespaces than the plan's",
+            "this helper was prepared for other namespaces, mounts or filter than the plan's",
         );
     }
-    // A ruleset built ahead serves only the plan that names the rules it was built from (by
-    // their digest: the plan comes without them); a plan that brings its own rules gets a
-    // ruleset built from them (the one built ahead is dropped).
-    let ruleset = match built {
-        Some((digest, ruleset)) if plan.landlock_ahead => {
-            if plan.landlock_digest != Some(digest) {
-                fail(
-                    "plan",
-                    "the Landlock ruleset built ahead is not the one the plan asks for",
-                );
-            }
-            Some(ruleset)
+    // Restricted ahead, the spare serves only the plan that names the rules it restricted
+    // itself with (by their digest: the plan comes without them). One that restricted itself
+    // with none applies the plan's own, if any.
+    let rules = match digest {
+        Some(digest) if plan.landlock_ahead && plan.landlock_digest == Some(digest) => {
+            Rules::Enforced
         }
+        Some(_) => fail(
+            "plan",
+            "this helper was restricted ahead with other Landlock rules than the plan's",
+        ),
         None if plan.landlock_ahead => fail(
             "plan",
             "the plan asks for a Landlock ruleset built ahead, and this helper built none",
         ),
-        _ => None,
-    };
-    let ruleset = std::cell::Cell::new(ruleset);
-    let rules = if plan.landlock_ahead {
-        Rules::Ahead(&ruleset)
-    } else {
-        Rules::Plan(&rule_fds)
+        None => Rules::Plan(&rule_fds),
     };
     if plan.parent_pid != launcher {
         fail("parent", "the launcher is gone");
     }
     setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
-    // Private propagation and `/proc` were made ahead; the binds are the command's own.
-    let rest = MountPlan {
-        make_private: false,
-        proc: false,
-        binds: plan.mounts.binds.clone(),
-    };
-    confine_and_exec(&plan, &rest, &rules, mediation.as_ref())
+    // The mounts were made and the filter installed ahead.
+    confine_and_exec(&plan, None, None, &rules, mediation.as_ref())
 }
 
 /// Exits without a report: the launcher has closed its end, nobody reads one.

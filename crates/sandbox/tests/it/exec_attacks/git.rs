@@ -131,6 +131,42 @@ async fn config_and_hooks_cannot_be_changed() {
     }
 }
 
+/// A spare helper binds the launch before's git state ahead of its own launch. The user's git
+/// rewriting `.git/config` meanwhile (a lock file renamed over it) takes that bind away in the
+/// spare's namespace: the spare is not used, and the command still finds the config read-only.
+#[tokio::test]
+async fn a_config_the_host_replaced_after_a_spare_bound_it_is_still_protected() {
+    if !git() || !protected() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let l = launcher(&root, |_| {});
+    // Twice: the spare after the first launch is prepared for this workspace's binds.
+    for _ in 0..2 {
+        assert_eq!(sh(&l, "true").await.exit_code, 0);
+    }
+    assert!(l.warm_up(), "a spare is ready");
+    host_git(&root, &["config", "core.pager", "less"]);
+    let before = view(&root);
+    let out = sh(
+        &l,
+        "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> .git/config",
+    )
+    .await;
+    assert_ne!(out.exit_code, 0, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "sh: 1: cannot create .git/config: Read-only file system\n"
+    );
+    assert_eq!(view(&root), before);
+    // And the launch after it finds a spare bound on the new config.
+    assert!(l.warm_up());
+    let out = sh(&l, "echo x >> .git/config").await;
+    assert_ne!(out.exit_code, 0, "{out:?}");
+    assert_eq!(view(&root), before);
+}
+
 #[tokio::test]
 async fn rm_rf_dot_git_keeps_what_git_runs() {
     if !git() || !protected() {
