@@ -33,7 +33,8 @@ echo "== benches build"
 cargo bench --workspace --exclude toolsmith-cli --locked --no-run --quiet
 # The fuzz targets (fuzz/, its own cargo project): a libFuzzer build of them all takes ~25 min
 # here, too slow for CI, so CI replays their corpora through the same checks instead (every file,
-# a few seconds); scripts/fuzz.sh runs libFuzzer (docs/reliability.md, "Fuzzing").
+# a few seconds) and gives each target a smoke run on mutations of its corpus (fuzz/src/smoke.rs);
+# scripts/fuzz.sh runs libFuzzer (docs/reliability.md, "Fuzzing").
 echo "== fuzz corpora"
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo clippy --manifest-path fuzz/Cargo.toml --locked --lib --tests -- -D warnings

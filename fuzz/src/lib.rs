@@ -1,7 +1,8 @@
 //! The fuzz targets' checks: one function per target, each taking the fuzzer's bytes, failing
 //! (a panic) when a property does not hold. `fuzz_targets/<name>.rs` hands libFuzzer's input
 //! to the function of that name; the tests at the bottom replay every file of `corpus/<name>/`
-//! through it, so that the corpora are regression tests under plain `cargo test` too.
+//! through it, so that the corpora are regression tests under plain `cargo test` too, and
+//! [`smoke`] runs each target on mutations of its corpus: a short smoke run that CI can afford.
 //!
 //! What every target checks: no panic, no abort, no unbounded time or memory (libFuzzer's
 //! `-timeout` and `-rss_limit_mb`, `scripts/fuzz.sh`); and, where the parser produces a
@@ -53,6 +54,9 @@ fn split_nul(data: &[u8]) -> (&[u8], &[u8]) {
         None => (data, &[]),
     }
 }
+
+#[cfg(test)]
+mod smoke;
 
 #[cfg(test)]
 mod corpus {
