@@ -4,7 +4,7 @@
 //! [`common`]. `degraded` and `exec_env` run tests of this binary again in a child process (by
 //! their module path). `scripts/attack-suite.sh` runs the attack modules again as an
 //! unprivileged user, each selected by its module path (`exec_attacks::`…). The spare helper's
-//! tests keep a binary of their own: `tests/spare_helper.rs` (see its header).
+//! tests keep a binary of their own: `tests/spare_helper/` (see its `main.rs`).
 
 mod common;
 
