@@ -1,11 +1,11 @@
 //! Spawn overhead of `bash`'s sandbox: `true` run plainly, through the sandbox launcher (all
 //! layers: the helper (a spare forked by the resident helper, or spawned), setsid, rlimits,
-//! user+net+pid+mount namespaces, Landlock, seccomp,
-//! cleared environment, the tree's control group) back to back (each launch waits for the spare
-//! the one before started, if it is not ready yet), the same with its spare ready (the wait for
-//! it untimed; and in a git repository's workspace), without the control group, and through bubblewrap with a comparable set of
-//! namespaces, in the same run. bubblewrap is skipped, with a message, when `bwrap` is not installed
-//! (`apt-get install bubblewrap`).
+//! user+net+pid+mount namespaces, Landlock, seccomp, cleared environment, the tree's control
+//! group) back to back (each launch waits for the spare the one before started, if it is not
+//! ready yet), the same with its spare ready (the wait for it untimed; and in a git repository's
+//! workspace), without the control group, and through bubblewrap with a comparable set of
+//! namespaces, in the same run. bubblewrap is skipped, with a message, when `bwrap` is not
+//! installed (`apt-get install bubblewrap`).
 //!
 //! Run: `cargo bench -p toolsmith-sandbox --bench spawn`. `TOOLSMITH_SANDBOX_HELPER` names another
 //! helper binary (to compare builds: copy a bench binary and its helper aside, run both).

@@ -376,7 +376,7 @@ impl Launcher {
 
     /// Sends `plan` to `helper`, with the rules' descriptors and `loopback`; on failure (it
     /// died: `EPIPE`) kills it and takes its group back. With `ahead`, the digest of the rules
-    /// `helper` built its ruleset from ([`Waiting::built`]), the plan asks for that ruleset
+    /// `helper` restricted itself with ([`Waiting::built`]), the plan says so
     /// ([`Plan::landlock_ahead`]) and goes without its rules and their descriptors, naming them
     /// by their digest: ~5 of its ~5.7 KB not serialised here nor parsed by the helper.
     fn send(

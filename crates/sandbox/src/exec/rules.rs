@@ -72,9 +72,7 @@ impl AheadRules {
     /// none does, a spare restricted with the older opening is as good as a fresh helper, and
     /// stays usable however long it waited).
     pub(crate) fn same(&self, other: &AheadRules) -> bool {
-        let inodes =
-            Arc::ptr_eq(&self.opened, &other.opened) || self.opened.inodes == other.opened.inodes;
-        inodes && self.landlock == other.landlock
+        self.opened.inodes == other.opened.inodes && self.landlock == other.landlock
     }
 }
 
