@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use toolsmith_sandbox::exec::Launcher;
+
 use super::launcher;
 use crate::common::{caps, require, run, sh, survivors};
 
@@ -27,6 +29,19 @@ fn protected() -> bool {
         "git protection (mount namespace)",
         can_ns && caps().mount_namespaces,
     )
+}
+
+/// The opening of most attacks here: when git protection can be tested, a fresh repository (in
+/// a directory deleted when the first value is dropped), its root, and a launcher for it with
+/// the default policy.
+fn protected_repo() -> Option<(tempfile::TempDir, PathBuf, Launcher)> {
+    if !git() || !protected() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = repo(dir.path());
+    let l = launcher(&root, |_| {});
+    Some((dir, root, l))
 }
 
 /// A fresh repository with one commit; returns its (canonical) root.
@@ -136,12 +151,9 @@ async fn config_and_hooks_cannot_be_changed() {
 /// spare's namespace: the spare is not used, and the command still finds the config read-only.
 #[tokio::test]
 async fn a_config_the_host_replaced_after_a_spare_bound_it_is_still_protected() {
-    if !git() || !protected() {
+    let Some((_dir, root, l)) = protected_repo() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
-    let l = launcher(&root, |_| {});
+    };
     // Twice: the spare after the first launch is prepared for this workspace's binds.
     for _ in 0..2 {
         assert_eq!(sh(&l, "true").await.exit_code, 0);
@@ -169,13 +181,10 @@ async fn a_config_the_host_replaced_after_a_spare_bound_it_is_still_protected() 
 
 #[tokio::test]
 async fn rm_rf_dot_git_keeps_what_git_runs() {
-    if !git() || !protected() {
+    let Some((_dir, root, l)) = protected_repo() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
+    };
     let before = view(&root);
-    let l = launcher(&root, |_| {});
     let out = sh(&l, "rm -rf .git").await;
     assert_ne!(out.exit_code, 0, "{out:?}");
     assert!(
@@ -188,14 +197,11 @@ async fn rm_rf_dot_git_keeps_what_git_runs() {
 
 #[tokio::test]
 async fn created_commondir_config_worktree_and_dot_git_are_undone() {
-    if !git() || !protected() {
+    let Some((_dir, root, l)) = protected_repo() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
+    };
     let evil = tempfile::tempdir().unwrap();
     let before = view(&root);
-    let l = launcher(&root, |_| {});
     let script = format!(
         "echo {} > .git/commondir && printf '[core]\\n\\tfsmonitor = x\\n' > .git/config.worktree",
         evil.path().display()
@@ -268,12 +274,9 @@ async fn a_gitdir_file_and_the_directory_it_names_are_protected() {
 
 #[tokio::test]
 async fn git_commit_still_works_with_protection_on() {
-    if !git() || !protected() {
+    let Some((_dir, root, l)) = protected_repo() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
-    let l = launcher(&root, |_| {});
+    };
     let out = sh(
         &l,
         "echo more >> README && git add README && \
@@ -311,12 +314,9 @@ async fn with_protection_off_the_same_writes_succeed() {
 /// A cancelled call (its future dropped) is undone too.
 #[tokio::test]
 async fn a_cancelled_command_is_undone_too() {
-    if !git() || !protected() {
+    let Some((_dir, root, l)) = protected_repo() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = repo(dir.path());
-    let l = launcher(&root, |_| {});
+    };
     let request = toolsmith_sandbox::exec::ExecRequest::new(
         "sh",
         vec![
