@@ -1,6 +1,6 @@
 //! The integration tests of `toolsmith-providers`, linked as one test binary: one module per
-//! subject (a wire's requests, streams, fixtures, errors and agent loop; the schema dialects;
-//! the approval parts), with the helpers they share in [`common`]. Fixtures are read from the
+//! subject (a wire's requests, streams, fixtures, errors and agent loop; the HTTP contract every
+//! wire keeps, `http_errors`; the schema dialects; the approval parts), with the helpers they share in [`common`]. Fixtures are read from the
 //! crate's `fixtures/` directory, found through `CARGO_MANIFEST_DIR`; insta snapshots live in
 //! `snapshots/` beside this file.
 
@@ -20,6 +20,7 @@ mod google_errors;
 mod google_fixtures;
 mod google_request;
 mod google_stream;
+mod http_errors;
 mod openai_chat_agent;
 mod openai_chat_compatible;
 mod openai_chat_errors;
