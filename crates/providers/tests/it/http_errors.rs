@@ -34,7 +34,8 @@ struct Wire {
     key_vars: &'static [&'static str],
     /// The wire's model at a base URL, with the suite's key and `retry`, and its `Debug`.
     model: fn(&str, RetryPolicy) -> Built,
-    /// The wire's model at the provider's own URL with this key (`None`: from the environment).
+    /// Builds the wire's model for the provider's own URL with this key (`None`: the
+    /// environment's): nothing, or why it cannot be built.
     keyed: fn(Option<&str>) -> Result<(), ModelError>,
     /// The provider's error body for an HTTP status and a message.
     error: fn(u16, &str) -> Value,
