@@ -26,10 +26,7 @@ async fn a_spare_waits_in_its_own_session_and_serves_the_next_launch() {
 
     let out = launcher.run(&echo(&root, "two")).await.unwrap();
     assert_eq!((out.exit_code, out.stdout.as_str()), (0, "two\n"));
-    let until = Instant::now() + Duration::from_secs(5);
-    while alive(spare) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_gone(&[spare]);
     assert!(!alive(spare), "the spare ran the second launch and exited");
 }
 
@@ -64,19 +61,15 @@ async fn dropping_the_launcher_kills_and_reaps_its_spare() {
     assert!(!spares.is_empty());
     let pid1s: Vec<u32> = spares.iter().flat_map(|p| children(*p)).collect();
     drop(launcher);
-    let until = Instant::now() + Duration::from_secs(5);
-    while spares.iter().any(|p| alive(*p)) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let spares: Vec<u32> = spares.into_iter().collect();
+    wait_gone(&spares);
     // Gone from /proc: killed and reaped (a zombie would still be listed).
     assert!(!spares.iter().any(|p| alive(*p)), "{:?}", helpers());
     assert!(
         children_named("toolsmith-resid").is_empty(),
         "the resident helper is gone"
     );
-    while pid1s.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_exited(&pid1s);
     assert!(!pid1s.iter().any(|p| alive(*p) && !zombie(*p)), "{pid1s:?}");
 }
 

@@ -139,8 +139,18 @@ fn kill(pid: u32) {
 
 /// Waits (5 s at most) until every one of `pids` has exited: gone, or a zombie.
 fn wait_exited(pids: &[u32]) {
+    wait_until(|| !pids.iter().any(|p| alive(*p) && !zombie(*p)));
+}
+
+/// Waits (5 s at most) until every one of `pids` is gone from `/proc`: exited and reaped.
+fn wait_gone(pids: &[u32]) {
+    wait_until(|| !pids.iter().any(|p| alive(*p)));
+}
+
+/// Polls `done` every millisecond, 5 s at most.
+fn wait_until(done: impl Fn() -> bool) {
     let until = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p) && !zombie(*p)) && Instant::now() < until {
+    while !done() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(1));
     }
 }

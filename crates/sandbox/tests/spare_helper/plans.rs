@@ -143,10 +143,7 @@ async fn a_spare_restricted_ahead_confines_the_plan_its_rules_were_for_and_serve
         panic!("a pid namespace")
     };
     let confined = ["NoNewPrivs:\t1", "Seccomp:\t2"].map(String::from).to_vec();
-    let until = Instant::now() + Duration::from_secs(5);
-    while confined_status(*pid1) != confined && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(|| confined_status(*pid1) == confined);
     assert_eq!(confined_status(*pid1), confined);
     let (code, report) = hand(helper, ours, &asking_for_the_ruleset(&plan, &go));
     assert_eq!(code, 1, "the second touch is denied: {report}");
