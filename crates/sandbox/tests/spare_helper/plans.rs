@@ -5,6 +5,13 @@ use super::*;
 use toolsmith_sandbox::NetworkPolicy;
 use toolsmith_sandbox::exec::{Ahead, LandlockPlan, Plan};
 
+/// The plan a launcher with `policy` would build for `request` on this machine.
+fn plan(policy: &SandboxPolicy, request: &ExecRequest) -> Plan {
+    Plan::build(policy, common::caps(), request, std::iter::empty())
+        .unwrap()
+        .0
+}
+
 #[tokio::test]
 async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
     let Some((_serial, _dir, root)) = begin(true).await else {
@@ -12,18 +19,11 @@ async fn a_helper_prepared_for_one_policy_refuses_the_plan_of_another() {
     };
     let marker = root.join("ran");
     let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
-    let caps = common::caps();
     // Prepared for `network: full` (no network namespace), given the plan of `network: off`.
     let mut full = SandboxPolicy::new(&root);
     full.network = NetworkPolicy::Full;
-    let (full_plan, _) = Plan::build(&full, caps, &request, std::iter::empty()).unwrap();
-    let (off_plan, _) = Plan::build(
-        &SandboxPolicy::new(&root),
-        caps,
-        &request,
-        std::iter::empty(),
-    )
-    .unwrap();
+    let full_plan = plan(&full, &request);
+    let off_plan = plan(&SandboxPolicy::new(&root), &request);
     let ahead = Ahead::of(&full_plan).expect("a preparation");
     assert!(!ahead.admits(&off_plan));
 
@@ -123,14 +123,7 @@ async fn a_spare_restricted_ahead_confines_the_plan_its_rules_were_for_and_serve
     let marker = root.join("ran");
     let script = format!("touch {}; touch {}", marker.display(), outside.display());
     let request = ExecRequest::new("sh", vec!["-c".into(), script], &root);
-    let caps = common::caps();
-    let (plan, _) = Plan::build(
-        &SandboxPolicy::new(&root),
-        caps,
-        &request,
-        std::iter::empty(),
-    )
-    .unwrap();
+    let plan = plan(&SandboxPolicy::new(&root), &request);
     let ahead = Ahead::of(&plan).expect("a preparation");
 
     // Restricted with the plan's own rules before the plan came: the command runs, confined by
@@ -161,7 +154,7 @@ async fn a_spare_restricted_ahead_confines_the_plan_its_rules_were_for_and_serve
     wider
         .extra_writable
         .push(elsewhere.path().canonicalize().unwrap());
-    let (other, _) = Plan::build(&wider, caps, &request, std::iter::empty()).unwrap();
+    let other = self::plan(&wider, &request);
     assert_eq!(
         Ahead::of(&other).as_ref(),
         Some(&ahead),
@@ -212,13 +205,7 @@ async fn a_plan_that_asks_for_a_ruleset_no_one_built_is_refused() {
     };
     let marker = root.join("ran");
     let request = ExecRequest::new("touch", vec![marker.to_string_lossy().into()], &root);
-    let (mut plan, _) = Plan::build(
-        &SandboxPolicy::new(&root),
-        common::caps(),
-        &request,
-        std::iter::empty(),
-    )
-    .unwrap();
+    let mut plan = plan(&SandboxPolicy::new(&root), &request);
     plan.landlock_ahead = true;
     let ahead = Ahead::of(&plan).expect("a preparation");
     // A spare given no rules with its go.
