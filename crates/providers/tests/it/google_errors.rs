@@ -8,8 +8,8 @@ use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
+use toolsmith_providers::RetryPolicy;
 use toolsmith_providers::google::GoogleGemini;
-use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const KEY: &str = "AIzaSyTest-0123456789abcdef";
 
@@ -20,12 +20,10 @@ fn text_sse(text: &str) -> String {
 }
 
 fn model(server: &Server, retry: RetryPolicy) -> GoogleGemini {
-    GoogleGemini::new("gemini-test", Some(KEY), Some(&server.base_url))
-        .unwrap()
-        .with_http_settings(HttpSettings {
-            retry,
-            ..HttpSettings::default()
-        })
+    with_retry(
+        GoogleGemini::new("gemini-test", Some(KEY), Some(&server.base_url)).unwrap(),
+        retry,
+    )
 }
 
 fn google_error(code: u16, status: &str, message: &str) -> Value {

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::{Value, json};
 use toolsmith_core::{LanguageModel, ModelError, ModelErrorKind};
+use toolsmith_providers::RetryPolicy;
 use toolsmith_providers::anthropic::AnthropicMessages;
 use toolsmith_providers::google::GoogleGemini;
 use toolsmith_providers::openai_chat::OpenAiChat;
 use toolsmith_providers::openai_responses::OpenAiResponses;
-use toolsmith_providers::{HttpSettings, ModelBuilder, RetryPolicy};
 
 /// A wire's model, and its `Debug` (the model behind `dyn` has none).
 type Built = (Arc<dyn LanguageModel>, String);
@@ -43,13 +43,6 @@ struct Wire {
     text: fn(&str) -> String,
     /// A stream cut after its first event.
     started: &'static str,
-}
-
-fn with_retry<M: ModelBuilder>(model: M, retry: RetryPolicy) -> M {
-    model.with_http_settings(HttpSettings {
-        retry,
-        ..HttpSettings::default()
-    })
 }
 
 fn built<M: LanguageModel + std::fmt::Debug>(model: M) -> Built {

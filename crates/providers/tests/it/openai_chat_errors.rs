@@ -13,12 +13,10 @@ use toolsmith_providers::{ProviderOptions, resolve};
 const KEY: &str = "sk-test-0123456789abcdef";
 
 fn model(server: &Server, retry: RetryPolicy) -> OpenAiChat {
-    OpenAiChat::openai("gpt-test", Some(KEY), Some(&server.base_url))
-        .unwrap()
-        .with_http_settings(HttpSettings {
-            retry,
-            ..HttpSettings::default()
-        })
+    with_retry(
+        OpenAiChat::openai("gpt-test", Some(KEY), Some(&server.base_url)).unwrap(),
+        retry,
+    )
 }
 
 #[tokio::test]

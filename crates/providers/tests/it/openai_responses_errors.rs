@@ -6,18 +6,16 @@ use crate::common::*;
 use serde_json::json;
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::ModelBuilder;
+use toolsmith_providers::RetryPolicy;
 use toolsmith_providers::openai_responses::{OpenAiResponses, TRUNCATED};
-use toolsmith_providers::{HttpSettings, RetryPolicy};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 
 fn model(server: &Server, retry: RetryPolicy) -> OpenAiResponses {
-    OpenAiResponses::openai("gpt-test", Some(KEY), Some(&server.base_url))
-        .unwrap()
-        .with_http_settings(HttpSettings {
-            retry,
-            ..HttpSettings::default()
-        })
+    with_retry(
+        OpenAiResponses::openai("gpt-test", Some(KEY), Some(&server.base_url)).unwrap(),
+        retry,
+    )
 }
 
 #[tokio::test]

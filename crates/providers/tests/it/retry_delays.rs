@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolsmith_core::{LanguageModel, ModelErrorKind};
 use toolsmith_providers::errors::{retry_info_delay, status_error};
 use toolsmith_providers::google::{GeminiStreamDecoder, GoogleGemini};
-use toolsmith_providers::{HttpSettings, ModelBuilder, retry_after_header};
+use toolsmith_providers::retry_after_header;
 
 fn retry_info(delay: Value) -> Value {
     json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Slow down.",
@@ -84,12 +84,10 @@ async fn a_429_asking_for_forever_is_retried_with_backoff_then_reported() {
             .header("retry-after-ms", "1e30")
     };
     let server = Server::start(vec![reply(), reply(), reply()]).await;
-    let model = GoogleGemini::new("gemini-test", Some("AIza-test-key"), Some(&server.base_url))
-        .unwrap()
-        .with_http_settings(HttpSettings {
-            retry: fast_retries(),
-            ..HttpSettings::default()
-        });
+    let model = with_retry(
+        GoogleGemini::new("gemini-test", Some("AIza-test-key"), Some(&server.base_url)).unwrap(),
+        fast_retries(),
+    );
     let error = model.stream(&request()).await.err().expect("an error");
     assert_eq!(error.kind, ModelErrorKind::RateLimited);
     assert_eq!(error.retry_after, None);

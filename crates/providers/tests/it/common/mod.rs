@@ -97,6 +97,17 @@ pub fn fast_retries() -> toolsmith_providers::RetryPolicy {
     }
 }
 
+/// `model` with `retry` and the other HTTP settings at their defaults.
+pub fn with_retry<M: toolsmith_providers::ModelBuilder>(
+    model: M,
+    retry: toolsmith_providers::RetryPolicy,
+) -> M {
+    model.with_http_settings(toolsmith_providers::HttpSettings {
+        retry,
+        ..Default::default()
+    })
+}
+
 /// A small deterministic RNG (xorshift64*).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
