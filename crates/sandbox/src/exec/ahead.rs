@@ -29,9 +29,14 @@
 //!
 //! The contract:
 //!
-//! - **Fresh per command.** Every spare creates its own namespaces and serves one launch: no
-//!   namespace (and so no socket, mount or process) is ever reused from one command to the next.
-//!   Its network namespace is torn down by the kernel when its command's last process exits.
+//! - **Fresh per command, but for the network.** Every spare creates its own user, pid and mount
+//!   namespaces and serves one launch: none of them (and so no mount or process) is ever reused
+//!   from one command to the next. Its network namespace is lent by the launcher's pool
+//!   ([`NetPool`](super::netns::NetPool)) when the plan has a user and a pid namespace: made in
+//!   a user namespace of its own, which the command's is a child of, so that no command holds a
+//!   capability over it, and lent to one launch at a time, back only once that launch's PID 1
+//!   was reaped (no process, and so no socket, of the command is left in it). Otherwise it is
+//!   made for the command and torn down by the kernel once the launch lets it go.
 //! - **Keyed by what it applied.** A spare records its `Ahead`; a launch takes it only when the
 //!   plan's own `Ahead` is equal ([`Ahead::of`]), and the helper checks it again when the plan
 //!   comes ([`Ahead::admits`]), failing the launch (never running the command) on a mismatch.
@@ -129,6 +134,12 @@ impl Ahead {
     pub(crate) fn can_check_binds() -> bool {
         static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *KNOWN.get_or_init(|| mount_root(std::path::Path::new("/")).is_some())
+    }
+
+    /// Whether the spare's network namespace is pooled ([`NetPool`](super::netns::NetPool)):
+    /// made apart, in a user namespace of its own ([`NamespacePlan::network_apart`]).
+    pub(crate) fn pools_network(&self) -> bool {
+        self.namespaces.network_apart()
     }
 
     /// Whether a helper that applied `self` may apply the rest of `plan`: `plan` would have been

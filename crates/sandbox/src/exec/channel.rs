@@ -28,6 +28,11 @@ pub(crate) const GO: u8 = b'!';
 /// ([`go_with_rules`], [`receive_go`]).
 pub(crate) const GO_WITH_RULES: u8 = b'#';
 
+/// The byte the launcher sends a spare helper before its go when it lends it a pooled network
+/// namespace ([`NetPool`](super::netns::NetPool)), with two descriptors: the namespace's owning
+/// user namespace and the network namespace.
+pub(crate) const NET: u8 = b'N';
+
 /// The longest Landlock plan a spare helper takes with its go (or request the resident helper
 /// takes).
 const RULES_MAX: usize = 16 << 20;
@@ -44,23 +49,45 @@ pub(crate) fn go_with_rules(rules: &[u8]) -> std::io::Result<Vec<u8>> {
 /// descriptors that came with it.
 pub(crate) type Rules = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
 
-/// Helper side: waits for the launcher's go on the channel `fd`. `None` at EOF, or for
-/// anything but [`GO`] or [`GO_WITH_RULES`]; `Some(None)` for [`GO`]; `Some(Some(..))` for
-/// [`GO_WITH_RULES`], with its JSON Landlock plan and the descriptors sent with it (received
-/// close-on-exec). Reads no byte past the go's message.
-pub(crate) fn receive_go(
-    fd: std::os::fd::BorrowedFd<'_>,
-) -> std::io::Result<Option<Option<Rules>>> {
+/// A spare helper's go ([`receive_go`]).
+#[derive(Debug, Default)]
+pub(crate) struct Go {
+    /// With [`GO_WITH_RULES`]: the JSON Landlock plan and its descriptors.
+    pub(crate) rules: Option<Rules>,
+    /// With [`NET`] before it: the pooled network namespace's owner and the namespace.
+    pub(crate) net: Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+}
+
+/// Helper side: waits for the launcher's go on the channel `fd`, after [`NET`] and its two
+/// descriptors if they come. `None` at EOF, or for anything but [`GO`] or [`GO_WITH_RULES`]
+/// (or a [`NET`] without exactly two descriptors); [`Go::rules`] for [`GO_WITH_RULES`], with
+/// its JSON Landlock plan and the descriptors sent with it (all received close-on-exec). Reads
+/// no byte past the go's message.
+pub(crate) fn receive_go(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<Option<Go>> {
+    let mut go = Go::default();
     let mut fds = Vec::new();
     let mut byte = [0u8; 1];
     if !receive_exact(fd, &mut byte, &mut fds_space(), &mut fds)? {
         return Ok(None);
     }
-    match byte[0] {
-        GO => Ok(Some(None)),
-        GO_WITH_RULES => Ok(receive_framed(fd, fds)?.map(Some)),
-        _ => Ok(None),
+    if byte[0] == NET {
+        let Ok([user, net]) = <[_; 2]>::try_from(std::mem::take(&mut fds)) else {
+            return Ok(None);
+        };
+        go.net = Some((user, net));
+        if !receive_exact(fd, &mut byte, &mut fds_space(), &mut fds)? {
+            return Ok(None);
+        }
     }
+    match byte[0] {
+        GO => {}
+        GO_WITH_RULES => match receive_framed(fd, fds)? {
+            Some(rules) => go.rules = Some(rules),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    }
+    Ok(Some(go))
 }
 
 /// A length (`u32`, little-endian) and that many bytes, with `bytes`; an error past
@@ -363,17 +390,42 @@ mod tests {
             &[std::os::fd::AsFd::as_fd(&file)],
         )
         .unwrap();
-        let (rules, fds) = receive_go(std::os::fd::AsFd::as_fd(&theirs))
+        let go = receive_go(std::os::fd::AsFd::as_fd(&theirs))
             .unwrap()
-            .expect("a go")
-            .expect("with rules");
+            .expect("a go");
+        let (rules, fds) = go.rules.expect("with rules");
         assert_eq!(rules, b"{\"abi\":6}");
         assert_eq!(fds.len(), 1);
+        assert!(go.net.is_none());
         // Past the receiver's limit the sender refuses rather than send a length it would
         // refuse (or, past 4 GiB, one that does not fit).
         let error = framed(&vec![b' '; RULES_MAX + 1]).unwrap_err();
         assert!(error.to_string().contains("at most"), "{error}");
         assert!(framed(&vec![b' '; RULES_MAX]).is_ok());
+    }
+
+    #[test]
+    fn a_lent_network_namespace_comes_before_the_go_with_exactly_two_descriptors() {
+        use std::os::fd::AsFd;
+        let (ours, theirs) = pair().unwrap();
+        let (user, net) = (pair().unwrap().0, pair().unwrap().0);
+        send_with_fds(ours.as_fd(), &[NET], &[user.as_fd(), net.as_fd()]).unwrap();
+        send_with_fds(ours.as_fd(), &[GO], &[]).unwrap();
+        let go = receive_go(theirs.as_fd()).unwrap().expect("a go");
+        assert!(go.rules.is_none());
+        let (user, net) = go.net.expect("the namespace lent");
+        for fd in [user, net] {
+            let link = std::fs::read_link(format!(
+                "/proc/self/fd/{}",
+                std::os::fd::AsRawFd::as_raw_fd(&fd)
+            ));
+            assert!(link.unwrap().to_string_lossy().starts_with("socket:"));
+        }
+        // One descriptor is not a namespace and its owner: no go.
+        let (ours, theirs) = pair().unwrap();
+        send_with_fds(ours.as_fd(), &[NET], &[ours.as_fd()]).unwrap();
+        send_with_fds(ours.as_fd(), &[GO], &[]).unwrap();
+        assert!(receive_go(theirs.as_fd()).unwrap().is_none());
     }
 
     #[test]

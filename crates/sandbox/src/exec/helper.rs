@@ -156,7 +156,8 @@ fn run() -> ! {
         fail("parent", "the launcher is gone");
     }
     setup::set_rlimits(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
-    setup::enter_namespaces(&plan.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
+    // A fresh helper's network namespace is never pooled: its owner's descriptor goes.
+    setup::enter_namespaces(&plan.namespaces, None).unwrap_or_else(|e| fail("namespaces", &e));
     setup::set_namespace_process_limit(&plan.rlimits).unwrap_or_else(|e| fail("rlimits", &e));
     let mediation = mediation.as_ref();
     let rules = Rules::Plan(&rule_fds);

@@ -245,6 +245,7 @@ impl Launcher {
             group,
             warning,
             held,
+            net,
             ..
         } = self.hand_over(
             &mut prepared.plan,
@@ -252,7 +253,7 @@ impl Launcher {
             prepared.loopback.as_ref().map(AsFd::as_fd),
         )?;
         // Let go once the launch is over, however it ends.
-        let mut after = super::warm::LetGo { held, group: None };
+        let mut after = super::warm::LetGo::new(held, net, &self.warm.nets);
         // The helper holds its end now: EOF on the supervisor's side means it exec'd or died.
         drop(opened);
         drop(prepared.loopback.take());
@@ -265,6 +266,9 @@ impl Launcher {
         };
         let limits = &self.policy.limits;
         let captured = capture::supervise(&mut process, limits.timeout, limits.output_bytes).await;
+        // With a pooled network namespace (a pid namespace's spare), `process` is PID 1: once
+        // reaped, no process of the command is left in that namespace.
+        after.reusable(&process);
         // The helper has exited (with a pid namespace, after every process of the command).
         let report = channel::collect(&mut channel);
         // Whatever is left of the tree (a `setsid` escapee without a pid namespace) dies with the

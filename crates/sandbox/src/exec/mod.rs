@@ -38,6 +38,7 @@ mod helper;
 mod landlock;
 mod launcher;
 mod loopback;
+mod netns;
 mod plan;
 mod process;
 mod resident;

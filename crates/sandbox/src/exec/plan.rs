@@ -91,6 +91,26 @@ pub struct NamespacePlan {
     pub mount: bool,
 }
 
+impl NamespacePlan {
+    /// Whether the network namespace is made apart, before the others, in a user namespace of
+    /// its own, the command's user namespace a child of that one: then the command, root in its
+    /// user namespace at most, holds no capability over its network (it cannot bring `lo` up
+    /// or down, or add an interface, address or route). So it is with a user, a network and a
+    /// pid namespace; a prepared spare's is then lent from its launcher's pool and goes back
+    /// to it after the launch (no process of the command outlives its pid namespace).
+    ///
+    /// ```
+    /// use toolsmith_sandbox::exec::NamespacePlan;
+    ///
+    /// let all = NamespacePlan { user: true, net: true, loopback_up: false, pid: true, mount: true };
+    /// assert!(all.network_apart());
+    /// assert!(!NamespacePlan { pid: false, ..all }.network_apart());
+    /// ```
+    pub fn network_apart(&self) -> bool {
+        self.user && self.net && self.pid
+    }
+}
+
 /// What the helper mounts in its mount namespace, before Landlock (whose rules must name the
 /// new mounts) and seccomp (which then denies every mount call).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -203,6 +203,11 @@ impl HelperProcess {
         }
     }
 
+    /// Whether the helper has been reaped.
+    pub(crate) fn reaped(&self) -> bool {
+        self.reaped
+    }
+
     /// Whether the helper has exited, without reaping it (its pid, the group's id, stays taken).
     pub(crate) fn exited(&self) -> bool {
         let Some(pid) = Pid::from_raw(i32::try_from(self.id()).unwrap_or(0)) else {

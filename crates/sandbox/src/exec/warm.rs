@@ -25,7 +25,8 @@
 //! at once waits for. A launch takes a spare only if it was
 //! prepared exactly as the plan would be ([`Waiting::serves`]; the helper checks again), and
 //! only if it is alive; otherwise the spare is killed and a fresh helper serves the launch. A
-//! spare serves one launch: its namespaces are its command's alone. If a helper reports that it
+//! spare serves one launch: its namespaces are its command's alone, its network namespace lent to
+//! it alone from the launcher's pool ([`netns`](super::netns)). If a helper reports that it
 //! cannot prepare, the launcher's later spares prepare nothing (the plan is applied whole, and a
 //! launch reports a layer that cannot be).
 //!
@@ -35,7 +36,8 @@
 //! RCU grace period before its parent learns of the exit, which put that wait, long on a loaded
 //! machine, between the command's end and the launch's; a network namespace's teardown took
 //! both cores right after the command's exit. No process is left in the held namespaces and
-//! nothing enters them again.
+//! nothing enters them again, but for a pooled network namespace, which goes back to its pool
+//! once the launch's PID 1 was reaped, for a later spare to enter.
 //!
 //! A spare that died while waiting (killed from outside) is noticed before the plan is sent (it
 //! has exited) or when it cannot be sent, and replaced by a fresh helper for that launch.
@@ -59,8 +61,9 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 
 use super::ahead::Ahead;
 use super::cgroup::Cgroup;
-use super::channel::{self, GO, PID1, READY};
+use super::channel::{self, GO, NET, PID1, READY};
 use super::launcher::enter_group;
+use super::netns::{NetNs, NetPool};
 use super::process::HelperProcess;
 use super::resident::Resident;
 use super::rules::AheadRules;
@@ -129,8 +132,12 @@ pub(crate) struct Waiting {
     /// prepared so.
     pub(crate) ahead: Option<Ahead>,
     /// The prepared helper's mount and network namespaces, held until its launch is over and
-    /// let go off the launch's path ([`LetGo`]).
+    /// let go off the launch's path ([`LetGo`]); the network namespace is not here when it is
+    /// pooled.
     pub(crate) held: Vec<OwnedFd>,
+    /// The prepared helper's network namespace and its owner, when it is pooled
+    /// ([`Ahead::pools_network`]): back to the pool once the launch is over ([`LetGo`]).
+    pub(crate) net: Option<NetNs>,
     /// The Landlock rules a prepared helper built its ruleset from, if it was given them with
     /// its go: only a plan with exactly these rules may ask it for that ruleset.
     pub(crate) rules: Option<AheadRules>,
@@ -143,7 +150,8 @@ pub(crate) struct Waiting {
 impl Waiting {
     /// Starts a helper from the calling thread (the launcher thread: see the
     /// [module docs](self)) and moves it into a group of `tree`; with `ahead`, then lets it
-    /// prepare that much and waits until it has ([`PREPARE_TIMEOUT`] at most).
+    /// prepare that much and waits until it has ([`PREPARE_TIMEOUT`] at most), lending it a
+    /// network namespace from `pool` when it pools one and one is idle.
     ///
     /// # Errors
     ///
@@ -156,6 +164,7 @@ impl Waiting {
         ahead: Option<Ahead>,
         rules: Option<AheadRules>,
         resident: Option<&Residents>,
+        pool: Option<&NetPool>,
     ) -> Result<Waiting, ExecError> {
         let (group, warning) = match tree.take() {
             Ok(group) => (group, None),
@@ -183,11 +192,32 @@ impl Waiting {
             rules: rules.filter(|_| ahead.is_some()),
             ahead,
             held: Vec::new(),
+            net: None,
             digest: None,
         };
-        if waiting.ahead.is_some() {
-            // On error `waiting` is dropped: the helper is killed, its group removed.
-            waiting.held = waiting.prepare()?;
+        if let Some(ahead) = waiting.ahead.clone() {
+            let pooled = ahead.pools_network();
+            let lent = pool
+                .filter(|_| pooled)
+                .and_then(|pool| pool.take(ahead.namespaces.loopback_up));
+            // On error `waiting` is dropped: the helper is killed, its group removed (and the
+            // namespace lent, not come back, let go).
+            let mut held = waiting.prepare(lent)?;
+            // READY's descriptors: the mount namespace's, the network namespace's, its owner's.
+            if pooled {
+                let (Some(user), Some(net)) = (held.pop(), held.pop()) else {
+                    return Err(ExecError::Helper(
+                        "the spare helper did not send its network namespace".into(),
+                    ));
+                };
+                let loopback_up = ahead.namespaces.loopback_up;
+                waiting.net = Some(NetNs {
+                    user,
+                    net,
+                    loopback_up,
+                });
+            }
+            waiting.held = held;
         }
         Ok(waiting)
     }
@@ -198,7 +228,7 @@ impl Waiting {
         tree: &TreeLimits,
     ) -> Result<Waiting, ExecError> {
         let (helper, tree) = (helper.clone(), tree.clone());
-        on_launcher_thread(move || Waiting::start(&helper, &tree, None, None, None))
+        on_launcher_thread(move || Waiting::start(&helper, &tree, None, None, None, None))
     }
 
     /// Whether the helper may take a plan whose preparation is `ahead`: it prepared nothing (it
@@ -219,12 +249,19 @@ impl Waiting {
     }
 
     /// Sends [`GO`] (or, with [`Waiting::rules`], [`GO_WITH_RULES`](channel::GO_WITH_RULES), the
-    /// Landlock plan and its descriptors) and waits for [`READY`]; returns the descriptors that
-    /// came with it. With a pid namespace, [`PID1`] and PID 1's pid come first: PID 1 is this
+    /// Landlock plan and its descriptors), after [`NET`] and `lent`'s descriptors when a
+    /// network namespace is lent, and waits for [`READY`]; returns the descriptors that came
+    /// with it. With a pid namespace, [`PID1`] and PID 1's pid come first: PID 1 is this
     /// process' child ([`adopt`](Self::adopt)), and the spare that forked it exits.
-    fn prepare(&mut self) -> Result<Vec<OwnedFd>, ExecError> {
+    fn prepare(&mut self, lent: Option<NetNs>) -> Result<Vec<OwnedFd>, ExecError> {
         let lost =
             |why: String| ExecError::Helper(format!("the spare helper did not prepare: {why}"));
+        if let Some(lent) = lent {
+            // The spare sends them back with READY: the ones here go now.
+            let fds = [lent.user.as_fd(), lent.net.as_fd()];
+            channel::send_with_fds(self.channel.as_fd(), &[NET], &fds)
+                .map_err(|e| lost(e.to_string()))?;
+        }
         match &self.rules {
             Some(rules) => {
                 let json = serde_json::to_vec(&rules.landlock)
@@ -304,17 +341,51 @@ impl Waiting {
 /// `cgroup.procs` read, ~40 µs of the launch's ~50 µs after the command as root on cgroup v1)
 /// when the command had a pid namespace: PID 1's exit took every process of it, so nothing can
 /// be left to kill before git's state is checked.
+///
+/// A pooled network namespace ([`Waiting::net`]) goes back to its pool instead, but only once
+/// [`reusable`](Self::reusable) said its launch's PID 1 was reaped (see `netns.rs`).
 #[derive(Debug)]
 pub(crate) struct LetGo {
     /// The namespaces' descriptors.
     pub(crate) held: Vec<OwnedFd>,
     /// The group and where to take it back ([`TreeLimits::recycle`]).
     pub(crate) group: Option<(TreeLimits, Cgroup)>,
+    /// The pooled network namespace and the pool it goes back to, once reusable.
+    pub(crate) net: Option<(NetNs, std::sync::Weak<NetPool>)>,
+    /// Whether `net` may go back to its pool.
+    reusable: bool,
+}
+
+impl LetGo {
+    /// What a launch lets go of: `held`, and `net`, back to `pool` if it may be reused.
+    pub(crate) fn new(held: Vec<OwnedFd>, net: Option<NetNs>, pool: &Arc<NetPool>) -> LetGo {
+        LetGo {
+            held,
+            group: None,
+            net: net.map(|net| (net, Arc::downgrade(pool))),
+            reusable: false,
+        }
+    }
+
+    /// Lets the network namespace go back to its pool when the launch is over: call it once
+    /// `pid1`, the launch's PID 1 (with a pid namespace), has been reaped. Nothing otherwise.
+    pub(crate) fn reusable(&mut self, pid1: &HelperProcess) {
+        self.reusable = pid1.reaped();
+    }
 }
 
 impl Drop for LetGo {
     fn drop(&mut self) {
-        let held = std::mem::take(&mut self.held);
+        let mut held = std::mem::take(&mut self.held);
+        if let Some((net, pool)) = self.net.take() {
+            let back = match pool.upgrade() {
+                Some(pool) if self.reusable => pool.give_back(net),
+                _ => Err(net),
+            };
+            if let Err(net) = back {
+                held.extend([net.net, net.user]);
+            }
+        }
         let group = self.group.take();
         if held.is_empty() && group.is_none() {
             return;
@@ -343,6 +414,8 @@ pub(crate) struct Warm {
     unprepared: AtomicBool,
     /// The resident helper that forks the prepared spares ([`resident`](super::resident)).
     resident: Residents,
+    /// The network namespaces lent to the prepared spares ([`netns`](super::netns)).
+    pub(crate) nets: Arc<NetPool>,
 }
 
 /// A launcher's resident helper, started when a prepared spare is first needed (on the
@@ -422,7 +495,8 @@ impl Warm {
             };
             let ahead = ahead.filter(|_| !warm.unprepared.load(Ordering::Acquire));
             let prepared = ahead.is_some();
-            let started = match Waiting::start(&helper, &tree, ahead, rules, Some(&warm.resident)) {
+            let (resident, pool) = (Some(&warm.resident), Some(&*warm.nets));
+            let started = match Waiting::start(&helper, &tree, ahead, rules, resident, pool) {
                 Ok(started) => Some(started),
                 Err(ExecError::Setup(_)) if prepared => {
                     // The machine refused a layer: fall back to spares that apply nothing
@@ -472,6 +546,7 @@ mod tests {
             warning: None,
             ahead,
             held: Vec::new(),
+            net: None,
             rules: None,
             digest: None,
         }

@@ -4,10 +4,11 @@
 //!
 //! The hardening's attacks live in `exec_attacks/`: privileges planted for later and the kernel
 //! keyring (`privileges.rs`), `/proc` (`proc.rs`), git protection (`git.rs`), the helper's
-//! error channel (`channel.rs`).
+//! error channel (`channel.rs`), the network namespace's configuration (`network.rs`).
 
 mod channel;
 mod git;
+mod network;
 mod privileges;
 mod proc;
 mod tree;

@@ -1,7 +1,8 @@
 //! The helper a launcher starts ahead of its next launch (the *spare*): it serves that launch,
 //! waits in a session of its own, is replaced when it died, and dies with its launcher. Prepared
 //! ahead (its namespaces entered before its plan), it serves only the plans of the policy it was
-//! prepared for, and no two commands share a namespace.
+//! prepared for, and no two commands share a namespace at once (only a network namespace,
+//! which no command owns, serves one command after another).
 //!
 //! The tests look at this process' children in `/proc`, so they take turns. Alone in its
 //! binary, not a module of `tests/it`: every launcher keeps a spare helper, and these tests
@@ -12,8 +13,8 @@
 //! - `lifecycle`: a spare serves the next launch, waits in its own session, is replaced when it
 //!   or its PID 1 died, dies with its launcher; spares are forked by a resident helper; PID 1
 //!   reports exits exactly.
-//! - `namespaces`: fresh namespaces for every command, let go once its launch is over, with
-//!   its control group.
+//! - `namespaces`: fresh namespaces for every command but its network one, lent one command at
+//!   a time; let go (or lent again) once its launch is over, with its control group.
 //! - `plans`: spares started by hand, given the plans of other policies and rules.
 
 #[path = "../it/common/mod.rs"]

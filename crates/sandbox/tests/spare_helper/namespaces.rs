@@ -1,11 +1,13 @@
-//! Namespaces: every command gets fresh ones, entered by its spare before its plan; a launch
-//! lets them go, and takes its control group back, once it is over.
+//! Namespaces: every command gets fresh ones, entered by its spare before its plan, but for its
+//! network namespace, which its launcher lends one command at a time and none of them owns; a
+//! launch lets them go (or its network namespace back), and takes its control group back, once
+//! it is over.
 
 use super::*;
 use toolsmith_sandbox::NetworkPolicy;
 
 #[tokio::test]
-async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_share_one() {
+async fn a_spare_enters_its_namespaces_before_its_plan_fresh_but_for_a_network_none_of_them_owns() {
     let Some((_serial, _dir, root)) = begin(true).await else {
         return;
     };
@@ -16,32 +18,31 @@ async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_sha
     // The first launch starts a helper of its own; each one after it is served by the spare
     // prepared while the one before ran.
     launcher.run(&request).await.unwrap();
-    let ours: Vec<String> = links
-        .iter()
-        .map(|l| {
-            std::fs::read_link(l)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let ours: Vec<String> = links.iter().map(|l| link(l)).collect();
     // The namespaces' files stay open, so no namespace number is reused (the kernel recycles
     // them once a namespace is gone).
     let mut held = Vec::new();
     let mut seen: Vec<Vec<String>> = Vec::new();
-    for round in 0..3 {
+    for round in 0..4 {
         let pid1 = wait_for_prepared_spare().expect("a prepared spare");
         let prepared: Vec<String> = kinds
             .iter()
             .map(|k| {
                 let path = format!("/proc/{pid1}/ns/{k}");
                 held.push(std::fs::File::open(&path).unwrap());
-                std::fs::read_link(&path)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
+                link(&path)
             })
             .collect();
+        // The network namespace is owned by the user namespace its command's is a child of:
+        // the command holds no capability over it.
+        let net = std::fs::File::open(format!("/proc/{pid1}/ns/net")).unwrap();
+        let user = std::fs::File::open(format!("/proc/{pid1}/ns/user")).unwrap();
+        let owner = namespace_link(&net, NS_GET_USERNS);
+        assert_ne!(
+            owner, prepared[3],
+            "round {round}: the command owns its network"
+        );
+        assert_eq!(namespace_link(&user, NS_GET_PARENT), owner, "round {round}");
         let out = launcher.run(&request).await.unwrap();
         assert_eq!(out.exit_code, 0, "{out:?}");
         let got: Vec<String> = out.stdout.lines().map(String::from).collect();
@@ -52,15 +53,81 @@ async fn a_spare_enters_fresh_namespaces_before_its_plan_and_no_two_commands_sha
         seen.push(got);
     }
     for (i, kind) in kinds.iter().enumerate() {
-        let mut all: BTreeSet<&str> = seen.iter().map(|s| s[i].as_str()).collect();
-        assert_eq!(all.len(), seen.len(), "{kind} namespaces shared: {seen:?}");
-        all.insert(&ours[i]);
-        assert_eq!(
-            all.len(),
-            seen.len() + 1,
+        let all: BTreeSet<&str> = seen.iter().map(|s| s[i].as_str()).collect();
+        assert!(
+            !all.contains(ours[i].as_str()),
             "{kind}: toolsmith's own: {seen:?}"
         );
+        if *kind == "net" {
+            // Launches one after the other take turns with two: the one a command runs in, and
+            // the one lent to the spare prepared meanwhile.
+            assert_eq!(all.len(), 2, "network namespaces are not reused: {seen:?}");
+        } else {
+            assert_eq!(all.len(), seen.len(), "{kind} namespaces shared: {seen:?}");
+        }
     }
+}
+
+/// `ioctl(2)` requests on a namespace's descriptor (`linux/nsfs.h`): its owning user namespace,
+/// a user namespace's parent.
+const NS_GET_USERNS: u64 = 0xb701;
+const NS_GET_PARENT: u64 = 0xb702;
+
+/// What `request` on the namespace `ns` returns, as its `/proc` link reads (`user:[…]`).
+#[allow(unsafe_code)]
+fn namespace_link(ns: &std::fs::File, request: u64) -> String {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: an nsfs ioctl without an argument on an open namespace descriptor; the
+    // descriptor it returns is new and ours.
+    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), request as _) };
+    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: `fd` was just returned to this process, which owns it.
+    let found = unsafe { std::fs::File::from_raw_fd(fd) };
+    link(&format!("/proc/self/fd/{}", found.as_raw_fd()))
+}
+
+fn link(path: &str) -> String {
+    std::fs::read_link(path)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[tokio::test]
+async fn a_network_namespace_is_never_lent_while_its_command_runs() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
+        return;
+    };
+    let launcher = launcher(&root);
+    let net = |wait: &str| {
+        let script = format!("readlink /proc/self/ns/net; sleep {wait}");
+        ExecRequest::new("sh", vec!["-c".into(), script], &root)
+    };
+    // Two rounds to fill the pool, then one launch that runs while others come and go.
+    for _ in 0..3 {
+        launcher.run(&net("0")).await.unwrap();
+    }
+    wait_for_prepared_spare().expect("a prepared spare");
+    let long_request = net("1.5");
+    let long = launcher.run(&long_request);
+    let others = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            let out = launcher.run(&net("0")).await.unwrap();
+            seen.push(out.stdout.trim().to_string());
+        }
+        seen
+    };
+    let (long, others) = tokio::join!(long, others);
+    let long = long.unwrap();
+    assert_eq!(long.exit_code, 0, "{long:?}");
+    let long = long.stdout.trim();
+    assert!(long.starts_with("net:["), "{long}");
+    assert!(
+        !others.iter().any(|o| o == long),
+        "{long} served another command while its own ran: {others:?}"
+    );
 }
 
 /// Waits until `done`, for a let-go on a blocking thread: up to 30 s, as letting a mount
@@ -99,20 +166,24 @@ async fn the_namespaces_a_launch_held_are_let_go_once_it_is_over() {
         assert_eq!(out.exit_code, 0, "{out:?}");
     }
     // What is left open once the blocking threads have let go: the next spare's two (its mount
-    // and network namespaces, sent with its readiness), nothing of the eight launches. Compared
-    // by name, not counted: the last launch's two, not yet let go, and the next spare's, not
-    // yet received, would count as the two expected.
+    // and network namespaces, sent with its readiness) and the network namespace of the last
+    // launch, back in the pool for the spare after it; nothing else of the eight launches.
+    // Compared by name, not counted: the last launch's mount namespace, not yet let go, and the
+    // next spare's, not yet received, would count as the one expected.
     let pid1 = wait_for_prepared_spare().expect("the next spare");
-    let spare: BTreeSet<String> = ["mnt", "net"]
-        .iter()
-        .map(|k| {
-            let link = std::fs::read_link(format!("/proc/{pid1}/ns/{k}")).unwrap();
-            link.to_string_lossy().into_owned()
-        })
-        .collect();
+    let [mnt, net] = ["mnt", "net"].map(|k| link(&format!("/proc/{pid1}/ns/{k}")));
     let held_set = || held_namespaces().into_iter().collect::<BTreeSet<_>>();
-    settled(|| held_set() == spare).await;
-    assert_eq!(held_set(), spare, "namespaces still held");
+    let expected = |held: &BTreeSet<String>| {
+        let mounts: Vec<_> = held.iter().filter(|l| l.starts_with("mnt:")).collect();
+        let nets: Vec<_> = held.iter().filter(|l| l.starts_with("net:")).collect();
+        mounts == [&mnt] && nets.len() == 2 && nets.contains(&&net)
+    };
+    settled(|| expected(&held_set())).await;
+    assert!(
+        expected(&held_set()),
+        "namespaces still held: {:?}",
+        held_set()
+    );
     drop(launcher);
     settled(|| held_namespaces().is_empty()).await;
     assert_eq!(

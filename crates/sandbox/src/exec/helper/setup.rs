@@ -1,6 +1,8 @@
 //! The helper's process setup: rlimits, namespaces, file descriptors, the pid-namespace double
 //! fork.
 
+use std::os::fd::OwnedFd;
+
 use rustix::process::{Resource, Rlimit};
 
 use super::super::SETUP_FAILED_STATUS;
@@ -86,7 +88,30 @@ fn processes_of(uid: u32) -> u64 {
         .sum()
 }
 
-pub(super) fn enter_namespaces(plan: &NamespacePlan) -> Result<(), String> {
+/// Enters `plan`'s namespaces. With a user, a network and a pid namespace
+/// ([`NamespacePlan::network_apart`]), the network namespace first, `lent` or a new one, in a
+/// user namespace of its own ([`enter_lent_network`]), then the others inside that one, so
+/// that the command holds no capability over its network; returns that user namespace's
+/// descriptor then (close-on-exec).
+pub(super) fn enter_namespaces(
+    plan: &NamespacePlan,
+    lent: Option<(OwnedFd, OwnedFd)>,
+) -> Result<Option<OwnedFd>, String> {
+    if !plan.network_apart() {
+        enter_together(plan)?;
+        return Ok(None);
+    }
+    let owner = enter_lent_network(plan, lent)?;
+    enter_together(&NamespacePlan {
+        net: false,
+        loopback_up: false,
+        ..*plan
+    })?;
+    Ok(Some(owner))
+}
+
+/// Unshares `plan`'s namespaces with one `unshare`.
+fn enter_together(plan: &NamespacePlan) -> Result<(), String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     let mut flags = 0;
@@ -107,17 +132,69 @@ pub(super) fn enter_namespaces(plan: &NamespacePlan) -> Result<(), String> {
     }
     unshare(flags).map_err(|e| format!("unshare: {e}"))?;
     if plan.user {
-        let write = |file: &str, text: String| {
-            std::fs::write(file, text).map_err(|e| format!("{file}: {e}"))
-        };
-        write("/proc/self/setgroups", "deny".into())?;
-        write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-        write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+        identity_maps(uid, gid)?;
     }
     if plan.loopback_up {
         loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
     }
     Ok(())
+}
+
+/// Maps `uid` and `gid` to themselves in the user namespace just unshared (`setgroups` denied,
+/// as an unprivileged map needs).
+fn identity_maps(uid: u32, gid: u32) -> Result<(), String> {
+    let write =
+        |file: &str, text: String| std::fs::write(file, text).map_err(|e| format!("{file}: {e}"));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+}
+
+/// Enters the network namespace the command runs in, in the user namespace that owns it (`U0`;
+/// see `netns.rs` for the contract): `lent`'s (that user namespace and the network namespace,
+/// from the launcher's pool), or, when none was lent or it cannot be entered, a new one made
+/// here (identity maps, `lo` up if `plan.loopback_up`). The command's own user namespace is
+/// unshared after this, inside `U0`. Returns `U0`'s descriptor, which a spare sends to the
+/// launcher with the network namespace's.
+fn enter_lent_network(
+    plan: &NamespacePlan,
+    lent: Option<(OwnedFd, OwnedFd)>,
+) -> Result<OwnedFd, String> {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let (in_owner, in_net) = match &lent {
+        Some((user, net)) => {
+            let in_owner = setns(user, libc::CLONE_NEWUSER).is_ok();
+            (in_owner, in_owner && setns(net, libc::CLONE_NEWNET).is_ok())
+        }
+        None => (false, false),
+    };
+    drop(lent);
+    if !in_owner {
+        unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+        identity_maps(uid, gid)?;
+    } else if !in_net {
+        // In the lent owner, which this process has every capability in.
+        unshare(libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+    }
+    if !in_net && plan.loopback_up {
+        loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
+    }
+    std::fs::File::open("/proc/self/ns/user")
+        .map(OwnedFd::from)
+        .map_err(|e| format!("/proc/self/ns/user: {e}"))
+}
+
+#[allow(unsafe_code)]
+fn setns(ns: &OwnedFd, kind: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: setns with a descriptor this process owns; the helper is single-threaded, as
+    // entering a user namespace needs.
+    let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(ns), kind) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 #[allow(unsafe_code)]

@@ -40,7 +40,7 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
         Ok(None) => exit_quietly(),
         Err(e) => fail("plan", &format!("cannot read the go: {e}")),
     };
-    let rules = go.map(
+    let rules = go.rules.map(
         |(json, fds)| match serde_json::from_slice::<LandlockPlan>(&json) {
             Ok(landlock) => (landlock, fds, LandlockPlan::digest(&json)),
             Err(e) => fail("plan", &format!("invalid Landlock plan: {e}")),
@@ -52,28 +52,33 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
     if parent() != launcher {
         fail("parent", "the launcher is gone");
     }
-    setup::enter_namespaces(&ahead.namespaces).unwrap_or_else(|e| fail("namespaces", &e));
+    // The network namespace lent, if any (see `netns.rs`).
+    let mut owner = setup::enter_namespaces(&ahead.namespaces, go.net)
+        .unwrap_or_else(|e| fail("namespaces", &e));
     let mut rules = rules;
     if ahead.namespaces.pid {
-        setup::fork_pid1(&mut || pid1(&ahead, launcher, rules.take()))
+        setup::fork_pid1(&mut || pid1(&ahead, launcher, rules.take(), owner.take()))
     }
-    match pid1(&ahead, launcher, rules) {}
+    match pid1(&ahead, launcher, rules, owner) {}
 }
 
 /// The rest, in PID 1 when there is a pid namespace: the mounts made ahead (binds included),
-/// [`READY`], then the confinement ahead: the Landlock ruleset built from `rules` (when the go
+/// [`READY`] (with the mount and network namespaces' descriptors and `owner`'s, the network
+/// namespace's owner when it is pooled), then the confinement ahead: the Landlock ruleset built from `rules` (when the go
 /// brought them: the plan, its descriptors and the digest of its JSON) and enforced, the
 /// seccomp filter installed; then the plan and everything after it. Execs or [`fail`]s.
 fn pid1(
     ahead: &Ahead,
     launcher: i32,
     rules: Option<(LandlockPlan, Vec<OwnedFd>, u64)>,
+    owner: Option<OwnedFd>,
 ) -> std::convert::Infallible {
     if ahead.namespaces.mount {
         mounts::apply(&ahead.mounts).unwrap_or_else(|e| fail("mounts", &e));
     }
     // The mount and network namespaces' descriptors go with READY: the launcher holds the
-    // namespaces until the launch is over and lets them go off its path (see `warm.rs`).
+    // namespaces until the launch is over and lets them go off its path (see `warm.rs`), or
+    // pools the network namespace with its owner (see `netns.rs`).
     let held: Vec<OwnedFd> = [
         (ahead.namespaces.mount, "/proc/self/ns/mnt"),
         (ahead.namespaces.net, "/proc/self/ns/net"),
@@ -84,6 +89,7 @@ fn pid1(
         Ok(ns) => OwnedFd::from(ns),
         Err(e) => fail("namespaces", &format!("{path}: {e}")),
     })
+    .chain(owner)
     .collect();
     let fds: Vec<_> = held.iter().map(AsFd::as_fd).collect();
     if channel::send_with_fds(std::io::stdin().as_fd(), &[READY], &fds).is_err() {
