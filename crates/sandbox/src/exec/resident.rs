@@ -21,6 +21,12 @@
 //! - **Fail closed.** A resident that died, or answers anything but a pid, is dropped (killed
 //!   and reaped); the spare is then spawned as before, and the next refill starts a new
 //!   resident.
+//! - **One process a spare, with a pooled network.** When the spare's network namespace is
+//!   pooled ([`Ahead::pools_network`]), the resident enters a user namespace of its own once
+//!   (which owns the pooled network namespaces, see [`netns`](super::netns)), then for each
+//!   spare the network namespace lent (or a new one), and forks the spare into its user, pid and
+//!   mount namespaces: the spare is PID 1 from the start, where it would otherwise unshare them
+//!   and fork PID 1.
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
@@ -29,6 +35,7 @@ use std::process::{Child, Stdio};
 
 use super::ahead::Ahead;
 use super::launcher::HelperCommand;
+use super::netns::NetNs;
 use super::process::HelperProcess;
 use super::{ExecError, channel};
 
@@ -55,26 +62,33 @@ impl Resident {
 
     /// Has the resident fork a spare helper prepared as `ahead`: returns it (its stdout and
     /// stderr piped) and the launcher's end of its channel, as
-    /// [`HelperCommand::start_run`] does for a spawned one.
+    /// [`HelperCommand::start_run`] does for a spawned one. When `ahead`'s network namespace is
+    /// pooled ([`Ahead::pools_network`]), the resident forks the spare into its namespaces, in
+    /// the network namespace `lent` (taken) or a new one, the spare PID 1 of its pid namespace
+    /// (see the helper's `resident.rs`).
     ///
     /// # Errors
     ///
     /// [`ExecError::Helper`] when the resident cannot be reached or could not fork: drop it
     /// (it may be dead) and spawn the spare instead.
-    pub(crate) fn fork(&mut self, ahead: &Ahead) -> Result<(HelperProcess, UnixStream), ExecError> {
+    pub(crate) fn fork(
+        &mut self,
+        ahead: &Ahead,
+        lent: &mut Option<NetNs>,
+    ) -> Result<(HelperProcess, UnixStream), ExecError> {
         let lost = |e: std::io::Error| ExecError::Helper(format!("the resident helper: {e}"));
         let (ours, theirs) = channel::pair().map_err(lost)?;
         let (out, out_w) = pipe().map_err(lost)?;
         let (err, err_w) = pipe().map_err(lost)?;
         let request = channel::framed(ahead.to_arg().as_bytes()).map_err(lost)?;
-        channel::send_with_fds(
-            self.requests.as_fd(),
-            &request,
-            &[theirs.as_fd(), out_w.as_fd(), err_w.as_fd()],
-        )
-        .map_err(lost)?;
+        // The resident enters the namespace (the spare sends it back with its readiness).
+        let lent = lent.take().filter(|_| ahead.pools_network());
+        let mut fds = vec![theirs.as_fd(), out_w.as_fd(), err_w.as_fd()];
+        fds.extend(lent.as_ref().map(|ns| ns.net.as_fd()));
+        channel::send_with_fds(self.requests.as_fd(), &request, &fds).map_err(lost)?;
         // The spare holds them once forked; ours must go, so that EOF comes when it is gone.
-        drop((theirs, out_w, err_w));
+        drop(fds);
+        drop((theirs, out_w, err_w, lent));
         let mut answer = [0u8; 4];
         (&self.requests).read_exact(&mut answer).map_err(lost)?;
         let pid = i32::from_le_bytes(answer);

@@ -170,8 +170,11 @@ impl Waiting {
             Ok(group) => (group, None),
             Err(warning) => (None, Some(warning)),
         };
+        let pooled = ahead.as_ref().filter(|a| a.pools_network());
+        let mut lent = (pooled.zip(pool)).and_then(|(a, pool)| pool.take(a.namespaces.loopback_up));
+        let pooled = pooled.is_some();
         let forked = match (ahead.as_ref(), resident) {
-            (Some(ahead), Some(resident)) => resident.fork(helper, ahead),
+            (Some(ahead), Some(resident)) => resident.fork(helper, ahead, &mut lent),
             _ => None,
         };
         let (process, channel) = match forked {
@@ -195,11 +198,7 @@ impl Waiting {
             net: None,
             digest: None,
         };
-        if let Some(ahead) = waiting.ahead.clone() {
-            let pooled = ahead.pools_network();
-            let lent = pool
-                .filter(|_| pooled)
-                .and_then(|pool| pool.take(ahead.namespaces.loopback_up));
+        if let Some(loopback_up) = waiting.ahead.as_ref().map(|a| a.namespaces.loopback_up) {
             // On error `waiting` is dropped: the helper is killed, its group removed (and the
             // namespace lent, not come back, let go).
             let mut held = waiting.prepare(lent)?;
@@ -210,7 +209,6 @@ impl Waiting {
                         "the spare helper did not send its network namespace".into(),
                     ));
                 };
-                let loopback_up = ahead.namespaces.loopback_up;
                 waiting.net = Some(NetNs {
                     user,
                     net,
@@ -430,9 +428,14 @@ pub(crate) struct Residents {
 
 impl Residents {
     /// A spare prepared as `ahead`, forked by the resident helper (started now if there is
-    /// none); `None` when it cannot be (the resident, dropped then, may be dead: the caller
+    /// none), in the network namespace `lent` (taken) when it pools one; `None` when it cannot be (the resident, dropped then, may be dead: the caller
     /// spawns the spare instead).
-    fn fork(&self, helper: &HelperCommand, ahead: &Ahead) -> Option<(HelperProcess, UnixStream)> {
+    fn fork(
+        &self,
+        helper: &HelperCommand,
+        ahead: &Ahead,
+        lent: &mut Option<NetNs>,
+    ) -> Option<(HelperProcess, UnixStream)> {
         if self.off.load(Ordering::Acquire) {
             return None;
         }
@@ -441,7 +444,7 @@ impl Residents {
         if fresh {
             *slot = Resident::start(helper).ok();
         }
-        match slot.as_mut()?.fork(ahead) {
+        match slot.as_mut()?.fork(ahead, lent) {
             Ok(forked) => Some(forked),
             Err(_) => {
                 *slot = None;

@@ -1,6 +1,7 @@
 //! A spare's life: it serves the next launch from a session of its own, is replaced when it (or
-//! its PID 1) died, dies with its launcher, and is forked by the launcher's resident helper; its
-//! PID 1 reports the command's exit, signal or timeout exactly.
+//! its PID 1) died, dies with its launcher, and is forked by the launcher's resident helper (into
+//! its namespaces, PID 1 from the start); its PID 1 reports the command's exit, signal or timeout
+//! exactly.
 
 use super::*;
 
@@ -133,6 +134,17 @@ async fn spares_are_forked_by_one_resident_helper_as_children_of_the_launcher() 
             *resident.get_or_insert(found[0]),
             found[0],
             "the same resident"
+        );
+        // Forked into its namespaces: PID 1 of its own, in a network namespace owned by the
+        // resident's user namespace.
+        let status = std::fs::read_to_string(format!("/proc/{spare}/status")).unwrap();
+        let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+        assert_eq!(nspid.split_whitespace().last(), Some("1"), "{nspid}");
+        let net = std::fs::File::open(format!("/proc/{spare}/ns/net")).unwrap();
+        assert_eq!(
+            namespace_link(&net, NS_GET_USERNS),
+            link(&format!("/proc/{}/ns/user", found[0])),
+            "the resident's user namespace owns the spare's network"
         );
     }
 }

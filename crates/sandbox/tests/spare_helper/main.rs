@@ -195,3 +195,29 @@ fn wait_for_prepared_spare() -> Option<u32> {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `ioctl(2)` requests on a namespace's descriptor (`linux/nsfs.h`): its owning user namespace,
+/// a user namespace's parent.
+pub(crate) const NS_GET_USERNS: u64 = 0xb701;
+pub(crate) const NS_GET_PARENT: u64 = 0xb702;
+
+/// What `request` on the namespace `ns` returns, as its `/proc` link reads (`user:[…]`).
+#[allow(unsafe_code)]
+pub(crate) fn namespace_link(ns: &std::fs::File, request: u64) -> String {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: an nsfs ioctl without an argument on an open namespace descriptor; the
+    // descriptor it returns is new and ours.
+    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), request as _) };
+    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: `fd` was just returned to this process, which owns it.
+    let found = unsafe { std::fs::File::from_raw_fd(fd) };
+    link(&format!("/proc/self/fd/{}", found.as_raw_fd()))
+}
+
+/// Where the link at `path` points (a namespace's: `net:[…]`).
+pub(crate) fn link(path: &str) -> String {
+    std::fs::read_link(path)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}

@@ -68,31 +68,6 @@ async fn a_spare_enters_its_namespaces_before_its_plan_fresh_but_for_a_network_n
     }
 }
 
-/// `ioctl(2)` requests on a namespace's descriptor (`linux/nsfs.h`): its owning user namespace,
-/// a user namespace's parent.
-const NS_GET_USERNS: u64 = 0xb701;
-const NS_GET_PARENT: u64 = 0xb702;
-
-/// What `request` on the namespace `ns` returns, as its `/proc` link reads (`user:[…]`).
-#[allow(unsafe_code)]
-fn namespace_link(ns: &std::fs::File, request: u64) -> String {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: an nsfs ioctl without an argument on an open namespace descriptor; the
-    // descriptor it returns is new and ours.
-    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), request as _) };
-    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
-    // SAFETY: `fd` was just returned to this process, which owns it.
-    let found = unsafe { std::fs::File::from_raw_fd(fd) };
-    link(&format!("/proc/self/fd/{}", found.as_raw_fd()))
-}
-
-fn link(path: &str) -> String {
-    std::fs::read_link(path)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
-
 #[tokio::test]
 async fn a_network_namespace_is_never_lent_while_its_command_runs() {
     let Some((_serial, _dir, root)) = begin(true).await else {

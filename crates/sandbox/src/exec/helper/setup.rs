@@ -142,7 +142,7 @@ fn enter_together(plan: &NamespacePlan) -> Result<(), String> {
 
 /// Maps `uid` and `gid` to themselves in the user namespace just unshared (`setgroups` denied,
 /// as an unprivileged map needs).
-fn identity_maps(uid: u32, gid: u32) -> Result<(), String> {
+pub(super) fn identity_maps(uid: u32, gid: u32) -> Result<(), String> {
     let write =
         |file: &str, text: String| std::fs::write(file, text).map_err(|e| format!("{file}: {e}"));
     write("/proc/self/setgroups", "deny".into())?;
@@ -162,27 +162,37 @@ fn enter_lent_network(
 ) -> Result<OwnedFd, String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    let (in_owner, in_net) = match &lent {
-        Some((user, net)) => {
-            let in_owner = setns(user, libc::CLONE_NEWUSER).is_ok();
-            (in_owner, in_owner && setns(net, libc::CLONE_NEWNET).is_ok())
-        }
-        None => (false, false),
-    };
-    drop(lent);
-    if !in_owner {
+    let in_owner = lent
+        .as_ref()
+        .is_some_and(|(user, _)| setns(user, libc::CLONE_NEWUSER).is_ok());
+    if in_owner {
+        // In the lent owner, which this process has every capability in.
+        enter_network(lent.as_ref().map(|(_, net)| net), plan.loopback_up)?;
+    } else {
         unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
         identity_maps(uid, gid)?;
-    } else if !in_net {
-        // In the lent owner, which this process has every capability in.
-        unshare(libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+        if plan.loopback_up {
+            loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
+        }
     }
-    if !in_net && plan.loopback_up {
-        loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
-    }
+    drop(lent);
     std::fs::File::open("/proc/self/ns/user")
         .map(OwnedFd::from)
         .map_err(|e| format!("/proc/self/ns/user: {e}"))
+}
+
+/// Enters the network namespace `lent`, or, when none was lent or it cannot be entered, a new
+/// one (`lo` up if `lo_up`). Call it in the user namespace that owns (or is to own) it,
+/// where this process has every capability.
+pub(super) fn enter_network(lent: Option<&OwnedFd>, lo_up: bool) -> Result<(), String> {
+    if lent.is_some_and(|net| setns(net, libc::CLONE_NEWNET).is_ok()) {
+        return Ok(());
+    }
+    unshare(libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+    if lo_up {
+        loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
+    }
+    Ok(())
 }
 
 #[allow(unsafe_code)]
@@ -275,7 +285,7 @@ pub(super) fn close_stray_fds() {
 
 /// Closes every fd from `first` up.
 #[allow(unsafe_code)]
-fn close_fds_from(first: u32) {
+pub(super) fn close_fds_from(first: u32) {
     // SAFETY: closes fds this process does not use (the callers hold none from `first` up).
     let rc = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) };
     if rc != 0 {
@@ -348,19 +358,20 @@ pub(super) fn double_fork(pid1: &mut dyn FnMut() -> std::convert::Infallible) ->
     relay(pid)
 }
 
-/// Forks this process with `CLONE_PARENT`: the child's parent is this process' parent. `0` in
-/// the child, the child's pid here.
+/// Forks this process with `CLONE_PARENT`: the child's parent is this process' parent; with
+/// `namespaces` (`CLONE_NEW*` flags), the child starts in new namespaces of those kinds (with
+/// `CLONE_NEWPID`, as PID 1 of its own). `0` in the child, the child's pid here.
 ///
 /// Only for the helper, which is single-threaded (a fork of a multi-threaded process may leave
 /// the child with a lock held); the child must only exec or exit.
 #[allow(unsafe_code)]
-pub(super) fn fork_beside_parent() -> std::io::Result<i64> {
-    // SAFETY: `CLONE_PARENT | SIGCHLD` without a new stack is a fork, which is sound in the
-    // single-threaded helper.
+pub(super) fn fork_beside_parent(namespaces: libc::c_int) -> std::io::Result<i64> {
+    // SAFETY: `CLONE_PARENT | SIGCHLD` (and namespace flags) without a new stack is a fork,
+    // which is sound in the single-threaded helper.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
-            libc::CLONE_PARENT | libc::SIGCHLD,
+            libc::CLONE_PARENT | libc::SIGCHLD | namespaces,
             0usize,
             0usize,
             0usize,
@@ -396,7 +407,7 @@ pub(super) fn fork_pid1(pid1: &mut dyn FnMut() -> std::convert::Infallible) -> !
     let (mut gate, mut open_gate) =
         std::io::pipe().unwrap_or_else(|e| fail("namespaces", &format!("pipe: {e}")));
     // The child's parent is ours (the launcher). It only runs `pid1`, which execs or exits.
-    let pid = fork_beside_parent().unwrap_or_else(|e| fail("namespaces", &format!("clone: {e}")));
+    let pid = fork_beside_parent(0).unwrap_or_else(|e| fail("namespaces", &format!("clone: {e}")));
     if pid == 0 {
         drop(open_gate);
         let mut byte = [0u8; 1];

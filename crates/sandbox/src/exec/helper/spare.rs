@@ -29,23 +29,7 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
     // tells the launcher the preparation failed).
     CHANNEL.store(0, std::sync::atomic::Ordering::Relaxed);
     setup::close_stray_fds();
-    rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
-    let ahead = preparation
-        .ok_or_else(|| "no preparation".to_string())
-        .and_then(Ahead::from_arg)
-        .unwrap_or_else(|e| fail("usage", &e));
-    let go = match channel::receive_go(std::io::stdin().as_fd()) {
-        Ok(Some(go)) => go,
-        // The launcher let the spare go before it was needed: nothing was applied.
-        Ok(None) => exit_quietly(),
-        Err(e) => fail("plan", &format!("cannot read the go: {e}")),
-    };
-    let rules = go.rules.map(
-        |(json, fds)| match serde_json::from_slice::<LandlockPlan>(&json) {
-            Ok(landlock) => (landlock, fds, LandlockPlan::digest(&json)),
-            Err(e) => fail("plan", &format!("invalid Landlock plan: {e}")),
-        },
-    );
+    let (ahead, go) = prepared_and_go(preparation);
     let parent = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     let launcher = parent();
     setup::set_pdeathsig();
@@ -55,11 +39,59 @@ pub(super) fn run(preparation: Option<&str>) -> ! {
     // The network namespace lent, if any (see `netns.rs`).
     let mut owner = setup::enter_namespaces(&ahead.namespaces, go.net)
         .unwrap_or_else(|e| fail("namespaces", &e));
-    let mut rules = rules;
+    let mut rules = landlock_of(go.rules);
     if ahead.namespaces.pid {
         setup::fork_pid1(&mut || pid1(&ahead, launcher, rules.take(), owner.take()))
     }
     match pid1(&ahead, launcher, rules, owner) {}
+}
+
+/// The `spare` mode of a spare the resident helper forked into its namespaces (see
+/// `resident.rs`): PID 1 of its pid namespace from the start, in a user namespace whose maps it
+/// writes first (`ids`: the uid and gid to map to themselves), in the network namespace the
+/// resident entered, with the user namespace that owns it (`U0`) on fd 3. `launcher` is the
+/// launcher's pid (this process' parent, which `getppid` does not show from a pid namespace).
+/// Then as [`run`] from the go on; if the launcher dies before `PR_SET_PDEATHSIG` is set, its
+/// end of the channel is closed and the go never comes.
+#[allow(unsafe_code)]
+pub(super) fn run_in_namespaces(preparation: &str, launcher: i32, (uid, gid): (u32, u32)) -> ! {
+    CHANNEL.store(0, std::sync::atomic::Ordering::Relaxed);
+    setup::identity_maps(uid, gid).unwrap_or_else(|e| fail("namespaces", &e));
+    // SAFETY: the resident put `U0`'s descriptor on fd 3 for this process, which owns it now.
+    let owner = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3) };
+    setup::close_fds_from(4);
+    setup::set_pdeathsig();
+    let (ahead, go) = prepared_and_go(Some(preparation));
+    // The resident entered the network namespace lent; one sent again with the go is not used.
+    drop(go.net);
+    match pid1(&ahead, launcher, landlock_of(go.rules), Some(owner)) {}
+}
+
+/// A spare's start: its own session, its preparation (`preparation`, [`Ahead::to_arg`]'s text)
+/// and the launcher's go (the spare is in its control group then). Exits quietly when the
+/// launcher lets it go first.
+fn prepared_and_go(preparation: Option<&str>) -> (Ahead, channel::Go) {
+    rustix::process::setsid().unwrap_or_else(|e| fail("setsid", &e.to_string()));
+    let ahead = preparation
+        .ok_or_else(|| "no preparation".to_string())
+        .and_then(Ahead::from_arg)
+        .unwrap_or_else(|e| fail("usage", &e));
+    match channel::receive_go(std::io::stdin().as_fd()) {
+        Ok(Some(go)) => (ahead, go),
+        // The launcher let the spare go before it was needed: nothing was applied.
+        Ok(None) => exit_quietly(),
+        Err(e) => fail("plan", &format!("cannot read the go: {e}")),
+    }
+}
+
+/// The Landlock plan a go brought (its JSON and descriptors), parsed, with its digest.
+fn landlock_of(rules: Option<channel::Rules>) -> Option<(LandlockPlan, Vec<OwnedFd>, u64)> {
+    rules.map(
+        |(json, fds)| match serde_json::from_slice::<LandlockPlan>(&json) {
+            Ok(landlock) => (landlock, fds, LandlockPlan::digest(&json)),
+            Err(e) => fail("plan", &format!("invalid Landlock plan: {e}")),
+        },
+    )
 }
 
 /// The rest, in PID 1 when there is a pid namespace: the mounts made ahead (binds included),
