@@ -15,7 +15,9 @@
 //! - **The command holds no capability over it.** A pooled network namespace is made, `lo`
 //!   brought up (loopback-only) or left down, in a user namespace of its own (`U0`: the
 //!   launcher's uid mapped to itself). The spare enters both (`setns`), then unshares the
-//!   command's user namespace (`U1`, a child of `U0`) with its pid and mount namespaces. The
+//!   command's user namespace (`U1`, a child of `U0`) with its pid and mount namespaces; or
+//!   the launcher's resident helper, which stays in `U0`, enters the network namespace and
+//!   forks the spare into those three (see [`resident`](super::resident)). The
 //!   command is root at most in `U1`; capabilities over a network namespace are those in its
 //!   owner, `U0`, which no process of the command is in. So it cannot add an interface, an
 //!   address, a route or a firewall rule, bring `lo` up or down, or write a `net` sysctl: it

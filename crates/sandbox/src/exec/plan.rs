@@ -102,7 +102,13 @@ impl NamespacePlan {
     /// ```
     /// use toolsmith_sandbox::exec::NamespacePlan;
     ///
-    /// let all = NamespacePlan { user: true, net: true, loopback_up: false, pid: true, mount: true };
+    /// let all = NamespacePlan {
+    ///     user: true,
+    ///     net: true,
+    ///     loopback_up: false,
+    ///     pid: true,
+    ///     mount: true,
+    /// };
     /// assert!(all.network_apart());
     /// assert!(!NamespacePlan { pid: false, ..all }.network_apart());
     /// ```

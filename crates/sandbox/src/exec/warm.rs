@@ -428,8 +428,8 @@ pub(crate) struct Residents {
 
 impl Residents {
     /// A spare prepared as `ahead`, forked by the resident helper (started now if there is
-    /// none), in the network namespace `lent` (taken) when it pools one; `None` when it cannot be (the resident, dropped then, may be dead: the caller
-    /// spawns the spare instead).
+    /// none), in the network namespace `lent` (taken) when it pools one; `None` when it cannot
+    /// be (the resident, dropped then, may be dead: the caller spawns the spare instead).
     fn fork(
         &self,
         helper: &HelperCommand,

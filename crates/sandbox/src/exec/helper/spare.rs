@@ -96,9 +96,10 @@ fn landlock_of(rules: Option<channel::Rules>) -> Option<(LandlockPlan, Vec<Owned
 
 /// The rest, in PID 1 when there is a pid namespace: the mounts made ahead (binds included),
 /// [`READY`] (with the mount and network namespaces' descriptors and `owner`'s, the network
-/// namespace's owner when it is pooled), then the confinement ahead: the Landlock ruleset built from `rules` (when the go
-/// brought them: the plan, its descriptors and the digest of its JSON) and enforced, the
-/// seccomp filter installed; then the plan and everything after it. Execs or [`fail`]s.
+/// namespace's owner when it is pooled), then the confinement ahead: the Landlock ruleset built
+/// from `rules` (when the go brought them: the plan, its descriptors and the digest of its
+/// JSON) and enforced, the seccomp filter installed; then the plan and everything after it.
+/// Execs or [`fail`]s.
 fn pid1(
     ahead: &Ahead,
     launcher: i32,
