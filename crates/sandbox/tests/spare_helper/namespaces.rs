@@ -105,6 +105,40 @@ async fn a_network_namespace_is_never_lent_while_its_command_runs() {
     );
 }
 
+#[tokio::test]
+async fn the_network_namespace_of_a_cancelled_launch_is_never_lent_again() {
+    let Some((_serial, _dir, root)) = begin(true).await else {
+        return;
+    };
+    let launcher = launcher(&root);
+    let net = || ExecRequest::new("readlink", vec!["/proc/self/ns/net".into()], &root);
+    for _ in 0..3 {
+        launcher.run(&net()).await.unwrap();
+    }
+    // The namespace the next launch will run in, held open here so that its number cannot
+    // name a later namespace once the kernel has torn it down.
+    let pid1 = wait_for_prepared_spare().expect("a prepared spare");
+    let path = format!("/proc/{pid1}/ns/net");
+    let _held = std::fs::File::open(&path).unwrap();
+    let cancelled = link(&path);
+    let sleep = ExecRequest::new("sleep", vec!["30".into()], &root);
+    // Its future dropped while the command runs: the namespace is let go, not given back, as
+    // the launch's PID 1 was not reaped when the launch ended.
+    let started = Instant::now();
+    let run = tokio::time::timeout(Duration::from_millis(300), launcher.run(&sleep)).await;
+    assert!(run.is_err(), "the launch was not cancelled: {run:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut later = Vec::new();
+    for _ in 0..6 {
+        let out = launcher.run(&net()).await.unwrap();
+        later.push(out.stdout.trim().to_string());
+    }
+    assert!(
+        !later.contains(&cancelled),
+        "{cancelled} was lent again after its launch was cancelled: {later:?}"
+    );
+}
+
 /// Waits until `done`, for a let-go on a blocking thread: up to 30 s, as letting a mount
 /// namespace go waits for an RCU grace period, which a loaded machine can make long (the
 /// assertion after it fails on a leak, not on a slow let-go).
