@@ -38,7 +38,9 @@ static CHANNEL: AtomicI32 = AtomicI32::new(-1);
 ///   it has checked the preparation is the plan's own, applies the rest as `run` does from the
 ///   rlimits on.
 /// - `resident` (see [`resident`](super::resident)): forks spares on the launcher's requests,
-///   each the launcher's child (`CLONE_PARENT`), which runs the `spare` mode without an `exec`.
+///   each the launcher's child (`CLONE_PARENT`), which runs the `spare` mode without an `exec`;
+///   with a pooled network namespace, forked into its user, pid and mount namespaces, in the
+///   network namespace lent (the resident staying in the user namespace that owns the pool).
 /// - `probe`: tries a seccomp filter with a user-notification listener in a child, then to
 ///   unshare user, net, pid and mount namespaces, then bind mounts and a procfs mount in a
 ///   child, and prints one JSON line.
