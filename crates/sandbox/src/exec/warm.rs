@@ -349,7 +349,7 @@ pub(crate) struct LetGo {
     /// The group and where to take it back ([`TreeLimits::recycle`]).
     pub(crate) group: Option<(TreeLimits, Cgroup)>,
     /// The pooled network namespace and the pool it goes back to, once reusable.
-    pub(crate) net: Option<(NetNs, std::sync::Weak<NetPool>)>,
+    net: Option<(NetNs, std::sync::Weak<NetPool>)>,
     /// Whether `net` may go back to its pool.
     reusable: bool,
 }

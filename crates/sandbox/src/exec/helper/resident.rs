@@ -66,7 +66,7 @@ pub(super) fn run() -> ! {
             (Ok(arg), [channel, stdout, stderr, lent @ ..]) if lent.len() <= 1 => {
                 let ahead = Ahead::from_arg(arg).ok().filter(Ahead::pools_network);
                 let pid = match (&ahead, &apart) {
-                    (Some(ahead), _) => in_namespaces(&mut apart, ahead, lent.first(), ids),
+                    (Some(ahead), _) => in_namespaces(&mut apart, ahead, lent.first()),
                     (None, None) => setup::fork_beside_parent(0),
                     (None, Some(_)) => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
                 };
@@ -110,13 +110,10 @@ fn in_namespaces(
     apart: &mut Option<OwnedFd>,
     ahead: &Ahead,
     lent: Option<&OwnedFd>,
-    (uid, gid): (u32, u32),
 ) -> std::io::Result<i64> {
     let refused = |e: String| std::io::Error::other(e);
     if apart.is_none() {
-        setup::unshare(libc::CLONE_NEWUSER)?;
-        setup::identity_maps(uid, gid).map_err(refused)?;
-        *apart = Some(std::fs::File::open("/proc/self/ns/user")?.into());
+        *apart = Some(setup::enter_new_user_namespace().map_err(refused)?);
     }
     setup::enter_network(lent, ahead.namespaces.loopback_up).map_err(refused)?;
     let mut namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWPID;

@@ -160,22 +160,30 @@ fn enter_lent_network(
     plan: &NamespacePlan,
     lent: Option<(OwnedFd, OwnedFd)>,
 ) -> Result<OwnedFd, String> {
+    let (user, net) = lent.unzip();
+    // In the lent owner, or a new one: either way one this process has every capability in.
+    let entered = user.is_some_and(|user| setns(&user, libc::CLONE_NEWUSER).is_ok());
+    let owner = if entered {
+        open_own_user_namespace()?
+    } else {
+        enter_new_user_namespace()?
+    };
+    enter_network(net.as_ref().filter(|_| entered), plan.loopback_up)?;
+    Ok(owner)
+}
+
+/// Unshares a user namespace with identity maps for this process' uid and gid; returns its
+/// descriptor (close-on-exec).
+pub(super) fn enter_new_user_namespace() -> Result<OwnedFd, String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    let in_owner = lent
-        .as_ref()
-        .is_some_and(|(user, _)| setns(user, libc::CLONE_NEWUSER).is_ok());
-    if in_owner {
-        // In the lent owner, which this process has every capability in.
-        enter_network(lent.as_ref().map(|(_, net)| net), plan.loopback_up)?;
-    } else {
-        unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
-        identity_maps(uid, gid)?;
-        if plan.loopback_up {
-            loopback_up().map_err(|e| format!("bringing lo up: {e}"))?;
-        }
-    }
-    drop(lent);
+    unshare(libc::CLONE_NEWUSER).map_err(|e| format!("unshare: {e}"))?;
+    identity_maps(uid, gid)?;
+    open_own_user_namespace()
+}
+
+/// This process' user namespace's descriptor (close-on-exec).
+fn open_own_user_namespace() -> Result<OwnedFd, String> {
     std::fs::File::open("/proc/self/ns/user")
         .map(OwnedFd::from)
         .map_err(|e| format!("/proc/self/ns/user: {e}"))
