@@ -250,9 +250,17 @@ async fn a_sockaddr_rewritten_during_the_decision_reaches_only_loopback() {
         port = server.port()
     );
     let out = run(&l, PYTHON, &["-c", &script]).await;
-    assert!(out.stdout.starts_with("connected "), "{out:?}");
-    // Give the server's accept loop a moment to record the last connections.
-    std::thread::sleep(Duration::from_millis(200));
+    let connected: usize = out
+        .stdout
+        .strip_prefix("connected ")
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count of connections: {out:?}"));
+    // Every connect that succeeded is in the server's backlog; wait (bounded) until its accept
+    // loop has recorded them all. A fixed 200 ms wait once fell short on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < connected && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let arrived = seen.lock().unwrap().clone();
     assert!(
         !arrived.is_empty(),
