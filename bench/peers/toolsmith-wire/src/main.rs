@@ -3,30 +3,19 @@
 //! the floor and `toolsmith`, it splits what a run costs between the wire (the request writer,
 //! the HTTP wrapper, the stream decoder) and the agent loop.
 //!
-//! The tools are the same typed closures as `toolsmith`'s, declared through the same cached
-//! declarations; the call's arguments are parsed once and deserialised into the tool's type.
+//! The tools are `toolsmith`'s, declared through the same cached declarations; the call's
+//! arguments are parsed once and deserialised into the tool's type.
 
 use futures::StreamExt;
-use peers_common::{Args, DESCRIPTION, PROMPT, RESULT, measure, tool_name};
-use schemars::JsonSchema;
+use peers_common::{Args, PROMPT, RESULT, measure};
+use peers_toolsmith::{NoopArgs, toolset};
 use serde::Deserialize;
 use serde_json::Value;
 use toolsmith_core::{
     LanguageModel, Message, ModelOutput, ModelPart, ModelRequest, Part, Role, ToolCallPart,
-    ToolError, ToolResultPart, Toolset, from_fn,
+    ToolResultPart, Toolset,
 };
 use toolsmith_providers::openai_chat::OpenAiChat;
-
-// The tool's arguments (a plain comment: a doc comment would become the schema's description,
-// which the other clients' declarations do not have).
-#[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)]
-struct NoopArgs {
-    /// A number.
-    x: i64,
-    /// An optional label.
-    label: Option<String>,
-}
 
 /// One prompt → tool call → answer on the wire alone.
 async fn run(model: &OpenAiChat, tools: &Toolset) -> String {
@@ -74,13 +63,7 @@ async fn run(model: &OpenAiChat, tools: &Toolset) -> String {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args = Args::parse();
-    let tools: Toolset = (0..args.tools)
-        .map(|i| {
-            from_fn(tool_name(i), DESCRIPTION, |_: NoopArgs, _cx| async {
-                Ok::<_, ToolError>(RESULT)
-            })
-        })
-        .collect();
+    let tools = toolset(args.tools);
     let model = OpenAiChat::compatible("mock-1", &args.url, None);
     measure("toolsmith-wire", &args, || run(&model, &tools)).await;
 }
