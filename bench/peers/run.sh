@@ -16,6 +16,7 @@
 #   bench/peers/run.sh                      # everything
 #   CLIENTS="floor toolsmith" bench/peers/run.sh
 #   PLACE=apart CG_RUNS=0 bench/peers/run.sh          # the mock on the other core
+#   AT_ONCE=8 CG_RUNS=0 bench/peers/run.sh            # 8 runs at a time on the client's thread
 #   RUNS=500 ROUNDS=1 CG_RUNS=0 bench/peers/run.sh    # quick, no callgrind
 #
 # A client that does not build is reported and left out; the others still run.
@@ -66,7 +67,7 @@ mock=$!
 trap 'kill $mock 2>/dev/null; rm -f "$url_file"' EXIT
 for _ in $(seq 50); do [ -s "$url_file" ] && break; sleep 0.1; done
 url=$(cat "$url_file")
-echo "mock model at $url; clients: ${built[*]}; $RUNS runs after $WARMUP, best of $ROUNDS rounds"
+echo "mock model at $url; clients: ${built[*]}; $RUNS runs after $WARMUP, ${AT_ONCE:-1} at a time, best of $ROUNDS rounds"
 echo "$(rustc --version); $(nproc) cores; $(uname -r); placement: $placed"
 
 declare -A cpu instr

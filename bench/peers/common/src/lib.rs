@@ -9,6 +9,10 @@
 //! ```text
 //! CLIENT tools=8 runs=2000 cpu_us_per_run=123.4 wall_us_per_run=234.5
 //! ```
+//!
+//! With `AT_ONCE=K` in the environment (default 1), the runs go K at a time, joined on the
+//! client's one thread: what a service running many runs sees, where one run's wake-up finds the
+//! code the others just ran still in the caches.
 
 use std::time::{Duration, Instant};
 
@@ -80,26 +84,36 @@ pub fn cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
-/// Runs `run` `warmup` times, then `runs` times measured, checking every answer, and prints the
-/// result line for `client`.
+/// Runs `run` `warmup` times, then `runs` times measured (`AT_ONCE` at a time, rounded down to
+/// whole batches), checking every answer, and prints the result line for `client`.
 pub async fn measure<F, Fut>(client: &str, args: &Args, mut run: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = String>,
 {
-    for _ in 0..args.warmup {
-        check(client, &run().await);
-    }
+    let at_once: u32 = match std::env::var("AT_ONCE") {
+        Ok(k) => k.parse().ok().filter(|&k| k > 0).unwrap_or_else(|| {
+            eprintln!("AT_ONCE is a number of runs above 0, not {k:?}");
+            std::process::exit(2)
+        }),
+        Err(_) => 1,
+    };
+    let mut batch = async |runs: u32| {
+        for _ in 0..runs / at_once {
+            let answers = futures::future::join_all((0..at_once).map(|_| run())).await;
+            answers.iter().for_each(|answer| check(client, answer));
+        }
+        runs / at_once * at_once
+    };
+    batch(args.warmup).await;
     let (cpu, wall) = (cpu_time(), Instant::now());
-    for _ in 0..args.runs {
-        check(client, &run().await);
-    }
+    let runs = batch(args.runs).await;
     let (cpu, wall) = (cpu_time() - cpu, wall.elapsed());
-    let per_run = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(args.runs.max(1));
+    let per_run = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(runs.max(1));
     println!(
         "{client} tools={} runs={} cpu_us_per_run={:.1} wall_us_per_run={:.1}",
         args.tools,
-        args.runs,
+        runs,
         per_run(cpu),
         per_run(wall)
     );
