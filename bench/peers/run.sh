@@ -17,6 +17,7 @@
 #   CLIENTS="floor toolsmith" bench/peers/run.sh
 #   PLACE=apart CG_RUNS=0 bench/peers/run.sh          # the mock on the other core
 #   AT_ONCE=8 CG_RUNS=0 bench/peers/run.sh            # 8 runs at a time on the client's thread
+#                                                     # (callgrind always runs them one by one)
 #   RUNS=500 ROUNDS=1 CG_RUNS=0 bench/peers/run.sh    # quick, no callgrind
 #
 # A client that does not build is reported and left out; the others still run.
@@ -86,7 +87,7 @@ for tools in $TOOLS; do
     if [ "$CG_RUNS" -gt 0 ] && command -v valgrind >/dev/null; then
         for client in "${built[@]}"; do
             collected() {
-                valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+                env -u AT_ONCE valgrind --tool=callgrind --callgrind-out-file=/dev/null \
                     "$BIN/$client" "$url" "$tools" "$1" 5 2>&1 >/dev/null |
                     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
             }
