@@ -170,9 +170,11 @@ impl Waiting {
             Ok(group) => (group, None),
             Err(warning) => (None, Some(warning)),
         };
-        let pooled = ahead.as_ref().filter(|a| a.pools_network());
-        let mut lent = (pooled.zip(pool)).and_then(|(a, pool)| pool.take(a.namespaces.loopback_up));
-        let pooled = pooled.is_some();
+        // With a pooled network namespace: whether its `lo` is up (the kind lent and kept).
+        let pooled = (ahead.as_ref())
+            .filter(|a| a.pools_network())
+            .map(|a| a.namespaces.loopback_up);
+        let mut lent = pooled.zip(pool).and_then(|(up, pool)| pool.take(up));
         let forked = match (ahead.as_ref(), resident) {
             (Some(ahead), Some(resident)) => resident.fork(helper, ahead, &mut lent),
             _ => None,
@@ -198,12 +200,12 @@ impl Waiting {
             net: None,
             digest: None,
         };
-        if let Some(loopback_up) = waiting.ahead.as_ref().map(|a| a.namespaces.loopback_up) {
+        if waiting.ahead.is_some() {
             // On error `waiting` is dropped: the helper is killed, its group removed (and the
             // namespace lent, not come back, let go).
             let mut held = waiting.prepare(lent)?;
             // READY's descriptors: the mount namespace's, the network namespace's, its owner's.
-            if pooled {
+            if let Some(loopback_up) = pooled {
                 let (Some(user), Some(net)) = (held.pop(), held.pop()) else {
                     return Err(ExecError::Helper(
                         "the spare helper did not send its network namespace".into(),

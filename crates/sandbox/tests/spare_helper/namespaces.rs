@@ -78,7 +78,7 @@ async fn a_network_namespace_is_never_lent_while_its_command_runs() {
         let script = format!("readlink /proc/self/ns/net; sleep {wait}");
         ExecRequest::new("sh", vec!["-c".into(), script], &root)
     };
-    // Two rounds to fill the pool, then one launch that runs while others come and go.
+    // Three launches to fill the pool, then one that runs while others come and go.
     for _ in 0..3 {
         launcher.run(&net("0")).await.unwrap();
     }
